@@ -1,0 +1,1 @@
+//! placeholder: groth16-prover

@@ -1,0 +1,1 @@
+//! placeholder: memory-budget
