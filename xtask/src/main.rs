@@ -11,6 +11,7 @@
 mod bench;
 mod bundle;
 mod kernels;
+mod layers;
 mod testing;
 
 use anyhow::{bail, Result};
