@@ -1,1 +1,139 @@
-//! placeholder: gpu-msm
+//! Multi-scalar multiplication (MSM) on BLS12-381 G1 and G2.
+//!
+//! # Contract
+//! - [`MsmBackend`] computes `Σ scalars[i]·bases[i]` and returns a projective point.
+//!   Scalars are [`bls12_381::Scalar`] field elements; the result depends only on their
+//!   values (backends read the canonical integer in `[0, r)`, never the Montgomery form).
+//!   Bases are affine points given by the caller: this crate never reads parameter files.
+//! - Sparse queries: with a [`DensityMask`] of `n` bits the MSM takes `n` scalars and one
+//!   base per set bit, pairing the k-th set bit with `bases[k]`, exactly as bellman's
+//!   `multiexp` walks a `DensityTracker` (Groth16's A and B queries). Without a mask,
+//!   bases and scalars have equal length. A shorter or longer slice is an error, not a
+//!   silent prefix: slice the parameter vector first (e.g. `&a_query[n_inputs..]`).
+//! - Batch form: several scalar vectors (the partitions of one proof) over one set of
+//!   bases and one mask give one point each, in order.
+//! - Bases at infinity, repeated bases and any scalar in `[0, r)` give the exact sum; the
+//!   result equals [`reference::naive_msm`] (tests check it). Note that bellman's
+//!   `multiexp` instead *fails* on a base at infinity that it has to use; a prover that
+//!   wants that check must make it itself.
+//! - Bad shapes are a typed [`MsmError`], never a panic. At most `u32::MAX` terms.
+//!
+//! # Backends
+//! - [`CpuMsm`] (now): Pippenger on the rayon pool. Scalars 0 are skipped and 1 are summed
+//!   directly (a Groth16 witness is mostly 0s and 1s); the rest go through signed-digit
+//!   windows of `c` bits (`⌈256/c⌉` windows, `2^(c-1)` buckets), `c` chosen per MSM from
+//!   the number of remaining scalars; buckets are projective and take affine bases by
+//!   mixed addition; each window is reduced by running sums, windows are combined by
+//!   doubling. Parallel over windows (and over chunks of terms when there are more threads
+//!   than windows).
+//! - A CUDA backend (later, behind the same trait): same scalars and masks, bases either
+//!   resident on the device or streamed; it will add a way to hand it device-resident
+//!   bases without changing these methods' meaning. Until then this crate has no GPU code.
+//!
+//! # Cost model (CPU)
+//! About `⌈256/c⌉·(m + 2^c)` mixed/projective additions for `m` scalars other than 0 and 1,
+//! plus one addition per scalar equal to 1. Memory: 40 bytes per such scalar plus
+//! `2^(c-1)` projective points per window in flight (one per busy thread).
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod cpu;
+mod density;
+mod error;
+pub mod reference;
+
+pub use cpu::{CpuMsm, CpuMsmConfig, MAX_WINDOW_BITS};
+pub use density::DensityMask;
+pub use error::MsmError;
+
+use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+
+/// An MSM engine. Every backend (CPU now, CUDA later) gives the same results for the
+/// same inputs; see the crate docs for the exact contract.
+pub trait MsmBackend: Send + Sync {
+    /// Short name for logs and benchmark tables.
+    fn name(&self) -> &'static str;
+
+    /// `Σ scalars[i]·base(i)` on G1; `base(i)` is `bases[i]`, or with a mask the base of
+    /// the i-th scalar's rank among the set bits (unset bits are skipped).
+    fn msm_g1(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+        density: Option<&DensityMask>,
+    ) -> Result<G1Projective, MsmError>;
+
+    /// The same on G2.
+    fn msm_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[Scalar],
+        density: Option<&DensityMask>,
+    ) -> Result<G2Projective, MsmError>;
+
+    /// One G1 MSM per scalar vector, all over the same bases and mask. All vectors must
+    /// have the same length; nothing is computed when any shape is wrong.
+    fn msm_g1_batch(
+        &self,
+        bases: &[G1Affine],
+        scalar_sets: &[&[Scalar]],
+        density: Option<&DensityMask>,
+    ) -> Result<Vec<G1Projective>, MsmError>;
+
+    /// The same on G2.
+    fn msm_g2_batch(
+        &self,
+        bases: &[G2Affine],
+        scalar_sets: &[&[Scalar]],
+        density: Option<&DensityMask>,
+    ) -> Result<Vec<G2Projective>, MsmError>;
+}
+
+/// Checks one MSM's shapes (shared by every backend).
+pub(crate) fn check_shapes(
+    n_bases: usize,
+    n_scalars: usize,
+    density: Option<&DensityMask>,
+) -> Result<(), MsmError> {
+    let max_terms = u32::MAX as usize;
+    if n_scalars > max_terms {
+        return Err(MsmError::TooManyTerms {
+            n_terms: n_scalars,
+            max_terms,
+        });
+    }
+    match density {
+        None if n_bases != n_scalars => Err(MsmError::LengthMismatch { n_bases, n_scalars }),
+        None => Ok(()),
+        Some(mask) if mask.len() != n_scalars => Err(MsmError::DensityLengthMismatch {
+            mask_len: mask.len(),
+            n_scalars,
+        }),
+        Some(mask) if mask.count_ones() != n_bases => Err(MsmError::DensityBasesMismatch {
+            n_selected: mask.count_ones(),
+            n_bases,
+        }),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Checks a batch up front so that a bad vector late in the batch wastes no work.
+pub(crate) fn check_batch(
+    n_bases: usize,
+    scalar_sets: &[&[Scalar]],
+    density: Option<&DensityMask>,
+) -> Result<(), MsmError> {
+    let Some(first) = scalar_sets.first() else {
+        return Ok(());
+    };
+    for (index, s) in scalar_sets.iter().enumerate() {
+        if s.len() != first.len() {
+            return Err(MsmError::BatchLengthMismatch {
+                index,
+                expected: first.len(),
+                found: s.len(),
+            });
+        }
+    }
+    check_shapes(n_bases, first.len(), density)
+}

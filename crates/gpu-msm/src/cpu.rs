@@ -1,0 +1,412 @@
+//! CPU Pippenger (rayon): the fallback backend and the reference for the GPU one.
+
+use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
+use group::{Curve, CurveAffine};
+use rayon::prelude::*;
+
+use crate::{check_batch, check_shapes, DensityMask, MsmBackend, MsmError};
+
+/// Largest window a [`CpuMsmConfig`] accepts. Buckets per window are `2^(c-1)`.
+pub const MAX_WINDOW_BITS: u32 = 24;
+
+/// Scalars are below r < 2^255; windows cover 256 bits so the top signed digit never
+/// carries out (see [`signed_digit`]).
+const SCALAR_BITS: usize = 256;
+
+/// Scalars classified per parallel task; a multiple of 64 so a task starts on a mask word.
+const CLASSIFY_BLOCK: usize = 1 << 12;
+
+/// Tuning knobs of the CPU backend.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuMsmConfig {
+    /// Fixed window size in bits; `None` picks one per MSM from the number of
+    /// scalars that are neither 0 nor 1.
+    pub window_bits: Option<u32>,
+}
+
+/// The CPU backend: signed-digit Pippenger over the rayon global pool.
+#[derive(Clone, Debug, Default)]
+pub struct CpuMsm {
+    config: CpuMsmConfig,
+}
+
+impl CpuMsm {
+    /// A backend that chooses its window per MSM.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A backend with explicit tuning; rejects a window outside `1..=MAX_WINDOW_BITS`.
+    pub fn with_config(config: CpuMsmConfig) -> Result<Self, MsmError> {
+        if let Some(c) = config.window_bits {
+            if c == 0 || c > MAX_WINDOW_BITS {
+                return Err(MsmError::BadWindow {
+                    window_bits: c,
+                    max_bits: MAX_WINDOW_BITS,
+                });
+            }
+        }
+        Ok(Self { config })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> CpuMsmConfig {
+        self.config
+    }
+
+    fn run<G>(
+        &self,
+        bases: &[G::Affine],
+        scalars: &[Scalar],
+        density: Option<&DensityMask>,
+    ) -> Result<G, MsmError>
+    where
+        G: Curve<Scalar = Scalar>,
+    {
+        check_shapes(bases.len(), scalars.len(), density)?;
+        Ok(pippenger::<G>(
+            bases,
+            scalars,
+            density,
+            self.config.window_bits,
+        ))
+    }
+}
+
+impl MsmBackend for CpuMsm {
+    fn name(&self) -> &'static str {
+        "cpu-pippenger"
+    }
+
+    fn msm_g1(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+        density: Option<&DensityMask>,
+    ) -> Result<G1Projective, MsmError> {
+        self.run::<G1Projective>(bases, scalars, density)
+    }
+
+    fn msm_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[Scalar],
+        density: Option<&DensityMask>,
+    ) -> Result<G2Projective, MsmError> {
+        self.run::<G2Projective>(bases, scalars, density)
+    }
+
+    fn msm_g1_batch(
+        &self,
+        bases: &[G1Affine],
+        scalar_sets: &[&[Scalar]],
+        density: Option<&DensityMask>,
+    ) -> Result<Vec<G1Projective>, MsmError> {
+        check_batch(bases.len(), scalar_sets, density)?;
+        // Each MSM is already parallel inside; running them one after another keeps
+        // one set of buckets per window alive at a time.
+        scalar_sets
+            .iter()
+            .map(|s| self.run::<G1Projective>(bases, s, density))
+            .collect()
+    }
+
+    fn msm_g2_batch(
+        &self,
+        bases: &[G2Affine],
+        scalar_sets: &[&[Scalar]],
+        density: Option<&DensityMask>,
+    ) -> Result<Vec<G2Projective>, MsmError> {
+        check_batch(bases.len(), scalar_sets, density)?;
+        scalar_sets
+            .iter()
+            .map(|s| self.run::<G2Projective>(bases, s, density))
+            .collect()
+    }
+}
+
+/// A scalar that needs the windowed path: its base index and canonical limbs.
+#[derive(Clone, Copy)]
+struct Term {
+    base: u32,
+    limbs: [u64; 4],
+}
+
+fn canonical_limbs(s: &Scalar) -> [u64; 4] {
+    let bytes = s.to_bytes();
+    let mut limbs = [0u64; 4];
+    for (limb, chunk) in limbs.iter_mut().zip(bytes.chunks_exact(8)) {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(chunk);
+        *limb = u64::from_le_bytes(le);
+    }
+    limbs
+}
+
+/// Bits `[start, start + width)` of a 256-bit little-endian number (zero past bit 255);
+/// `width <= 32`.
+fn bits(limbs: &[u64; 4], start: usize, width: usize) -> u64 {
+    if start >= SCALAR_BITS {
+        return 0;
+    }
+    let (limb, shift) = (start / 64, start % 64);
+    let mut v = limbs[limb] >> shift;
+    if shift + width > 64 && limb + 1 < 4 {
+        v |= limbs[limb + 1] << (64 - shift);
+    }
+    v & ((1u64 << width) - 1)
+}
+
+/// Signed digit of window `w` (width `c`), in `[-2^(c-1), 2^(c-1)]`.
+///
+/// Digit = raw window + carry in − 2^c·(top bit of the window), where the carry in is
+/// the top bit of the window below. Each digit depends only on `c + 1` bits of the
+/// scalar, so windows are decoded independently (no sequential carry pass, nothing
+/// stored per window). The sum telescopes to the scalar as long as the top bit of the
+/// last window is zero, which `W·c >= 256 > 255 >= bits(r)` guarantees.
+pub(crate) fn signed_digit(limbs: &[u64; 4], w: usize, c: usize) -> i64 {
+    let start = w * c;
+    let raw = bits(limbs, start, c) as i64;
+    let carry = if start == 0 {
+        0
+    } else {
+        bits(limbs, start - 1, 1) as i64
+    };
+    let top = (raw >> (c - 1)) & 1;
+    raw + carry - (top << c)
+}
+
+/// Number of windows of `c` bits.
+fn n_windows(c: usize) -> usize {
+    SCALAR_BITS.div_ceil(c)
+}
+
+/// Window minimising point additions: per window, one addition per term into a bucket
+/// and about `2^c` for the running-sum reduction (`2^(c-1)` buckets, two adds each).
+pub(crate) fn choose_window(n_terms: usize) -> usize {
+    (1..=MAX_WINDOW_BITS as usize)
+        .min_by_key(|&c| n_windows(c) as u128 * (n_terms as u128 + (1u128 << c)))
+        .unwrap_or(1)
+}
+
+/// Σ scalars[i]·base(i) where base(i) is `bases[i]`, or with a mask the base of the
+/// i-th scalar's rank among the set bits. Shapes are checked by the caller.
+fn pippenger<G>(
+    bases: &[G::Affine],
+    scalars: &[Scalar],
+    density: Option<&DensityMask>,
+    window_bits: Option<u32>,
+) -> G
+where
+    G: Curve<Scalar = Scalar>,
+{
+    let (ones_sum, terms) = classify::<G>(bases, scalars, density);
+    if terms.is_empty() {
+        return ones_sum;
+    }
+    let c = window_bits.map_or_else(|| choose_window(terms.len()), |c| c as usize);
+    let n_win = n_windows(c);
+
+    // Split each window's terms into chunks only when windows alone cannot keep every
+    // thread busy; each extra chunk costs one more bucket reduction.
+    let threads = rayon::current_num_threads().max(1);
+    let n_chunks = (2 * threads)
+        .div_ceil(n_win)
+        .min(terms.len().div_ceil(1 << c).max(1));
+    let chunk_len = terms.len().div_ceil(n_chunks);
+
+    let partial: Vec<(usize, G)> = (0..n_win * n_chunks)
+        .into_par_iter()
+        .map(|unit| {
+            let (w, chunk) = (unit / n_chunks, unit % n_chunks);
+            let lo = chunk * chunk_len;
+            let hi = (lo + chunk_len).min(terms.len());
+            (w, window_sum::<G>(bases, &terms[lo..hi], w, c))
+        })
+        .collect();
+
+    let mut window_sums = vec![G::identity(); n_win];
+    for (w, s) in partial {
+        window_sums[w] += s;
+    }
+    let mut acc = G::identity();
+    for s in window_sums.iter().rev() {
+        for _ in 0..c {
+            acc = acc.double();
+        }
+        acc += s;
+    }
+    acc + ones_sum
+}
+
+/// Bucket sum of one window over some terms: Σ digit·base.
+fn window_sum<G>(bases: &[G::Affine], terms: &[Term], w: usize, c: usize) -> G
+where
+    G: Curve<Scalar = Scalar>,
+{
+    let n_buckets = 1usize << (c - 1);
+    let mut buckets = vec![G::identity(); n_buckets];
+    // An empty bucket takes its first point by copy instead of a full addition.
+    let mut filled = vec![false; n_buckets];
+    for t in terms {
+        let d = signed_digit(&t.limbs, w, c);
+        if d == 0 {
+            continue;
+        }
+        let base = &bases[t.base as usize];
+        let slot = (d.unsigned_abs() - 1) as usize;
+        if filled[slot] {
+            if d > 0 {
+                buckets[slot] += base;
+            } else {
+                buckets[slot] -= base;
+            }
+        } else {
+            filled[slot] = true;
+            buckets[slot] = if d > 0 {
+                base.to_curve()
+            } else {
+                (-*base).to_curve()
+            };
+        }
+    }
+    // Σ (k+1)·bucket[k] by running sums from the top bucket down.
+    let mut running = G::identity();
+    let mut running_started = false;
+    let mut acc = G::identity();
+    for (b, f) in buckets.iter().zip(&filled).rev() {
+        if *f {
+            if running_started {
+                running += b;
+            } else {
+                running = *b;
+                running_started = true;
+            }
+        }
+        if running_started {
+            acc += running;
+        }
+    }
+    acc
+}
+
+/// Splits scalars into zeros (dropped), ones (summed here) and the rest (returned with
+/// their base index). Parallel over blocks; a block's first base index is its prefix
+/// count of set mask bits.
+fn classify<G>(
+    bases: &[G::Affine],
+    scalars: &[Scalar],
+    density: Option<&DensityMask>,
+) -> (G, Vec<Term>)
+where
+    G: Curve<Scalar = Scalar>,
+{
+    let n_blocks = scalars.len().div_ceil(CLASSIFY_BLOCK);
+    let block_base: Vec<usize> = match density {
+        None => (0..n_blocks).map(|b| b * CLASSIFY_BLOCK).collect(),
+        Some(mask) => {
+            let words_per_block = CLASSIFY_BLOCK / 64;
+            let mut starts = Vec::with_capacity(n_blocks);
+            let mut count = 0usize;
+            for block in mask.words().chunks(words_per_block) {
+                starts.push(count);
+                count += block.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+            }
+            starts
+        }
+    };
+
+    let per_block: Vec<(G, Vec<Term>)> = scalars
+        .par_chunks(CLASSIFY_BLOCK)
+        .zip(block_base.par_iter())
+        .enumerate()
+        .map(|(b, (block, &first_base))| {
+            let mut ones = G::identity();
+            let mut terms = Vec::new();
+            let mut base = first_base;
+            for (j, s) in block.iter().enumerate() {
+                if let Some(mask) = density {
+                    if !mask.get(b * CLASSIFY_BLOCK + j) {
+                        continue;
+                    }
+                }
+                let this = base;
+                base += 1;
+                if bool::from(s.is_zero()) {
+                    continue;
+                }
+                if *s == Scalar::ONE {
+                    ones += &bases[this];
+                    continue;
+                }
+                terms.push(Term {
+                    base: this as u32,
+                    limbs: canonical_limbs(s),
+                });
+            }
+            (ones, terms)
+        })
+        .collect();
+
+    let mut ones_sum = G::identity();
+    let mut terms = Vec::with_capacity(per_block.iter().map(|(_, t)| t.len()).sum());
+    for (ones, t) in per_block {
+        ones_sum += ones;
+        terms.extend_from_slice(&t);
+    }
+    (ones_sum, terms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value_from_digits(limbs: &[u64; 4], c: usize) -> Scalar {
+        // Σ d_w·2^(wc) evaluated in the field.
+        let two_c = Field::pow_vartime(&Scalar::from(2u64), [c as u64]);
+        let mut acc = Scalar::ZERO;
+        for w in (0..n_windows(c)).rev() {
+            acc *= two_c;
+            let d = signed_digit(limbs, w, c);
+            let half = 1i64 << (c - 1);
+            assert!(
+                (-half..=half).contains(&d),
+                "digit {d} out of range for c = {c}"
+            );
+            let mag = Scalar::from(d.unsigned_abs());
+            acc += if d < 0 { -mag } else { mag };
+        }
+        acc
+    }
+
+    #[test]
+    fn signed_digits_recompose() {
+        let minus_one = -Scalar::ONE;
+        let samples = [
+            Scalar::ZERO,
+            Scalar::ONE,
+            minus_one,
+            Scalar::from(u64::MAX),
+            Scalar::from(0x8000_0000_0000_0000u64),
+            minus_one * Scalar::from(12345u64),
+            Field::pow_vartime(&Scalar::from(2u64), [254]),
+        ];
+        for c in 1..=MAX_WINDOW_BITS as usize {
+            for s in &samples {
+                assert_eq!(value_from_digits(&canonical_limbs(s), c), *s, "c = {c}");
+            }
+        }
+    }
+
+    #[test]
+    fn window_choice_grows_with_n() {
+        let mut last = 0;
+        for log_n in 0..30 {
+            let c = choose_window(1 << log_n);
+            assert!(c >= last, "window shrank at 2^{log_n}");
+            assert!((1..=MAX_WINDOW_BITS as usize).contains(&c));
+            last = c;
+        }
+    }
+}
