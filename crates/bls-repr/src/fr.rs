@@ -1,0 +1,190 @@
+//! `FrRepr`: the scalar field.
+
+use bls12_381::Scalar;
+use bytemuck::{Pod, Zeroable};
+
+use crate::arith;
+use crate::constants::{FR_INV, FR_MODULUS, FR_MODULUS_MINUS_2, FR_R, FR_R2};
+use crate::error::ReprError;
+
+/// An element of Fr in Montgomery form: `limbs` holds `a * 2^256 mod r`, little-endian
+/// 64-bit limbs (8 little-endian 32-bit limbs on the GPU); 32 bytes. Always fully
+/// reduced (`< r`) when produced by this crate; check foreign memory with
+/// [`FrRepr::is_reduced`] or [`FrRepr::from_montgomery_limbs`]. All zero is 0.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default, Pod, Zeroable)]
+pub struct FrRepr {
+    /// Montgomery limbs, little-endian.
+    pub limbs: [u64; 4],
+}
+
+/// Little-endian u64 at `off`.
+#[inline(always)]
+fn le_u64(bytes: &[u8], off: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&bytes[off..off + 8]);
+    u64::from_le_bytes(w)
+}
+
+impl FrRepr {
+    /// The element 0.
+    pub const ZERO: FrRepr = FrRepr { limbs: [0; 4] };
+    /// The element 1 (R mod r).
+    pub const ONE: FrRepr = FrRepr { limbs: FR_R };
+
+    /// `v` as a field element.
+    pub const fn from_u64(v: u64) -> FrRepr {
+        FrRepr {
+            limbs: arith::mont_mul(&[v, 0, 0, 0], &FR_R2, &FR_MODULUS, FR_INV),
+        }
+    }
+
+    /// Converts a `bls12_381` scalar (through its canonical little-endian bytes).
+    #[inline]
+    pub fn from_scalar(s: &Scalar) -> FrRepr {
+        let b = s.to_bytes();
+        // Canonical by construction (`Scalar` is always reduced), so no range check.
+        let limbs = [le_u64(&b, 0), le_u64(&b, 8), le_u64(&b, 16), le_u64(&b, 24)];
+        FrRepr {
+            limbs: arith::mont_mul(&limbs, &FR_R2, &FR_MODULUS, FR_INV),
+        }
+    }
+
+    /// Converts back to a `bls12_381` scalar; fails if the limbs are not reduced.
+    pub fn to_scalar(&self) -> Result<Scalar, ReprError> {
+        if !self.is_reduced() {
+            return Err(ReprError::FrNotReduced { limbs: self.limbs });
+        }
+        let c = self.to_canonical_limbs();
+        // `from_raw` multiplies by R^2 itself; `c < r` so this is exact.
+        Ok(Scalar::from_raw(c))
+    }
+
+    /// Converts canonical limbs (little-endian, `< r`) to Montgomery form.
+    pub fn from_canonical_limbs(limbs: [u64; 4]) -> Result<FrRepr, ReprError> {
+        if !arith::lt(&limbs, &FR_MODULUS) {
+            return Err(ReprError::FrNotCanonical { found: limbs });
+        }
+        Ok(FrRepr {
+            limbs: arith::mont_mul(&limbs, &FR_R2, &FR_MODULUS, FR_INV),
+        })
+    }
+
+    /// Canonical limbs (little-endian, `< r`).
+    pub fn to_canonical_limbs(&self) -> [u64; 4] {
+        arith::from_mont(&self.limbs, &FR_MODULUS, FR_INV)
+    }
+
+    /// Parses the canonical 32-byte little-endian encoding (as `Scalar::to_bytes`);
+    /// rejects values `>= r`.
+    pub fn from_le_bytes(bytes: &[u8; 32]) -> Result<FrRepr, ReprError> {
+        Self::from_canonical_limbs([
+            le_u64(bytes, 0),
+            le_u64(bytes, 8),
+            le_u64(bytes, 16),
+            le_u64(bytes, 24),
+        ])
+    }
+
+    /// The canonical 32-byte little-endian encoding.
+    pub fn to_le_bytes(&self) -> [u8; 32] {
+        let c = self.to_canonical_limbs();
+        let mut out = [0u8; 32];
+        for (i, l) in c.iter().enumerate() {
+            out[8 * i..8 * i + 8].copy_from_slice(&l.to_le_bytes());
+        }
+        out
+    }
+
+    /// Wraps Montgomery limbs (e.g. read back from a GPU), checking they are `< r`.
+    pub fn from_montgomery_limbs(limbs: [u64; 4]) -> Result<FrRepr, ReprError> {
+        let v = FrRepr { limbs };
+        if v.is_reduced() {
+            Ok(v)
+        } else {
+            Err(ReprError::FrNotReduced { limbs })
+        }
+    }
+
+    /// Whether the Montgomery limbs are `< r`.
+    pub fn is_reduced(&self) -> bool {
+        arith::lt(&self.limbs, &FR_MODULUS)
+    }
+
+    /// Whether this is 0.
+    pub fn is_zero(&self) -> bool {
+        arith::is_zero(&self.limbs)
+    }
+
+    /// `self + rhs`.
+    #[inline]
+    pub fn add(&self, rhs: &FrRepr) -> FrRepr {
+        FrRepr {
+            limbs: arith::add_mod(&self.limbs, &rhs.limbs, &FR_MODULUS),
+        }
+    }
+
+    /// `self - rhs`.
+    #[inline]
+    pub fn sub(&self, rhs: &FrRepr) -> FrRepr {
+        FrRepr {
+            limbs: arith::sub_mod(&self.limbs, &rhs.limbs, &FR_MODULUS),
+        }
+    }
+
+    /// `-self`.
+    #[inline]
+    pub fn neg(&self) -> FrRepr {
+        FrRepr {
+            limbs: arith::neg_mod(&self.limbs, &FR_MODULUS),
+        }
+    }
+
+    /// `2 * self`.
+    #[inline]
+    pub fn double(&self) -> FrRepr {
+        self.add(self)
+    }
+
+    /// `self * rhs` (Montgomery multiplication, no-carry CIOS).
+    #[inline]
+    pub fn mul(&self, rhs: &FrRepr) -> FrRepr {
+        FrRepr {
+            limbs: arith::mont_mul(&self.limbs, &rhs.limbs, &FR_MODULUS, FR_INV),
+        }
+    }
+
+    /// `self^2`.
+    #[inline]
+    pub fn square(&self) -> FrRepr {
+        self.mul(self)
+    }
+
+    /// `self^exp`, `exp` as little-endian limbs (variable time in `exp`).
+    pub fn pow(&self, exp: &[u64]) -> FrRepr {
+        FrRepr {
+            limbs: arith::mont_pow(&self.limbs, exp, &FR_R, &FR_MODULUS, FR_INV),
+        }
+    }
+
+    /// `1 / self` by Fermat (`self^(r-2)`), `None` for 0.
+    pub fn inverse(&self) -> Option<FrRepr> {
+        if self.is_zero() {
+            None
+        } else {
+            Some(self.pow(&FR_MODULUS_MINUS_2))
+        }
+    }
+}
+
+impl From<&Scalar> for FrRepr {
+    fn from(s: &Scalar) -> FrRepr {
+        FrRepr::from_scalar(s)
+    }
+}
+
+impl From<Scalar> for FrRepr {
+    fn from(s: Scalar) -> FrRepr {
+        FrRepr::from_scalar(&s)
+    }
+}
