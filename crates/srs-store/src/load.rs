@@ -1,0 +1,643 @@
+//! Opening a parameter file (header walk only) and streaming it into the `bls-repr` layout.
+//!
+//! The load charges its peak before the first byte is copied: the destination plus one
+//! window of mapped file pages. Each window (`chunk_bytes` of file) is populated, converted
+//! in parallel, then its pages are unmapped behind us (`MADV_DONTNEED`) and optionally
+//! dropped from the page cache (`POSIX_FADV_DONTNEED`), so resident memory stays near the
+//! destination size instead of destination + whole mapping.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Instant;
+
+use bls_repr::{G1AffineRepr, G2AffineRepr};
+use memmap2::{Advice, Mmap, UncheckedAdvice};
+use memory_budget::{Budget, Category, Reservation};
+use rayon::prelude::*;
+
+use crate::error::{Result, SrsError};
+use crate::layout::{ExpectedSizes, ParamsLayout, Section, SectionSpan, VK_FIXED};
+
+/// How much of each point to check while loading. Points at infinity are always rejected
+/// (the reference reader rejects them too), and encodings are always parsed strictly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PointCheck {
+    /// Encoding only: flag bits and coordinates below p.
+    #[default]
+    None,
+    /// Encoding and curve equation.
+    Curve,
+    /// Encoding, curve equation and prime-order subgroup (the expensive one).
+    Full,
+}
+
+impl FromStr for PointCheck {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "none" => Ok(PointCheck::None),
+            "curve" => Ok(PointCheck::Curve),
+            "full" => Ok(PointCheck::Full),
+            other => Err(format!("unknown check {other:?}, expected none, curve or full")),
+        }
+    }
+}
+
+/// What to do with the file's page-cache pages once a window is converted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PageCache {
+    /// Leave them cached (a later reload is fast; the kernel reclaims them under pressure).
+    #[default]
+    Keep,
+    /// Ask the kernel to drop them (`POSIX_FADV_DONTNEED`): the loaded copy is the only one.
+    Drop,
+}
+
+/// Where the loaded bases live.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Destination {
+    /// Ordinary (pageable) host memory.
+    #[default]
+    Host,
+    /// Page-locked host memory from `gpu-device` (not wired yet: returns `GpuUnavailable`).
+    Pinned,
+    /// Device memory under the VRAM budget (not wired yet: returns `GpuUnavailable`).
+    Device,
+}
+
+/// Default window of file converted at a time.
+pub const DEFAULT_CHUNK_BYTES: u64 = 64 << 20;
+
+/// Options for one load.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Point checks.
+    pub check: PointCheck,
+    /// Counts the caller's circuit needs; checked before anything is allocated.
+    pub expected: ExpectedSizes,
+    /// Bytes of file converted per window (rounded down to whole points, at least one).
+    pub chunk_bytes: u64,
+    /// Page-cache policy behind each window.
+    pub page_cache: PageCache,
+    /// Destination memory.
+    pub destination: Destination,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            check: PointCheck::None,
+            expected: ExpectedSizes::default(),
+            chunk_bytes: DEFAULT_CHUNK_BYTES,
+            page_cache: PageCache::Keep,
+            destination: Destination::Host,
+        }
+    }
+}
+
+/// What a load will charge, computed from the headers alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadPlan {
+    /// Steady size once loaded: bulk sections plus the verifying key.
+    pub destination_bytes: u64,
+    /// Extra bytes resident only during the load (one window of mapped file pages).
+    pub transient_bytes: u64,
+}
+
+impl LoadPlan {
+    /// What the reservation must cover before the first byte is copied.
+    pub fn peak_bytes(&self) -> u64 {
+        self.destination_bytes + self.transient_bytes
+    }
+}
+
+/// The verifying key in the `bls-repr` layout. Always fully checked (it is small and
+/// verification soundness depends on it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyingKeyRepr {
+    /// alpha in G1.
+    pub alpha_g1: G1AffineRepr,
+    /// beta in G1.
+    pub beta_g1: G1AffineRepr,
+    /// beta in G2.
+    pub beta_g2: G2AffineRepr,
+    /// gamma in G2.
+    pub gamma_g2: G2AffineRepr,
+    /// delta in G1.
+    pub delta_g1: G1AffineRepr,
+    /// delta in G2.
+    pub delta_g2: G2AffineRepr,
+    /// One G1 point per public input.
+    pub ic: Vec<G1AffineRepr>,
+}
+
+impl VerifyingKeyRepr {
+    /// Bytes this key occupies in memory (roughly).
+    pub fn bytes(&self) -> u64 {
+        (3 * 96 + 3 * 192 + self.ic.len() * 96) as u64
+    }
+}
+
+/// Bases in some memory. Only host memory exists for now; pinned and device variants
+/// come with `gpu-device`.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Bases<T> {
+    /// Ordinary host memory.
+    Host(Vec<T>),
+}
+
+impl<T> Bases<T> {
+    /// The points, when they are in host memory.
+    pub fn as_host(&self) -> Option<&[T]> {
+        match self {
+            Bases::Host(v) => Some(v),
+        }
+    }
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        match self {
+            Bases::Host(v) => v.len(),
+        }
+    }
+    /// Whether there are no points.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Figures from one load.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LoadStats {
+    /// Bytes of file converted.
+    pub file_bytes: u64,
+    /// Wall time of the load (after the reservation was granted).
+    pub seconds: f64,
+    /// What the reservation covered at the peak.
+    pub peak_charged_bytes: u64,
+    /// What it covers now.
+    pub steady_charged_bytes: u64,
+}
+
+impl LoadStats {
+    /// File bytes per second.
+    pub fn bytes_per_second(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.file_bytes as f64 / self.seconds
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
+/// A fully loaded parameter set. Dropping it frees the bases and returns the reservation.
+#[derive(Debug)]
+pub struct LoadedParams {
+    layout: ParamsLayout,
+    vk: VerifyingKeyRepr,
+    h: Bases<G1AffineRepr>,
+    l: Bases<G1AffineRepr>,
+    a: Bases<G1AffineRepr>,
+    b_g1: Bases<G1AffineRepr>,
+    b_g2: Bases<G2AffineRepr>,
+    destination: Destination,
+    stats: LoadStats,
+    reservation: Reservation,
+}
+
+impl LoadedParams {
+    /// The file's layout.
+    pub fn layout(&self) -> &ParamsLayout {
+        &self.layout
+    }
+    /// The verifying key.
+    pub fn vk(&self) -> &VerifyingKeyRepr {
+        &self.vk
+    }
+    /// `h_query`.
+    pub fn h_query(&self) -> &Bases<G1AffineRepr> {
+        &self.h
+    }
+    /// `l_query`.
+    pub fn l_query(&self) -> &Bases<G1AffineRepr> {
+        &self.l
+    }
+    /// `a_query`.
+    pub fn a_query(&self) -> &Bases<G1AffineRepr> {
+        &self.a
+    }
+    /// `b_g1_query`.
+    pub fn b_g1_query(&self) -> &Bases<G1AffineRepr> {
+        &self.b_g1
+    }
+    /// `b_g2_query`.
+    pub fn b_g2_query(&self) -> &Bases<G2AffineRepr> {
+        &self.b_g2
+    }
+    /// Where the bases live.
+    pub fn destination(&self) -> Destination {
+        self.destination
+    }
+    /// Figures from the load.
+    pub fn stats(&self) -> LoadStats {
+        self.stats
+    }
+    /// Bytes currently charged to the budget for this entry.
+    pub fn charged_bytes(&self) -> u64 {
+        self.reservation.bytes()
+    }
+}
+
+/// An open parameter file: mapped, headers walked and validated, nothing else read.
+#[derive(Debug)]
+pub struct ParamsFile {
+    path: PathBuf,
+    file: File,
+    map: Mmap,
+    layout: ParamsLayout,
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> SrsError {
+    SrsError::Io { path: path.to_path_buf(), source }
+}
+
+impl ParamsFile {
+    /// Maps the file and walks its six headers. Allocates nothing proportional to the file.
+    ///
+    /// Parameter files are treated as immutable: truncating or rewriting one while it is
+    /// open is outside the contract (a mapped read past a truncation raises SIGBUS).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let file = File::open(path).map_err(|e| io_err(path, e))?;
+        // SAFETY: the mapping is read-only and shared, so we never write through it. Its
+        // contents may change only if another process rewrites the file, which the contract
+        // above excludes (the same assumption every `.params` loader makes).
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| io_err(path, e))?;
+        let layout = ParamsLayout::parse(&map)?;
+        Ok(ParamsFile { path: path.to_path_buf(), file, map, layout })
+    }
+
+    /// The validated layout.
+    pub fn layout(&self) -> &ParamsLayout {
+        &self.layout
+    }
+
+    /// The path it was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What a load with these options would charge.
+    pub fn plan(&self, options: &LoadOptions) -> LoadPlan {
+        let vk_bytes = (3 * 96 + 3 * 192) + u64::from(self.layout.ic().n_points()) * 96;
+        // One window of mapped pages, plus a page either side from rounding to page bounds.
+        let window = effective_chunk_bytes(options.chunk_bytes, 192).min(self.layout.file_bytes());
+        LoadPlan {
+            destination_bytes: self.layout.loaded_bulk_bytes() + vk_bytes,
+            transient_bytes: window + 2 * page_size(),
+        }
+    }
+
+    /// Reads and fully checks the verifying key, touching only its bytes.
+    pub fn verifying_key(&self) -> Result<VerifyingKeyRepr> {
+        let fixed = |i: usize| -> &[u8] {
+            let (s, at) = VK_FIXED[i];
+            &self.map[at as usize..(at + s.point_bytes()) as usize]
+        };
+        let g1 = |i: usize| -> Result<G1AffineRepr> {
+            let mut out = [G1AffineRepr::default()];
+            convert_points::<G1Kind>(fixed(i), &mut out, VK_FIXED[i].0, 0, VK_FIXED[i].1, PointCheck::Full)?;
+            Ok(out[0])
+        };
+        let g2 = |i: usize| -> Result<G2AffineRepr> {
+            let mut out = [G2AffineRepr::default()];
+            convert_points::<G2Kind>(fixed(i), &mut out, VK_FIXED[i].0, 0, VK_FIXED[i].1, PointCheck::Full)?;
+            Ok(out[0])
+        };
+        let ic_span = self.layout.ic();
+        let mut ic = vec![G1AffineRepr::default(); ic_span.n_points() as usize];
+        convert_points::<G1Kind>(
+            &self.map[ic_span.data_offset() as usize..ic_span.end_offset() as usize],
+            &mut ic,
+            Section::Ic,
+            0,
+            ic_span.data_offset(),
+            PointCheck::Full,
+        )?;
+        Ok(VerifyingKeyRepr {
+            alpha_g1: g1(0)?,
+            beta_g1: g1(1)?,
+            beta_g2: g2(2)?,
+            gamma_g2: g2(3)?,
+            delta_g1: g1(4)?,
+            delta_g2: g2(5)?,
+            ic,
+        })
+    }
+
+    /// Checks every point without keeping any (what `srs-inspect --check` does). Streams
+    /// through the file window by window like a load; allocates one window of output.
+    pub fn check_points(&self, check: PointCheck, options: &LoadOptions) -> Result<()> {
+        self.verifying_key()?;
+        for span in self.layout.bulk() {
+            if span.section().is_g2() {
+                self.stream::<G2Kind>(span, None, check, options)?;
+            } else {
+                self.stream::<G1Kind>(span, None, check, options)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads under `budget`: reserves the plan's peak (fails at once if it does not fit),
+    /// converts, and shrinks the reservation to the steady size.
+    pub fn load(&self, budget: &Budget, options: &LoadOptions) -> Result<LoadedParams> {
+        self.layout.check_expected(&options.expected)?;
+        check_destination(options.destination)?;
+        let plan = self.plan(options);
+        let label = format!("srs {}", self.path.display());
+        let reservation = budget
+            .try_reserve(plan.peak_bytes(), Category::Srs, label.clone())
+            .map_err(|source| SrsError::Budget { requested_bytes: plan.peak_bytes(), label, source })?;
+        self.load_reserved(reservation, options)
+    }
+
+    /// Loads into memory already charged by `reservation`, which must cover the plan's peak.
+    /// On success the reservation is shrunk to the steady size and kept by the result; on
+    /// error it is dropped, returning everything it held.
+    pub fn load_reserved(&self, mut reservation: Reservation, options: &LoadOptions) -> Result<LoadedParams> {
+        self.layout.check_expected(&options.expected)?;
+        check_destination(options.destination)?;
+        let plan = self.plan(options);
+        if reservation.bytes() < plan.peak_bytes() {
+            return Err(SrsError::ReservationTooSmall {
+                reserved_bytes: reservation.bytes(),
+                needed_bytes: plan.peak_bytes(),
+            });
+        }
+        let peak_charged_bytes = reservation.bytes();
+        let started = Instant::now();
+        let _ = self.map.advise(Advice::Sequential);
+        let vk = self.verifying_key()?;
+        let [h, l, a, b_g1, b_g2] = self.layout.bulk();
+        let h = self.load_section::<G1Kind>(h, options)?;
+        let l = self.load_section::<G1Kind>(l, options)?;
+        let a = self.load_section::<G1Kind>(a, options)?;
+        let b_g1 = self.load_section::<G1Kind>(b_g1, options)?;
+        let b_g2 = self.load_section::<G2Kind>(b_g2, options)?;
+        let seconds = started.elapsed().as_secs_f64();
+        reservation.shrink_to(plan.destination_bytes);
+        let stats = LoadStats {
+            file_bytes: self.layout.file_bytes(),
+            seconds,
+            peak_charged_bytes,
+            steady_charged_bytes: reservation.bytes(),
+        };
+        crate::metrics::record_load(&stats);
+        Ok(LoadedParams {
+            layout: self.layout,
+            vk,
+            h: Bases::Host(h),
+            l: Bases::Host(l),
+            a: Bases::Host(a),
+            b_g1: Bases::Host(b_g1),
+            b_g2: Bases::Host(b_g2),
+            destination: options.destination,
+            stats,
+            reservation,
+        })
+    }
+
+    fn load_section<K: PointKind>(&self, span: SectionSpan, options: &LoadOptions) -> Result<Vec<K::Repr>> {
+        let n = span.n_points() as usize;
+        let mut out = alloc_host::<K::Repr>(n).ok_or(SrsError::Alloc {
+            section: span.section(),
+            requested_bytes: span.data_bytes(),
+        })?;
+        self.stream::<K>(span, Some(&mut out), options.check, options)?;
+        Ok(out)
+    }
+
+    /// Converts a section window by window, into `out` when given (else into a scratch
+    /// window that is discarded: check-only mode).
+    fn stream<K: PointKind>(
+        &self,
+        span: SectionSpan,
+        mut out: Option<&mut [K::Repr]>,
+        check: PointCheck,
+        options: &LoadOptions,
+    ) -> Result<()> {
+        let point_bytes = K::BYTES as u64;
+        let per_window = (effective_chunk_bytes(options.chunk_bytes, point_bytes) / point_bytes) as usize;
+        let n = span.n_points() as usize;
+        let mut scratch = Vec::new();
+        let mut start = 0usize;
+        while start < n {
+            let end = (start + per_window).min(n);
+            let from = (span.data_offset() + start as u64 * point_bytes) as usize;
+            let to = (span.data_offset() + end as u64 * point_bytes) as usize;
+            // Fault the window in with one call rather than a page fault per 4 KiB; older
+            // kernels lack POPULATE_READ, so fall back to read-ahead.
+            if self.map.advise_range(Advice::PopulateRead, from, to - from).is_err() {
+                let _ = self.map.advise_range(Advice::WillNeed, from, to - from);
+            }
+            let dst: &mut [K::Repr] = match out.as_deref_mut() {
+                Some(o) => &mut o[start..end],
+                None => {
+                    scratch.clear();
+                    scratch.resize(end - start, K::Repr::default());
+                    &mut scratch[..]
+                }
+            };
+            let res = convert_points::<K>(&self.map[from..to], dst, span.section(), start as u64, from as u64, check);
+            self.release_window(from, to - from, options.page_cache);
+            res?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Drops the window's pages from our address space (and optionally the page cache).
+    fn release_window(&self, offset: usize, len: usize, page_cache: PageCache) {
+        // SAFETY: the mapping is read-only and shared (`Mmap::map`), so MADV_DONTNEED only
+        // removes our page-table entries: a later read of the range faults the same file
+        // bytes back in from the page cache or disk. No reference into the range outlives
+        // the conversion that just finished, and nothing was written through the mapping.
+        let _ = unsafe { self.map.unchecked_advise_range(UncheckedAdvice::DontNeed, offset, len) };
+        if page_cache == PageCache::Drop {
+            use std::os::fd::AsRawFd;
+            // SAFETY: `self.file` is an open descriptor we own for the whole call; fadvise
+            // only hints the kernel about caching and touches no memory of ours.
+            let _ = unsafe {
+                libc::posix_fadvise(
+                    self.file.as_raw_fd(),
+                    offset as libc::off_t,
+                    len as libc::off_t,
+                    libc::POSIX_FADV_DONTNEED,
+                )
+            };
+        }
+    }
+}
+
+fn check_destination(destination: Destination) -> Result<()> {
+    match destination {
+        Destination::Host => Ok(()),
+        Destination::Pinned | Destination::Device => Err(SrsError::GpuUnavailable {
+            reason: format!("{destination:?} destination is not wired to gpu-device yet"),
+        }),
+    }
+}
+
+fn effective_chunk_bytes(chunk_bytes: u64, point_bytes: u64) -> u64 {
+    (chunk_bytes / point_bytes).max(1) * point_bytes
+}
+
+pub(crate) fn page_size() -> u64 {
+    // SAFETY: sysconf only reads a system constant.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as u64
+    } else {
+        4096
+    }
+}
+
+/// Allocates `n` zeroed points. `calloc` hands large requests fresh zero pages from the
+/// kernel, so this costs no write pass; the conversion is the first write. Returns `None`
+/// when the allocator refuses.
+fn alloc_host<T: bytemuck::Zeroable + Copy>(n: usize) -> Option<Vec<T>> {
+    let v = bytemuck::allocation::try_zeroed_vec::<T>(n).ok()?;
+    advise_huge_pages(&v);
+    Some(v)
+}
+
+/// Asks for transparent huge pages on a large destination: 512x fewer page faults while it
+/// is first written (the kernel may ignore the hint).
+fn advise_huge_pages<T>(v: &[T]) {
+    let len = std::mem::size_of_val(v);
+    let page = page_size() as usize;
+    if len < (4 << 20) {
+        return;
+    }
+    let start = v.as_ptr() as usize;
+    let aligned = start.next_multiple_of(page);
+    let usable = (start + len).saturating_sub(aligned) / page * page;
+    if usable == 0 {
+        return;
+    }
+    // SAFETY: [aligned, aligned + usable) is page-aligned and lies inside the allocation
+    // backing `v`, which is live for the call; MADV_HUGEPAGE changes how the kernel backs
+    // those pages, never their contents.
+    let _ = unsafe { libc::madvise(aligned as *mut libc::c_void, usable, libc::MADV_HUGEPAGE) };
+}
+
+/// A point group as the loader sees it.
+pub(crate) trait PointKind {
+    type Repr: bytemuck::Pod + Default + Send + Sync;
+    const BYTES: usize;
+    /// Parses the strict `.params` encoding (no curve check).
+    fn parse(bytes: &[u8]) -> std::result::Result<Self::Repr, String>;
+    fn is_identity(repr: &Self::Repr) -> bool;
+    /// Returns (on_curve, in_subgroup) as far as `check` asks (unchecked parts are `true`).
+    fn check(bytes: &[u8], check: PointCheck) -> (bool, bool);
+}
+
+pub(crate) struct G1Kind;
+pub(crate) struct G2Kind;
+
+impl PointKind for G1Kind {
+    type Repr = G1AffineRepr;
+    const BYTES: usize = 96;
+    fn parse(bytes: &[u8]) -> std::result::Result<G1AffineRepr, String> {
+        let arr: &[u8; 96] = bytes.try_into().map_err(|_| "short point".to_string())?;
+        G1AffineRepr::from_uncompressed(arr).map_err(|e| e.to_string())
+    }
+    fn is_identity(repr: &G1AffineRepr) -> bool {
+        repr.is_identity()
+    }
+    fn check(bytes: &[u8], check: PointCheck) -> (bool, bool) {
+        if check == PointCheck::None {
+            return (true, true);
+        }
+        let Ok(arr) = <&[u8; 96]>::try_from(bytes) else { return (false, false) };
+        let p = bls12_381::G1Affine::from_uncompressed_unchecked(arr);
+        if bool::from(p.is_none()) {
+            return (false, false);
+        }
+        let p = p.unwrap();
+        let on_curve = bool::from(p.is_on_curve());
+        let in_subgroup = check != PointCheck::Full || (on_curve && bool::from(p.is_torsion_free()));
+        (on_curve, in_subgroup)
+    }
+}
+
+impl PointKind for G2Kind {
+    type Repr = G2AffineRepr;
+    const BYTES: usize = 192;
+    fn parse(bytes: &[u8]) -> std::result::Result<G2AffineRepr, String> {
+        let arr: &[u8; 192] = bytes.try_into().map_err(|_| "short point".to_string())?;
+        G2AffineRepr::from_uncompressed(arr).map_err(|e| e.to_string())
+    }
+    fn is_identity(repr: &G2AffineRepr) -> bool {
+        repr.is_identity()
+    }
+    fn check(bytes: &[u8], check: PointCheck) -> (bool, bool) {
+        if check == PointCheck::None {
+            return (true, true);
+        }
+        let Ok(arr) = <&[u8; 192]>::try_from(bytes) else { return (false, false) };
+        let p = bls12_381::G2Affine::from_uncompressed_unchecked(arr);
+        if bool::from(p.is_none()) {
+            return (false, false);
+        }
+        let p = p.unwrap();
+        let on_curve = bool::from(p.is_on_curve());
+        let in_subgroup = check != PointCheck::Full || (on_curve && bool::from(p.is_torsion_free()));
+        (on_curve, in_subgroup)
+    }
+}
+
+/// Points per parallel task: large enough to amortise scheduling, small enough to balance.
+const TASK_POINTS: usize = 8192;
+
+/// Converts `src` (encoded points) into `dst` in parallel. `first_index` and `first_offset`
+/// locate `src[0]` for error reports. On failure reports the lowest failing index among the
+/// tasks that ran (any failure stops the others early).
+pub(crate) fn convert_points<K: PointKind>(
+    src: &[u8],
+    dst: &mut [K::Repr],
+    section: Section,
+    first_index: u64,
+    first_offset: u64,
+    check: PointCheck,
+) -> Result<()> {
+    debug_assert_eq!(src.len(), dst.len() * K::BYTES);
+    let one = |i: usize, bytes: &[u8], out: &mut K::Repr| -> Result<()> {
+        let index = first_index + i as u64;
+        let offset = first_offset + (i * K::BYTES) as u64;
+        let repr = K::parse(bytes).map_err(|reason| SrsError::BadEncoding { section, index, offset, reason })?;
+        if K::is_identity(&repr) {
+            return Err(SrsError::PointAtInfinity { section, index, offset });
+        }
+        let (on_curve, in_subgroup) = K::check(bytes, check);
+        if !on_curve {
+            return Err(SrsError::NotOnCurve { section, index, offset });
+        }
+        if !in_subgroup {
+            return Err(SrsError::NotInSubgroup { section, index, offset });
+        }
+        *out = repr;
+        Ok(())
+    };
+    dst.par_chunks_mut(TASK_POINTS)
+        .zip(src.par_chunks(TASK_POINTS * K::BYTES))
+        .enumerate()
+        .try_for_each(|(task, (out, bytes))| {
+            for (j, (o, b)) in out.iter_mut().zip(bytes.chunks_exact(K::BYTES)).enumerate() {
+                one(task * TASK_POINTS + j, b, o)?;
+            }
+            Ok(())
+        })
+}
