@@ -91,6 +91,9 @@ pub fn parse_bytes(text: &str) -> Result<u64, BudgetError> {
             .checked_mul(mult)
             .ok_or_else(|| bad("too large for 64 bits"));
     }
+    if num.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(bad("too large for 64 bits"));
+    }
     if mult == 1 {
         return Err(bad("a byte count must be a whole number"));
     }

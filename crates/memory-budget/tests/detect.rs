@@ -1,0 +1,248 @@
+//! Limits detection on copied kernel-file trees.
+
+mod common;
+
+use std::path::Path;
+
+use common::{assert_path_ends, pages, seeded_rng, Tree};
+use memory_budget::{
+    default_safety_margin, detect_limits, Budget, BudgetError, DetectOptions, SizeSpec,
+    SourceKind, SourceStatus, UsageScope, V1_UNLIMITED,
+};
+
+const GIB: u64 = 1 << 30;
+
+/// Checks the winner's kind, limit and path suffix.
+fn check_winner(tree: &Tree, kind: SourceKind, limit_bytes: u64, path_suffix: &str) -> memory_budget::Limits {
+    let limits = detect_limits(&tree.root).expect("a limit is found");
+    let w = limits.winning_source();
+    assert_eq!(w.kind, kind, "sources: {:#?}", limits.sources);
+    assert_eq!(limits.limit_bytes, limit_bytes);
+    assert_eq!(w.limit_bytes(), Some(limit_bytes));
+    assert_path_ends(&w.path, path_suffix);
+    // Every other source carries a reason it was skipped.
+    for (i, s) in limits.sources.iter().enumerate() {
+        assert!(!s.note.is_empty(), "source {i} has no note: {s:?}");
+    }
+    limits
+}
+
+#[test]
+fn cgroup_v1_limit_wins_over_meminfo() {
+    let mut rng = seeded_rng("cgroup_v1_limit_wins_over_meminfo");
+    let limit = pages(&mut rng, GIB, 8 * GIB);
+    let memsw = limit + pages(&mut rng, 4096, GIB);
+    let t = Tree::new("v1");
+    t.cgroup_v1("/docker/abc", "/")
+        .write("/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", &format!("{limit}\n"))
+        .write("/sys/fs/cgroup/memory/docker/abc/memory.memsw.limit_in_bytes", &format!("{memsw}\n"))
+        .write("/sys/fs/cgroup/memory/docker/memory.limit_in_bytes", &format!("{V1_UNLIMITED}\n"))
+        .write("/sys/fs/cgroup/memory/memory.limit_in_bytes", &format!("{V1_UNLIMITED}\n"))
+        .meminfo(64 * GIB, 60 * GIB, 50 * GIB);
+    let limits = check_winner(&t, SourceKind::CgroupV1Limit, limit, "/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes");
+    let memsw_src = limits.sources.iter().find(|s| s.kind == SourceKind::CgroupV1MemswLimit).expect("memsw listed");
+    assert_eq!(memsw_src.limit_bytes(), Some(memsw));
+    let parent = limits
+        .sources
+        .iter()
+        .find(|s| s.path == Path::new("/sys/fs/cgroup/memory/docker/memory.limit_in_bytes"))
+        .expect("parent listed");
+    assert_eq!(parent.status, SourceStatus::Unlimited);
+    assert_eq!(
+        limits.usage_scope,
+        UsageScope::CgroupV1 { dir: "/sys/fs/cgroup/memory/docker/abc".into() }
+    );
+}
+
+#[test]
+fn cgroup_v1_namespaced_mount_root() {
+    // Inside a container the memory mount's root is the container's own cgroup.
+    let mut rng = seeded_rng("cgroup_v1_namespaced_mount_root");
+    let limit = pages(&mut rng, GIB, 8 * GIB);
+    let t = Tree::new("v1ns");
+    t.cgroup_v1("/docker/abc", "/docker/abc")
+        .write("/sys/fs/cgroup/memory/memory.limit_in_bytes", &format!("{limit}\n"))
+        .meminfo(64 * GIB, 60 * GIB, 50 * GIB);
+    check_winner(&t, SourceKind::CgroupV1Limit, limit, "/sys/fs/cgroup/memory/memory.limit_in_bytes");
+}
+
+#[test]
+fn cgroup_v2_max_wins() {
+    let mut rng = seeded_rng("cgroup_v2_max_wins");
+    let limit = pages(&mut rng, GIB, 16 * GIB);
+    let t = Tree::new("v2");
+    t.cgroup_v2("/app.slice/job")
+        .write("/sys/fs/cgroup/app.slice/job/memory.max", &format!("{limit}\n"))
+        .write("/sys/fs/cgroup/app.slice/job/memory.high", "max\n")
+        .write("/sys/fs/cgroup/app.slice/memory.max", "max\n")
+        .meminfo(64 * GIB, 60 * GIB, 50 * GIB);
+    let limits = check_winner(&t, SourceKind::CgroupV2Max, limit, "/sys/fs/cgroup/app.slice/job/memory.max");
+    assert_eq!(limits.usage_scope, UsageScope::CgroupV2 { dir: "/sys/fs/cgroup/app.slice/job".into() });
+    let high = limits.sources.iter().find(|s| s.kind == SourceKind::CgroupV2High).expect("high listed");
+    assert_eq!(high.status, SourceStatus::Unlimited);
+    assert_eq!(high.note, "no limit (max)");
+}
+
+#[test]
+fn nested_v2_tighter_parent_wins() {
+    let mut rng = seeded_rng("nested_v2_tighter_parent_wins");
+    let parent = pages(&mut rng, GIB, 4 * GIB);
+    let leaf = parent + pages(&mut rng, GIB, 4 * GIB);
+    let t = Tree::new("v2nested");
+    t.cgroup_v2("/a/b/c")
+        .write("/sys/fs/cgroup/a/b/c/memory.max", &format!("{leaf}\n"))
+        .write("/sys/fs/cgroup/a/b/memory.max", "max\n")
+        .write("/sys/fs/cgroup/a/memory.max", &format!("{parent}\n"))
+        .meminfo(64 * GIB, 60 * GIB, 50 * GIB);
+    let limits = check_winner(&t, SourceKind::CgroupV2Max, parent, "/sys/fs/cgroup/a/memory.max");
+    // Usage is measured where the winning limit applies: the parent sees the siblings too.
+    assert_eq!(limits.usage_scope, UsageScope::CgroupV2 { dir: "/sys/fs/cgroup/a".into() });
+    let leaf_src = limits.sources.iter().find(|s| s.limit_bytes() == Some(leaf)).expect("leaf listed");
+    assert!(leaf_src.note.starts_with("larger than the winning limit"), "{}", leaf_src.note);
+}
+
+#[test]
+fn v2_soft_high_below_max_wins() {
+    let mut rng = seeded_rng("v2_soft_high_below_max_wins");
+    let high = pages(&mut rng, GIB, 4 * GIB);
+    let max = high + pages(&mut rng, GIB, 4 * GIB);
+    let t = Tree::new("v2high");
+    t.cgroup_v2("/job")
+        .write("/sys/fs/cgroup/job/memory.max", &format!("{max}\n"))
+        .write("/sys/fs/cgroup/job/memory.high", &format!("{high}\n"))
+        .meminfo(64 * GIB, 60 * GIB, 50 * GIB);
+    let limits = check_winner(&t, SourceKind::CgroupV2High, high, "/sys/fs/cgroup/job/memory.high");
+    assert_eq!(limits.winning_source().note, "smallest bound (soft)");
+}
+
+#[test]
+fn v2_max_everywhere_falls_back_to_meminfo() {
+    let mut rng = seeded_rng("v2_max_everywhere_falls_back_to_meminfo");
+    let total = pages(&mut rng, 8 * GIB, 64 * GIB);
+    let avail = pages(&mut rng, GIB, total);
+    let t = Tree::new("v2max");
+    t.cgroup_v2("/a/b")
+        .write("/sys/fs/cgroup/a/b/memory.max", "max\n")
+        .write("/sys/fs/cgroup/a/b/memory.high", "max\n")
+        .write("/sys/fs/cgroup/a/memory.max", "max\n")
+        .meminfo(total, avail, avail / 2);
+    let limits = check_winner(&t, SourceKind::MemAvailable, avail, "/proc/meminfo");
+    assert_eq!(limits.usage_scope, UsageScope::System);
+    assert!(limits.sources.iter().filter(|s| s.kind == SourceKind::CgroupV2Max).all(|s| s.status == SourceStatus::Unlimited));
+}
+
+#[test]
+fn v2_missing_memory_controller_is_reported() {
+    let mut rng = seeded_rng("v2_missing_memory_controller_is_reported");
+    let total = pages(&mut rng, 8 * GIB, 64 * GIB);
+    let t = Tree::new("v2nomem");
+    t.cgroup_v2("/job").write("/sys/fs/cgroup/cgroup.controllers", "cpu io pids\n").meminfo(total, total, total / 2);
+    let limits = check_winner(&t, SourceKind::MemTotal, total, "/proc/meminfo");
+    let v2 = limits.sources.iter().find(|s| s.kind == SourceKind::CgroupV2Max).expect("reported");
+    assert_eq!(v2.status, SourceStatus::Missing);
+    assert!(v2.note.contains("memory controller not available"), "{}", v2.note);
+
+    // Controller present at the top but not delegated to the subtree.
+    let t = Tree::new("v2nodeleg");
+    t.cgroup_v2("/job").meminfo(total, total, total / 2);
+    let limits = detect_limits(&t.root).expect("meminfo");
+    let v2 = limits.sources.iter().find(|s| s.kind == SourceKind::CgroupV2Max).expect("reported");
+    assert!(v2.note.contains("not enabled"), "{}", v2.note);
+}
+
+#[test]
+fn meminfo_only() {
+    let mut rng = seeded_rng("meminfo_only");
+    let total = pages(&mut rng, 8 * GIB, 64 * GIB);
+    let avail = pages(&mut rng, GIB, total);
+    let t = Tree::new("meminfo");
+    t.meminfo(total, avail, avail / 3);
+    let limits = check_winner(&t, SourceKind::MemAvailable, avail, "/proc/meminfo");
+    assert_eq!(limits.mem_total_bytes, Some(total));
+    assert!(limits.notes.iter().any(|n| n.contains("cgroups skipped")), "{:?}", limits.notes);
+}
+
+#[test]
+fn malformed_and_unreadable_sources_are_skipped() {
+    let t = Tree::new("malformed");
+    t.cgroup_v2("/job")
+        .write("/sys/fs/cgroup/job/memory.max", "lots\n")
+        .mkdir("/sys/fs/cgroup/job/memory.high") // a directory: exists but unreadable as a file
+        .meminfo(32 * GIB, 30 * GIB, 20 * GIB);
+    let limits = check_winner(&t, SourceKind::MemAvailable, 30 * GIB, "/proc/meminfo");
+    let max = limits.sources.iter().find(|s| s.kind == SourceKind::CgroupV2Max).expect("listed");
+    assert!(matches!(&max.status, SourceStatus::Malformed(m) if m.contains("lots")), "{max:?}");
+    let high = limits.sources.iter().find(|s| s.kind == SourceKind::CgroupV2High).expect("listed");
+    assert!(matches!(high.status, SourceStatus::Unreadable(_)), "{high:?}");
+    assert!(high.note.starts_with("unreadable"), "{}", high.note);
+}
+
+#[test]
+fn nothing_readable_is_an_error() {
+    let t = Tree::new("empty");
+    match detect_limits(&t.root) {
+        Err(BudgetError::NoLimitFound { root, .. }) => assert_eq!(root, t.root),
+        other => panic!("expected NoLimitFound, got {other:?}"),
+    }
+    t.write("/proc/meminfo", "MemTotal: banana kB\n");
+    assert!(matches!(detect_limits(&t.root), Err(BudgetError::NoLimitFound { .. })));
+}
+
+#[test]
+fn budget_from_detection_margins_and_sizes() {
+    let mut rng = seeded_rng("budget_from_detection_margins_and_sizes");
+    let limit = pages(&mut rng, 2 * GIB, 200 * GIB);
+    let t = Tree::new("sizes");
+    t.cgroup_v2("/job").write("/sys/fs/cgroup/job/memory.max", &format!("{limit}\n")).meminfo(256 * GIB, 250 * GIB, 200 * GIB);
+    let opts = |budget: Option<&str>, margin: Option<&str>| DetectOptions {
+        budget: budget.map(|s| SizeSpec::parse(s).expect("valid spec")),
+        safety_margin: margin.map(|s| SizeSpec::parse(s).expect("valid spec")),
+        drift_check: false,
+        ..DetectOptions::with_root(&t.root)
+    };
+
+    let b = Budget::detect(&opts(None, None)).expect("default");
+    let margin = default_safety_margin(limit);
+    assert_eq!(b.total_bytes(), limit - margin);
+    let det = b.detection().expect("kept");
+    assert_eq!(det.safety_margin_bytes, margin);
+    assert_eq!(det.limits.limit_bytes, limit);
+
+    let b = Budget::detect(&opts(Some("50%"), None)).expect("percent");
+    assert_eq!(b.total_bytes(), limit / 2);
+
+    let b = Budget::detect(&opts(Some("1GiB"), Some("512MiB"))).expect("explicit");
+    assert_eq!(b.total_bytes(), GIB);
+
+    match Budget::detect(&opts(Some("1TiB"), None)) {
+        Err(BudgetError::BudgetExceedsLimit { budget_bytes, limit_bytes, margin_bytes }) => {
+            assert_eq!((budget_bytes, limit_bytes, margin_bytes), (1 << 40, limit, margin));
+        }
+        other => panic!("expected BudgetExceedsLimit, got {other:?}"),
+    }
+    match Budget::detect(&opts(None, Some("100%"))) {
+        Err(BudgetError::MarginTooLarge { margin_bytes, limit_bytes }) => {
+            assert_eq!((margin_bytes, limit_bytes), (limit, limit));
+        }
+        other => panic!("expected MarginTooLarge, got {other:?}"),
+    }
+    match Budget::detect(&opts(Some("0"), None)) {
+        Err(BudgetError::ZeroBudget { what }) => assert!(what.contains("explicit"), "{what}"),
+        other => panic!("expected ZeroBudget, got {other:?}"),
+    }
+}
+
+#[test]
+fn default_margin_rule() {
+    let mut rng = seeded_rng("default_margin_rule");
+    for _ in 0..1000 {
+        use rand::RngExt;
+        let limit: u64 = rng.random_range(1..(1u64 << 44));
+        let m = default_safety_margin(limit);
+        assert!(m <= limit / 2, "margin {m} over half of {limit}");
+        assert!(m <= 8 * GIB);
+        if limit >= 512 << 20 {
+            assert!(m >= 256 << 20, "margin {m} under 256 MiB for {limit}");
+        }
+    }
+}
