@@ -481,7 +481,7 @@ impl ParamsFile {
     }
 }
 
-fn check_destination(destination: Destination) -> Result<()> {
+pub(crate) fn check_destination(destination: Destination) -> Result<()> {
     match destination {
         Destination::Host => Ok(()),
         Destination::Pinned | Destination::Device => Err(SrsError::GpuUnavailable {

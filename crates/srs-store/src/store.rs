@@ -424,6 +424,7 @@ impl SrsStore {
     }
 
     fn load_entry(&self, spec: &SrsSpec, reuse_file: Option<Arc<ParamsFile>>) -> Result<Arc<Resident>> {
+        crate::load::check_destination(spec.options.destination)?;
         let file = match reuse_file {
             Some(f) => f,
             None => Arc::new(ParamsFile::open(&spec.path)?),
