@@ -1,0 +1,324 @@
+//! Sparse mat-vec: a = A·w, b = B·w, c = C·w, and check mode.
+
+use bls12_381::Scalar;
+use ff::Field;
+use rayon::prelude::*;
+
+use crate::storage::{Codes, Matrix, LONG_ROW, ROW_BLOCK};
+use crate::{Pce, PceError};
+
+/// Row blocks handed to one rayon task at least: enough work to amortise scheduling.
+const MIN_BLOCKS_PER_TASK: usize = 8;
+
+/// Read-only view of one matrix with its codes resolved to a concrete width.
+struct View<'a, K> {
+    block_ptr: &'a [u64],
+    row_len: &'a [u8],
+    long_row: &'a [u64],
+    long_len: &'a [u64],
+    cols: &'a [u32],
+    codes: &'a [K],
+}
+
+/// The witness split as groth16 keeps it; column `< n_inputs` reads `inputs`.
+#[derive(Copy, Clone)]
+struct Wit<'a> {
+    inputs: &'a [Scalar],
+    aux: &'a [Scalar],
+}
+
+impl Wit<'_> {
+    #[inline(always)]
+    fn get(&self, col: u32) -> Scalar {
+        let col = col as usize;
+        // Inputs are few and rarely referenced, so this branch predicts well.
+        if col < self.inputs.len() {
+            self.inputs[col]
+        } else {
+            self.aux[col - self.inputs.len()]
+        }
+    }
+}
+
+trait Code: Copy + Send + Sync {
+    fn idx(self) -> usize;
+}
+impl Code for u8 {
+    #[inline(always)]
+    fn idx(self) -> usize {
+        self as usize
+    }
+}
+impl Code for u16 {
+    #[inline(always)]
+    fn idx(self) -> usize {
+        self as usize
+    }
+}
+impl Code for u32 {
+    #[inline(always)]
+    fn idx(self) -> usize {
+        self as usize
+    }
+}
+
+impl<K: Code> View<'_, K> {
+    /// Evaluates the rows of block `blk` into `out` (one slot per row of the block).
+    #[inline]
+    fn eval_block<T>(
+        &self,
+        blk: usize,
+        w: Wit<'_>,
+        table: &[Scalar],
+        out: &mut [T],
+        convert: &(impl Fn(Scalar) -> T + Sync),
+    ) {
+        let r0 = blk * ROW_BLOCK;
+        let mut p = self.block_ptr[blk] as usize;
+        let mut li = self.long_row.partition_point(|&r| r < r0 as u64);
+        for (k, slot) in out.iter_mut().enumerate() {
+            let mut len = self.row_len[r0 + k] as usize;
+            if len == LONG_ROW as usize {
+                len = self.long_len[li] as usize;
+                li += 1;
+            }
+            let end = p + len;
+            let mut acc = Scalar::ZERO;
+            for (&col, &code) in self.cols[p..end].iter().zip(&self.codes[p..end]) {
+                let v = w.get(col);
+                match code.idx() {
+                    0 => acc += v,
+                    1 => acc -= v,
+                    i => acc += v * table[i],
+                }
+            }
+            p = end;
+            *slot = convert(acc);
+        }
+    }
+}
+
+/// Output buffers for [`Pce::evaluate_into_with`]; each must hold at least `n_rows` elements.
+pub struct AbcMut<'a, T> {
+    /// Receives A·w.
+    pub a: &'a mut [T],
+    /// Receives B·w.
+    pub b: &'a mut [T],
+    /// Receives C·w.
+    pub c: &'a mut [T],
+}
+
+impl Pce {
+    fn check_witness(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<(), PceError> {
+        let s = self.shape();
+        if inputs.len() as u64 != s.n_inputs {
+            return Err(PceError::ShapeMismatch {
+                what: "number of inputs",
+                expected: s.n_inputs,
+                found: inputs.len() as u64,
+            });
+        }
+        if aux.len() as u64 != s.n_aux {
+            return Err(PceError::ShapeMismatch {
+                what: "number of aux variables",
+                expected: s.n_aux,
+                found: aux.len() as u64,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_out(&self, what: &'static str, len: usize) -> Result<(), PceError> {
+        if (len as u64) < self.shape().n_rows {
+            return Err(PceError::ShapeMismatch {
+                what,
+                expected: self.shape().n_rows,
+                found: len as u64,
+            });
+        }
+        Ok(())
+    }
+
+    /// Computes a = A·w, b = B·w, c = C·w into caller buffers (for example pinned memory).
+    ///
+    /// Each buffer must hold at least `n_rows` elements; rows are written in groth16's order
+    /// and any slots past `n_rows` are set to zero (the FFT domain's padding). The values are
+    /// the same field elements groth16 0.2's prover computes.
+    pub fn evaluate_into(
+        &self,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        a: &mut [Scalar],
+        b: &mut [Scalar],
+        c: &mut [Scalar],
+    ) -> Result<(), PceError> {
+        self.evaluate_into_with(inputs, aux, AbcMut { a, b, c }, Scalar::ZERO, |s| s)
+    }
+
+    /// Like [`Pce::evaluate_into`], converting each value with `convert` (for example to a
+    /// GPU Montgomery layout) as it is written; `zero` fills the padding.
+    pub fn evaluate_into_with<T: Send + Sync + Copy>(
+        &self,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        out: AbcMut<'_, T>,
+        zero: T,
+        convert: impl Fn(Scalar) -> T + Sync,
+    ) -> Result<(), PceError> {
+        self.check_witness(inputs, aux)?;
+        self.check_out("a buffer length", out.a.len())?;
+        self.check_out("b buffer length", out.b.len())?;
+        self.check_out("c buffer length", out.c.len())?;
+        let start = std::time::Instant::now();
+        let n_rows = self.shape().n_rows as usize;
+        let w = Wit { inputs, aux };
+        let table = &self.table.0[..];
+        let [ma, mb, mc] = &self.mats;
+        let AbcMut { a, b, c } = out;
+        let (a, a_pad) = a.split_at_mut(n_rows);
+        let (b, b_pad) = b.split_at_mut(n_rows);
+        let (c, c_pad) = c.split_at_mut(n_rows);
+        with_view3(ma, mb, mc, |va, vb, vc| {
+            // One task evaluates the same row block of all three matrices: their rows touch
+            // overlapping witness ranges, so the witness stays in cache.
+            a.par_chunks_mut(ROW_BLOCK)
+                .zip(b.par_chunks_mut(ROW_BLOCK))
+                .zip(c.par_chunks_mut(ROW_BLOCK))
+                .enumerate()
+                .with_min_len(MIN_BLOCKS_PER_TASK)
+                .for_each(|(blk, ((oa, ob), oc))| {
+                    va.eval_dyn(blk, w, table, oa, &convert);
+                    vb.eval_dyn(blk, w, table, ob, &convert);
+                    vc.eval_dyn(blk, w, table, oc, &convert);
+                });
+        });
+        for pad in [a_pad, b_pad, c_pad] {
+            pad.par_iter_mut().for_each(|x| *x = zero);
+        }
+        metrics::counter!("pinion_pce_evaluations_total").increment(1);
+        metrics::histogram!("pinion_pce_evaluation_seconds").record(start.elapsed().as_secs_f64());
+        Ok(())
+    }
+
+    /// Evaluates one matrix into `out` (at least `n_rows` long; padding zeroed).
+    pub fn evaluate_matrix_into(
+        &self,
+        which: crate::MatrixId,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        out: &mut [Scalar],
+    ) -> Result<(), PceError> {
+        self.check_witness(inputs, aux)?;
+        self.check_out("output buffer length", out.len())?;
+        let n_rows = self.shape().n_rows as usize;
+        let w = Wit { inputs, aux };
+        let table = &self.table.0[..];
+        let (out, pad) = out.split_at_mut(n_rows);
+        let v = any_view(&self.mats[which.index()]);
+        out.par_chunks_mut(ROW_BLOCK)
+            .enumerate()
+            .with_min_len(MIN_BLOCKS_PER_TASK)
+            .for_each(|(blk, o)| v.eval_scalars(blk, w, table, o));
+        pad.par_iter_mut().for_each(|x| *x = Scalar::ZERO);
+        Ok(())
+    }
+
+    /// Check mode: verifies `a·b = c` on every row for this witness and reports the first
+    /// failing row as [`PceError::Unsatisfied`].
+    pub fn check(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<(), PceError> {
+        self.check_witness(inputs, aux)?;
+        let n_rows = self.shape().n_rows as usize;
+        let n_blocks = n_rows.div_ceil(ROW_BLOCK);
+        let w = Wit { inputs, aux };
+        let table = &self.table.0[..];
+        let [ma, mb, mc] = &self.mats;
+        let failing = with_view3(ma, mb, mc, |va, vb, vc| {
+            (0..n_blocks).into_par_iter().find_map_first(|blk| {
+                let rows = ROW_BLOCK.min(n_rows - blk * ROW_BLOCK);
+                let mut a = [Scalar::ZERO; ROW_BLOCK];
+                let mut b = [Scalar::ZERO; ROW_BLOCK];
+                let mut c = [Scalar::ZERO; ROW_BLOCK];
+                va.eval_scalars(blk, w, table, &mut a[..rows]);
+                vb.eval_scalars(blk, w, table, &mut b[..rows]);
+                vc.eval_scalars(blk, w, table, &mut c[..rows]);
+                (0..rows)
+                    .find(|&k| a[k] * b[k] != c[k])
+                    .map(|k| blk * ROW_BLOCK + k)
+            })
+        });
+        match failing {
+            None => Ok(()),
+            Some(row) => Err(PceError::Unsatisfied {
+                row: row as u64,
+                n_rows: n_rows as u64,
+            }),
+        }
+    }
+}
+
+/// Returns the first row where `a·b ≠ c` for already evaluated vectors (`None` if all hold).
+pub fn first_unsatisfied_row(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option<usize> {
+    let n = a.len().min(b.len()).min(c.len());
+    (0..n)
+        .into_par_iter()
+        .with_min_len(4096)
+        .find_first(|&i| a[i] * b[i] != c[i])
+}
+
+/// A block evaluator for any output type (dispatches over the three code widths).
+enum AnyView<'a> {
+    U8(View<'a, u8>),
+    U16(View<'a, u16>),
+    U32(View<'a, u32>),
+}
+
+impl AnyView<'_> {
+    #[inline]
+    fn eval_dyn<T>(
+        &self,
+        blk: usize,
+        w: Wit<'_>,
+        table: &[Scalar],
+        out: &mut [T],
+        convert: &(impl Fn(Scalar) -> T + Sync),
+    ) {
+        match self {
+            AnyView::U8(v) => v.eval_block(blk, w, table, out, convert),
+            AnyView::U16(v) => v.eval_block(blk, w, table, out, convert),
+            AnyView::U32(v) => v.eval_block(blk, w, table, out, convert),
+        }
+    }
+
+    fn eval_scalars(&self, blk: usize, w: Wit<'_>, table: &[Scalar], out: &mut [Scalar]) {
+        self.eval_dyn(blk, w, table, out, &|s| s)
+    }
+}
+
+fn any_view(m: &Matrix) -> AnyView<'_> {
+    macro_rules! view {
+        ($codes:expr) => {
+            View {
+                block_ptr: m.block_ptr.as_slice(),
+                row_len: m.row_len.as_slice(),
+                long_row: m.long_row.as_slice(),
+                long_len: m.long_len.as_slice(),
+                cols: m.cols.as_slice(),
+                codes: $codes.as_slice(),
+            }
+        };
+    }
+    match &m.codes {
+        Codes::U8(c) => AnyView::U8(view!(c)),
+        Codes::U16(c) => AnyView::U16(view!(c)),
+        Codes::U32(c) => AnyView::U32(view!(c)),
+    }
+}
+
+fn with_view3<R>(
+    a: &Matrix,
+    b: &Matrix,
+    c: &Matrix,
+    f: impl FnOnce(&AnyView<'_>, &AnyView<'_>, &AnyView<'_>) -> R,
+) -> R {
+    f(&any_view(a), &any_view(b), &any_view(c))
+}
