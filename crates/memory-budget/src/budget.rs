@@ -244,10 +244,16 @@ impl State {
     }
 }
 
+struct RegisteredEvictor {
+    id: u64,
+    evictor: Arc<dyn Evictor>,
+    metrics: crate::metrics_names::EvictorMetrics,
+}
+
 pub(crate) struct Inner {
     name: String,
     state: Mutex<State>,
-    evictors: Mutex<Vec<(u64, Arc<dyn Evictor>)>>,
+    evictors: Mutex<Vec<RegisteredEvictor>>,
     next_evictor_id: AtomicU64,
     drift: Option<DriftConfig>,
     metrics: BudgetMetrics,
@@ -266,6 +272,16 @@ impl Inner {
             .publish(st.used, st.cap, &st.by_category, st.waiters.len());
     }
 
+    #[inline]
+    fn publish_one(&self, st: &State, category: Category) {
+        self.metrics.publish_one(
+            st.used,
+            category,
+            st.by_category[category.index()],
+            st.waiters.len(),
+        );
+    }
+
     fn release(&self, bytes: u64, category: Category) {
         if bytes == 0 {
             return;
@@ -274,10 +290,12 @@ impl Inner {
         {
             let mut st = self.lock();
             st.uncharge(bytes, category);
-            if !st.waiters.is_empty() {
+            if st.waiters.is_empty() {
+                self.publish_one(&st, category);
+            } else {
                 st.grant_waiters(&mut wake);
+                self.publish(&st);
             }
-            self.publish(&st);
         }
         // Wake after the lock is released so woken threads do not block on it at once.
         for w in wake {
@@ -344,22 +362,20 @@ impl Inner {
                 (st.used + st.waiting_bytes).saturating_sub(st.cap)
             };
             if shortfall > 0 {
-                let evictors: Vec<Arc<dyn Evictor>> = self
+                let evictors: Vec<(Arc<dyn Evictor>, crate::metrics_names::EvictorMetrics)> = self
                     .evictors
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .iter()
-                    .map(|(_, e)| Arc::clone(e))
+                    .map(|e| (Arc::clone(&e.evictor), e.metrics.clone()))
                     .collect();
                 let mut freed = 0u64;
-                for ev in evictors {
+                for (ev, m) in evictors {
                     if freed >= shortfall {
                         break;
                     }
                     let got = ev.evict(shortfall - freed);
-                    if got > 0 {
-                        self.metrics.evicted(ev.name(), got);
-                    }
+                    m.record(got);
                     freed = freed.saturating_add(got);
                 }
             }
@@ -623,11 +639,12 @@ impl Budget {
     /// Registers a cache's evictor; it stays registered until the returned value is dropped.
     pub fn register_evictor(&self, evictor: Arc<dyn Evictor>) -> EvictorRegistration {
         let id = self.inner.next_evictor_id.fetch_add(1, Ordering::Relaxed);
+        let metrics = self.inner.metrics.evictor(evictor.name());
         self.inner
             .evictors
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push((id, evictor));
+            .push(RegisteredEvictor { id, evictor, metrics });
         EvictorRegistration::new(Arc::downgrade(&self.inner), id)
     }
 
@@ -685,7 +702,7 @@ impl Budget {
                     st.ops_since_clock = 0;
                     check_clock = true;
                 }
-                self.inner.publish(&st);
+                self.inner.publish_one(&st, category);
                 drop(st);
                 if check_clock {
                     let _ = self.inner.refresh(false);
@@ -839,7 +856,11 @@ impl Request<'_> {
             let mut wait = deadline.map_or(Duration::MAX, |d| d - now);
             // Wake for due eligibility deadlines and drift re-reads even without a release.
             wait = wait.min(fut.wake_hint(now));
-            std::thread::park_timeout(wait);
+            if wait == Duration::MAX {
+                std::thread::park();
+            } else {
+                std::thread::park_timeout(wait);
+            }
         }
     }
 
@@ -1226,6 +1247,6 @@ pub(crate) fn unregister_evictor(inner: &Weak<Inner>, id: u64) {
             .evictors
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|(i, _)| *i != id);
+            .retain(|e| e.id != id);
     }
 }

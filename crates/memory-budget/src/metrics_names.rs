@@ -126,6 +126,14 @@ impl BudgetMetrics {
         self.waiting.set(n_waiting as f64);
     }
 
+    /// The common path: one category changed.
+    #[inline]
+    pub(crate) fn publish_one(&self, used: u64, category: Category, category_used: u64, n_waiting: usize) {
+        self.used.set(used as f64);
+        self.by_category[category.index()].set(category_used as f64);
+        self.waiting.set(n_waiting as f64);
+    }
+
     pub(crate) fn waited(&self) {
         self.waits.increment(1);
     }
@@ -134,13 +142,12 @@ impl BudgetMetrics {
         self.refusals.increment(1);
     }
 
-    pub(crate) fn evicted(&self, evictor: &str, bytes: u64) {
-        let labels = [
-            ("budget", self.name.clone()),
-            ("evictor", evictor.to_string()),
-        ];
-        metrics::counter!(EVICTED_BYTES_TOTAL, &labels).increment(bytes);
-        metrics::counter!(EVICTIONS_TOTAL, &labels).increment(1);
+    pub(crate) fn evictor(&self, evictor: &str) -> EvictorMetrics {
+        let labels = [("budget", self.name.clone()), ("evictor", evictor.to_string())];
+        EvictorMetrics {
+            bytes: metrics::counter!(EVICTED_BYTES_TOTAL, &labels),
+            calls: metrics::counter!(EVICTIONS_TOTAL, &labels),
+        }
     }
 
     pub(crate) fn measured(&self, hard: u64, drift: i64) {
@@ -150,5 +157,21 @@ impl BudgetMetrics {
 
     pub(crate) fn probe_error(&self) {
         self.probe_errors.increment(1);
+    }
+}
+
+/// Handles for one registered evictor.
+#[derive(Clone)]
+pub(crate) struct EvictorMetrics {
+    bytes: Counter,
+    calls: Counter,
+}
+
+impl EvictorMetrics {
+    pub(crate) fn record(&self, freed_bytes: u64) {
+        if freed_bytes > 0 {
+            self.bytes.increment(freed_bytes);
+            self.calls.increment(1);
+        }
     }
 }

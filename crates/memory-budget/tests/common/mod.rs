@@ -108,3 +108,58 @@ pub fn pages(rng: &mut StdRng, lo: u64, hi: u64) -> u64 {
 pub fn assert_path_ends(p: &Path, suffix: &str) {
     assert!(p.ends_with(suffix.trim_start_matches('/')), "{} does not end with {suffix}", p.display());
 }
+
+/// A recorder that keeps every counter and gauge as an atomic, keyed by
+/// `name{label=value,...}` (labels sorted).
+#[derive(Default)]
+pub struct TestRecorder {
+    values: std::sync::Mutex<std::collections::BTreeMap<String, Arc<AtomicU64>>>,
+    pub described: std::sync::Mutex<Vec<String>>,
+}
+
+use std::sync::Arc;
+
+fn key_string(key: &metrics::Key) -> String {
+    let mut labels: Vec<String> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+    labels.sort();
+    format!("{}{{{}}}", key.name(), labels.join(","))
+}
+
+impl TestRecorder {
+    fn slot(&self, key: &metrics::Key) -> Arc<AtomicU64> {
+        self.values.lock().unwrap().entry(key_string(key)).or_default().clone()
+    }
+
+    pub fn counter(&self, key: &str) -> Option<u64> {
+        self.values.lock().unwrap().get(key).map(|v| v.load(Ordering::SeqCst))
+    }
+
+    pub fn gauge(&self, key: &str) -> Option<f64> {
+        self.values.lock().unwrap().get(key).map(|v| f64::from_bits(v.load(Ordering::SeqCst)))
+    }
+
+    pub fn keys(&self) -> Vec<String> {
+        self.values.lock().unwrap().keys().cloned().collect()
+    }
+}
+
+impl metrics::Recorder for TestRecorder {
+    fn describe_counter(&self, key: metrics::KeyName, _: Option<metrics::Unit>, _: metrics::SharedString) {
+        self.described.lock().unwrap().push(key.as_str().to_string());
+    }
+    fn describe_gauge(&self, key: metrics::KeyName, _: Option<metrics::Unit>, _: metrics::SharedString) {
+        self.described.lock().unwrap().push(key.as_str().to_string());
+    }
+    fn describe_histogram(&self, key: metrics::KeyName, _: Option<metrics::Unit>, _: metrics::SharedString) {
+        self.described.lock().unwrap().push(key.as_str().to_string());
+    }
+    fn register_counter(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
+        metrics::Counter::from_arc(self.slot(key))
+    }
+    fn register_gauge(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+        metrics::Gauge::from_arc(self.slot(key))
+    }
+    fn register_histogram(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Histogram {
+        metrics::Histogram::noop()
+    }
+}

@@ -1,0 +1,244 @@
+//! Eviction while waiting: evictors run with no budget lock held, never drop held or
+//! too-recently-used entries, and waiters re-run them when an entry becomes eligible.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::seeded_rng;
+use memory_budget::{Budget, BudgetError, Category, EntryHold, EntryUse, Evictor, Reservation};
+use rand::RngExt;
+
+struct Entry {
+    use_: Arc<EntryUse>,
+    _res: Reservation,
+}
+
+/// A minimal cache: entries hold reservations; eviction drops evictable ones, oldest first.
+struct TestCache {
+    budget: Budget,
+    entries: Mutex<Vec<Entry>>,
+    calls: AtomicUsize,
+    asked: Mutex<Vec<u64>>,
+    freed: AtomicU64,
+}
+
+impl TestCache {
+    fn new(budget: &Budget) -> Arc<TestCache> {
+        Arc::new(TestCache {
+            budget: budget.clone(),
+            entries: Mutex::new(Vec::new()),
+            calls: AtomicUsize::new(0),
+            asked: Mutex::new(Vec::new()),
+            freed: AtomicU64::new(0),
+        })
+    }
+
+    fn insert(&self, bytes: u64, min_idle: Duration) -> Arc<EntryUse> {
+        let res = self.budget.try_reserve(bytes, Category::Pce, "entry").expect("fits while filling");
+        let use_ = EntryUse::with_budget(min_idle, self.budget.clone());
+        self.entries.lock().unwrap().push(Entry { use_: Arc::clone(&use_), _res: res });
+        use_
+    }
+
+    fn len(&self) -> usize {
+        self.entries.lock().unwrap().len()
+    }
+}
+
+impl Evictor for TestCache {
+    fn name(&self) -> &str {
+        "test-cache"
+    }
+
+    fn evict(&self, at_least_bytes: u64) -> u64 {
+        // Would deadlock if the budget called us with its lock held (the watchdog catches it).
+        let _ = self.budget.snapshot();
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.asked.lock().unwrap().push(at_least_bytes);
+        let mut entries = self.entries.lock().unwrap();
+        let mut freed = 0;
+        let mut i = 0;
+        while i < entries.len() && freed < at_least_bytes {
+            if entries[i].use_.is_evictable() {
+                let e = entries.remove(i);
+                freed += e._res.bytes();
+                drop(e); // releases its bytes (and may admit a waiter)
+            } else {
+                i += 1;
+            }
+        }
+        self.freed.fetch_add(freed, Ordering::SeqCst);
+        freed
+    }
+}
+
+/// Runs `f` on a thread and fails (instead of hanging) if it does not finish in time.
+fn with_watchdog<F: FnOnce() + Send + 'static>(secs: u64, f: F) {
+    let (tx, rx) = mpsc::channel();
+    let t = std::thread::spawn(move || {
+        f();
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(()) => t.join().expect("test body"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            t.join().expect("test body panicked");
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("deadlock: test did not finish in {secs} s"),
+    }
+}
+
+#[test]
+fn eviction_frees_the_shortfall_while_waiting() {
+    let mut rng = seeded_rng("eviction_frees_the_shortfall_while_waiting");
+    let entry: u64 = rng.random_range(10..1000);
+    let n_entries: u64 = rng.random_range(4..20);
+    let want = rng.random_range(entry..entry * n_entries);
+    with_watchdog(60, move || {
+        let b = Budget::fixed(entry * n_entries);
+        let cache = TestCache::new(&b);
+        let _reg = b.register_evictor(cache.clone());
+        for _ in 0..n_entries {
+            cache.insert(entry, Duration::ZERO);
+        }
+        let r = b.reserve(want, Category::WorkingSet, "proof", Some(Duration::from_secs(30))).expect("evicted");
+        assert_eq!(r.bytes(), want);
+        let asked = cache.asked.lock().unwrap().clone();
+        assert_eq!(asked[0], want, "first call asks for exactly the shortfall");
+        let n_evicted = want.div_ceil(entry);
+        assert_eq!(cache.len() as u64, n_entries - n_evicted, "evicts no more entries than needed");
+        assert_eq!(b.used_bytes(), (n_entries - n_evicted) * entry + want);
+        assert!(b.used_bytes() <= b.total_bytes());
+    });
+}
+
+#[test]
+fn held_entries_are_never_evicted() {
+    with_watchdog(60, || {
+        let b = Budget::fixed(1000);
+        let cache = TestCache::new(&b);
+        let _reg = b.register_evictor(cache.clone());
+        let holds: Vec<EntryHold> = (0..10).map(|_| cache.insert(100, Duration::ZERO).hold()).collect();
+        match b.reserve(100, Category::Transient, "x", Some(Duration::from_millis(50))) {
+            Err(BudgetError::Timeout { requested_bytes: 100, available_bytes: 0, .. }) => {}
+            other => panic!("expected Timeout, got {other:?}"),
+        }
+        assert!(cache.calls.load(Ordering::SeqCst) >= 1, "evictor was asked");
+        assert_eq!(cache.len(), 10, "nothing held was evicted");
+        assert_eq!(cache.freed.load(Ordering::SeqCst), 0);
+        drop(holds);
+    });
+}
+
+#[test]
+fn waiter_rechecks_when_an_entry_becomes_eligible() {
+    with_watchdog(60, || {
+        let b = Budget::fixed(1000);
+        let cache = TestCache::new(&b);
+        let _reg = b.register_evictor(cache.clone());
+        let holds: Vec<EntryHold> = (0..10).map(|_| cache.insert(100, Duration::ZERO).hold()).collect();
+        let b2 = b.clone();
+        let start = Instant::now();
+        let t = std::thread::spawn(move || b2.reserve(250, Category::WorkingSet, "w", Some(Duration::from_secs(30))));
+        while b.snapshot().n_waiting < 1 {
+            std::thread::yield_now();
+        }
+        let calls_before = cache.calls.load(Ordering::SeqCst);
+        // Nothing is released; entries only become evictable. The last hold on each entry
+        // tells the budget, which wakes the waiter to run the evictors again.
+        drop(holds);
+        let r = t.join().expect("no panic").expect("admitted after entries became eligible");
+        assert!(start.elapsed() < Duration::from_secs(20));
+        assert_eq!(r.bytes(), 250);
+        assert!(cache.calls.load(Ordering::SeqCst) > calls_before);
+        assert_eq!(cache.len(), 7);
+    });
+}
+
+#[test]
+fn minimum_idle_time_is_honoured() {
+    let min_idle = Duration::from_millis(300);
+    with_watchdog(60, move || {
+        let b = Budget::fixed(1000);
+        let cache = TestCache::new(&b);
+        let _reg = b.register_evictor(cache.clone());
+        let uses: Vec<Arc<EntryUse>> = (0..10).map(|_| cache.insert(100, min_idle)).collect();
+        let used_at = Instant::now();
+        for u in &uses {
+            drop(u.hold()); // a use just now; eligible after min_idle
+        }
+        let r = b.reserve(100, Category::WorkingSet, "w", Some(Duration::from_secs(30))).expect("admitted");
+        let waited = used_at.elapsed();
+        assert!(waited >= min_idle, "evicted after {waited:?}, before the {min_idle:?} minimum");
+        assert!(waited < Duration::from_secs(20), "woken late: {waited:?}");
+        assert_eq!(cache.len(), 9);
+        drop(r);
+    });
+}
+
+#[test]
+fn async_waiter_evicts_too() {
+    with_watchdog(60, || {
+        let b = Budget::fixed(500);
+        let cache = TestCache::new(&b);
+        let _reg = b.register_evictor(cache.clone());
+        for _ in 0..5 {
+            cache.insert(100, Duration::ZERO);
+        }
+        let r = pollster::block_on(b.reserve_async(300, Category::WorkingSet, "w")).expect("evicted");
+        assert_eq!((r.bytes(), cache.len()), (300, 2));
+    });
+}
+
+#[test]
+fn zero_timeout_evicts_once_without_waiting() {
+    with_watchdog(60, || {
+        let b = Budget::fixed(500);
+        let cache = TestCache::new(&b);
+        let reg = b.register_evictor(cache.clone());
+        for _ in 0..5 {
+            cache.insert(100, Duration::ZERO);
+        }
+        let r = b.reserve(100, Category::Transient, "x", Some(Duration::ZERO)).expect("one entry evicted");
+        assert_eq!(cache.len(), 4);
+        drop(r);
+        // Unregistered evictors are not asked.
+        drop(reg);
+        let _fill = b.try_reserve(100, Category::Transient, "fill").expect("fits");
+        let calls = cache.calls.load(Ordering::SeqCst);
+        assert!(matches!(
+            b.reserve(100, Category::Transient, "y", Some(Duration::ZERO)),
+            Err(BudgetError::Timeout { .. })
+        ));
+        assert_eq!(cache.calls.load(Ordering::SeqCst), calls);
+        assert_eq!(cache.len(), 4);
+    });
+}
+
+#[test]
+fn many_waiters_one_evicting_thread_at_a_time() {
+    let mut rng = seeded_rng("many_waiters_one_evicting_thread_at_a_time");
+    let n_threads: usize = rng.random_range(2..8);
+    with_watchdog(60, move || {
+        let b = Budget::fixed(100 * 64);
+        let cache = TestCache::new(&b);
+        let _reg = b.register_evictor(cache.clone());
+        for _ in 0..64 {
+            cache.insert(100, Duration::ZERO);
+        }
+        let threads: Vec<_> = (0..n_threads)
+            .map(|_| {
+                let b = b.clone();
+                std::thread::spawn(move || b.reserve(250, Category::WorkingSet, "w", Some(Duration::from_secs(30))))
+            })
+            .collect();
+        let held: Vec<Reservation> = threads.into_iter().map(|t| t.join().expect("no panic").expect("admitted")).collect();
+        assert_eq!(held.len(), n_threads);
+        let freed = cache.freed.load(Ordering::SeqCst);
+        assert!(freed >= 250 * n_threads as u64);
+        assert!(b.used_bytes() <= b.total_bytes());
+    });
+}
