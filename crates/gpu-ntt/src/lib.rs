@@ -1,1 +1,173 @@
-//! placeholder: gpu-ntt
+//! NTTs over the BLS12-381 scalar field and the Groth16 H polynomial.
+//!
+//! # Contract
+//! - [`NttBackend::transform`] runs one in-place transform of 2^k elements
+//!   (`0 <= k <= MAX_LOG_N`, i.e. up to 2^28) described by an [`NttSpec`]:
+//!   - forward: `y_i = Σ_j x_j·(s·ω^i)^j`, inverse: the exact inverse map, where ω is the
+//!     primitive 2^k-th root of unity bellman picks ([`omega`]) and `s` is 1 on the
+//!     subgroup or [`coset_shift`] (the multiplicative generator 7) on the coset;
+//!   - input and output each in natural or bit-reversed order (position `p` holds
+//!     logical index `bit_reverse(p, k)`), so a pipeline can skip permutation passes.
+//! - [`NttBackend::h_poly`] takes a, b, c (one value per constraint, groth16's input
+//!   rows included) and returns h's coefficients **exactly** as `groth16::create_proof`
+//!   computes them with bellman's `EvaluationDomain`: pad to the next power of two m,
+//!   `h = icoset(coset(ifft(a))·coset(ifft(b)) − coset(ifft(c))) / (g^m − 1)`, keeping the
+//!   first `m − 1` coefficients (the length of the H query). Exact field arithmetic, so
+//!   equal maps give bit-identical output; the tests compare against bellman directly.
+//! - Bad sizes are a typed [`NttError`], never a panic.
+//!
+//! # Backends
+//! - [`CpuNtt`] (now): radix-2 on the rayon pool. Large stages run across the whole
+//!   array in parallel chunks; once a butterfly span fits in a cache-sized block, every
+//!   remaining stage runs inside that block (one pass over memory for the small stages).
+//!   Twiddles `ω_{2h}^j` for all stage sizes live in one table, built once for the
+//!   largest size seen and shared by every smaller size (a stage's twiddles do not depend
+//!   on n); inverse twiddles are read from the same table (`ω^-j = −ω^(h−j)`).
+//!   The H step fuses the 1/m scaling into the coset powers and orders its transforms
+//!   natural→bit-reversed→natural so that only the final result is permuted.
+//! - A CUDA backend (later) implements the same trait with the same results on device
+//!   buffers; it will add device-resident inputs and report when a, b, c may be freed.
+//!
+//! # Cost model (CPU)
+//! A transform: `(n/2)·log2 n` multiplications (fewer at j = 0), `log2 n − 13` full
+//! passes over memory plus one blocked pass. Twiddle table: `32·n` bytes for the largest
+//! n seen, kept for the backend's life. H step: seven transforms, ~5 n extra
+//! multiplications, no extra buffers beyond a, b, c.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod cpu;
+mod domain;
+mod error;
+pub mod reference;
+
+pub use cpu::CpuNtt;
+pub use domain::{bit_reverse, coset_shift, h_domain_size, log2_len, omega, MAX_LOG_N};
+pub use error::NttError;
+
+use bls12_381::Scalar;
+
+/// Element order of a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// Position i holds logical index i.
+    Natural,
+    /// Position p holds logical index `bit_reverse(p, log2 n)`.
+    BitReversed,
+}
+
+/// Coefficients to evaluations, or back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Coefficients → evaluations.
+    Forward,
+    /// Evaluations → coefficients (includes the 1/n factor).
+    Inverse,
+}
+
+/// Where the evaluations live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Domain {
+    /// The points ω^i.
+    Subgroup,
+    /// The points g·ω^i with g = [`coset_shift`].
+    Coset,
+}
+
+/// One transform: direction, domain, input and output orders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NttSpec {
+    /// Forward or inverse.
+    pub direction: Direction,
+    /// Subgroup or coset.
+    pub domain: Domain,
+    /// Order of the input buffer.
+    pub input: Order,
+    /// Order of the output buffer.
+    pub output: Order,
+}
+
+impl NttSpec {
+    /// Forward on the subgroup, natural in and out.
+    pub const FORWARD: Self = Self::new(Direction::Forward, Domain::Subgroup);
+    /// Inverse on the subgroup, natural in and out.
+    pub const INVERSE: Self = Self::new(Direction::Inverse, Domain::Subgroup);
+    /// Forward on the coset, natural in and out.
+    pub const COSET_FORWARD: Self = Self::new(Direction::Forward, Domain::Coset);
+    /// Inverse on the coset, natural in and out.
+    pub const COSET_INVERSE: Self = Self::new(Direction::Inverse, Domain::Coset);
+
+    /// Natural order in and out.
+    pub const fn new(direction: Direction, domain: Domain) -> Self {
+        Self {
+            direction,
+            domain,
+            input: Order::Natural,
+            output: Order::Natural,
+        }
+    }
+
+    /// The same transform with other orders.
+    pub const fn with_orders(self, input: Order, output: Order) -> Self {
+        Self {
+            input,
+            output,
+            ..self
+        }
+    }
+}
+
+/// The H step's inputs: the A, B and C evaluations, one per constraint (groth16's
+/// trailing input rows included), not yet padded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AbcEvaluations {
+    /// ⟨A_i, w⟩ per constraint i.
+    pub a: Vec<Scalar>,
+    /// ⟨B_i, w⟩ per constraint i.
+    pub b: Vec<Scalar>,
+    /// ⟨C_i, w⟩ per constraint i.
+    pub c: Vec<Scalar>,
+}
+
+/// An NTT engine. Every backend (CPU now, CUDA later) gives the same results.
+pub trait NttBackend: Send + Sync {
+    /// Short name for logs and benchmark tables.
+    fn name(&self) -> &'static str;
+
+    /// Transforms `data` in place; its length must be 2^k with `k <= MAX_LOG_N`.
+    fn transform(&self, data: &mut [Scalar], spec: NttSpec) -> Result<(), NttError>;
+
+    /// h's `m − 1` coefficients, m the padded domain size (see the crate docs). Consumes
+    /// a, b, c: their buffers are reused, so the step needs no memory beyond them.
+    fn h_poly(&self, abc: AbcEvaluations) -> Result<Vec<Scalar>, NttError>;
+
+    /// Forward on the subgroup.
+    fn forward(&self, data: &mut [Scalar], input: Order, output: Order) -> Result<(), NttError> {
+        self.transform(data, NttSpec::FORWARD.with_orders(input, output))
+    }
+
+    /// Inverse on the subgroup.
+    fn inverse(&self, data: &mut [Scalar], input: Order, output: Order) -> Result<(), NttError> {
+        self.transform(data, NttSpec::INVERSE.with_orders(input, output))
+    }
+
+    /// Forward on the coset g·⟨ω⟩.
+    fn coset_forward(
+        &self,
+        data: &mut [Scalar],
+        input: Order,
+        output: Order,
+    ) -> Result<(), NttError> {
+        self.transform(data, NttSpec::COSET_FORWARD.with_orders(input, output))
+    }
+
+    /// Inverse on the coset g·⟨ω⟩.
+    fn coset_inverse(
+        &self,
+        data: &mut [Scalar],
+        input: Order,
+        output: Order,
+    ) -> Result<(), NttError> {
+        self.transform(data, NttSpec::COSET_INVERSE.with_orders(input, output))
+    }
+}
