@@ -82,7 +82,7 @@ impl FpRepr {
             });
         }
         Ok(FpRepr {
-            limbs: arith::mont_mul(&limbs, &FP_R2, &FP_MODULUS, FP_INV),
+            limbs: arith::mont_mul6(&limbs, &FP_R2, &FP_MODULUS, FP_INV),
         })
     }
 
@@ -162,7 +162,7 @@ impl FpRepr {
     #[inline]
     pub fn mul(&self, rhs: &FpRepr) -> FpRepr {
         FpRepr {
-            limbs: arith::mont_mul(&self.limbs, &rhs.limbs, &FP_MODULUS, FP_INV),
+            limbs: arith::mont_mul6(&self.limbs, &rhs.limbs, &FP_MODULUS, FP_INV),
         }
     }
 

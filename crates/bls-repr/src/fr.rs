@@ -46,7 +46,7 @@ impl FrRepr {
         // Canonical by construction (`Scalar` is always reduced), so no range check.
         let limbs = [le_u64(&b, 0), le_u64(&b, 8), le_u64(&b, 16), le_u64(&b, 24)];
         FrRepr {
-            limbs: arith::mont_mul(&limbs, &FR_R2, &FR_MODULUS, FR_INV),
+            limbs: arith::mont_mul4(&limbs, &FR_R2, &FR_MODULUS, FR_INV),
         }
     }
 
@@ -66,7 +66,7 @@ impl FrRepr {
             return Err(ReprError::FrNotCanonical { found: limbs });
         }
         Ok(FrRepr {
-            limbs: arith::mont_mul(&limbs, &FR_R2, &FR_MODULUS, FR_INV),
+            limbs: arith::mont_mul4(&limbs, &FR_R2, &FR_MODULUS, FR_INV),
         })
     }
 
@@ -150,7 +150,7 @@ impl FrRepr {
     #[inline]
     pub fn mul(&self, rhs: &FrRepr) -> FrRepr {
         FrRepr {
-            limbs: arith::mont_mul(&self.limbs, &rhs.limbs, &FR_MODULUS, FR_INV),
+            limbs: arith::mont_mul4(&self.limbs, &rhs.limbs, &FR_MODULUS, FR_INV),
         }
     }
 

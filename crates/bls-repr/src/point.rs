@@ -42,7 +42,7 @@ pub struct G2AffineRepr {
 #[inline(always)]
 fn to_mont(limbs: &[u64; 6]) -> FpRepr {
     FpRepr {
-        limbs: arith::mont_mul(limbs, &FP_R2, &FP_MODULUS, FP_INV),
+        limbs: arith::mont_mul6(limbs, &FP_R2, &FP_MODULUS, FP_INV),
     }
 }
 
