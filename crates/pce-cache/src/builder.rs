@@ -5,6 +5,7 @@
 //! tracking, budget charging and the final compaction.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use bls12_381::Scalar;
 use ff::Field;
@@ -54,7 +55,17 @@ impl Charge {
             return false;
         }
         if let Some(r) = self.reservation.as_mut() {
-            if let Err(source) = r.try_grow(bytes) {
+            // Without waiting: a recording that waited while holding its own growing
+            // reservation could deadlock with a waiter queued ahead of it. Evictors do run.
+            let grown = r.try_grow(bytes).or_else(|_| {
+                let extra = r
+                    .budget()
+                    .request(bytes, r.category())
+                    .label("pce extraction")
+                    .reserve(Some(Duration::ZERO))?;
+                r.merge(extra)
+            });
+            if let Err(source) = grown {
                 self.failed = Some(PceError::Budget {
                     what: "pce extraction buffers",
                     requested_bytes: self.charged_bytes + bytes,

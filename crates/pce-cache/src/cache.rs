@@ -148,7 +148,7 @@ impl Inner {
                     _ => None,
                 })
                 .collect();
-            cands.sort_by(|a, b| b.0.cmp(&a.0));
+            cands.sort_by_key(|c| std::cmp::Reverse(c.0));
             let mut freed = 0;
             let mut out = Vec::new();
             for (_, id) in cands {
@@ -341,7 +341,7 @@ impl PceCache {
                                 Entry {
                                     pce,
                                     use_: entry_use(),
-                                    reservation: reservation,
+                                    reservation,
                                 },
                                 PceSource::Disk,
                             ));
@@ -385,7 +385,7 @@ impl PceCache {
             Entry {
                 pce,
                 use_: entry_use(),
-                reservation: reservation,
+                reservation,
             },
             PceSource::Extracted,
         ))

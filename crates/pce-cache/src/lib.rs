@@ -220,7 +220,7 @@ impl Pce {
     }
 
     /// The file this PCE is mapped from, if any.
-    pub fn source(&self) -> Option<&Path> {
+    pub fn file_path(&self) -> Option<&Path> {
         self.source.as_deref()
     }
 

@@ -71,7 +71,12 @@ impl FullSynthesis {
                     self.aux[j]
                 }
             };
-            acc += value * coeff;
+            // groth16 skips the multiplication for +1; so does the baseline.
+            if *coeff == Scalar::ONE {
+                acc += value;
+            } else {
+                acc += value * coeff;
+            }
         }
         acc
     }

@@ -263,7 +263,7 @@ fn disk_round_trip_is_identical() {
         assert_eq!(loaded.shape(), pce.shape());
         assert_eq!(loaded.n_nonzeros(), pce.n_nonzeros());
         assert_eq!(loaded.matrix_bytes(), pce.matrix_bytes());
-        assert_eq!(loaded.source(), Some(path.as_path()));
+        assert_eq!(loaded.file_path(), Some(path.as_path()));
         assert_pce_matches_with(&loaded, circuit.clone());
         // writing the loaded copy gives the same bytes
         let again = dir.join("again.pce");

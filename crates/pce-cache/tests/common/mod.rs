@@ -238,7 +238,7 @@ impl RandomR1cs {
             }
             let n_in = inputs.len() + 1;
             let n_aux = aux.len();
-            let mut lc = |rng: &mut StdRng| -> Lc {
+            let lc = |rng: &mut StdRng| -> Lc {
                 let len = match rng.random_range(0..40u32) {
                     0 => rng.random_range(255..400usize),
                     1..=3 => 0,
