@@ -63,7 +63,7 @@ impl Timer {
             .map(|b| format!("  {:>6.0} MiB/s", b as f64 / (cpu_ns * 1e-9) / 1048576.0))
             .unwrap_or_default();
         println!(
-            "{name:<30} {:>9.1} ns/op cpu  {:>9.1} ns/op wall{rate}  ({n_ops} ops)",
+            "{name:<38} {:>9.1} ns/op cpu  {:>9.1} ns/op wall{rate}  ({n_ops} ops)",
             cpu_ns / n,
             wall_ns / n
         );

@@ -1,10 +1,12 @@
 //! `FpRepr` (the base field) and `Fp2Repr` (its quadratic extension).
 
+use std::fmt;
+
 use bytemuck::{Pod, Zeroable};
 
 use crate::arith;
 use crate::constants::{FP_INV, FP_MODULUS, FP_MODULUS_MINUS_2, FP_R, FP_R2};
-use crate::error::{Coordinate, ReprError};
+use crate::error::{hex_limbs, Coordinate, ReprError};
 
 /// An element of Fp in Montgomery form: `limbs` holds `a * 2^384 mod p`, little-endian
 /// 64-bit limbs (byte `8*i + k` of the struct is byte `k` of limb `i`; on the GPU the
@@ -189,7 +191,7 @@ impl FpRepr {
     }
 }
 
-/// An element `c0 + c1·u` of Fp2 = Fp[u]/(u^2 + 1); 96 bytes, `c0` first.
+/// An element `c0 + c1·u` of Fp2 = Fp\[u\]/(u^2 + 1); 96 bytes, `c0` first.
 #[repr(C)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default, Pod, Zeroable)]
 pub struct Fp2Repr {
@@ -337,5 +339,20 @@ impl Fp2Repr {
     pub fn inverse(&self) -> Option<Fp2Repr> {
         let norm = self.c0.square().add(&self.c1.square());
         norm.inverse().map(|n| self.conjugate().mul_by_fp(&n))
+    }
+}
+
+/// The canonical value as big-endian hex (`0x` then 96 digits); `Debug` shows the
+/// Montgomery limbs instead.
+impl fmt::Display for FpRepr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&hex_limbs(&self.to_canonical_limbs()))
+    }
+}
+
+/// `c0 + c1*u` with both parts as canonical hex.
+impl fmt::Display for Fp2Repr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} + {}*u", self.c0, self.c1)
     }
 }

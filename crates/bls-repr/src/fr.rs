@@ -1,11 +1,13 @@
 //! `FrRepr`: the scalar field.
 
+use std::fmt;
+
 use bls12_381::Scalar;
 use bytemuck::{Pod, Zeroable};
 
 use crate::arith;
 use crate::constants::{FR_INV, FR_MODULUS, FR_MODULUS_MINUS_2, FR_R, FR_R2};
-use crate::error::ReprError;
+use crate::error::{hex_limbs, ReprError};
 
 /// An element of Fr in Montgomery form: `limbs` holds `a * 2^256 mod r`, little-endian
 /// 64-bit limbs (8 little-endian 32-bit limbs on the GPU); 32 bytes. Always fully
@@ -186,5 +188,13 @@ impl From<&Scalar> for FrRepr {
 impl From<Scalar> for FrRepr {
     fn from(s: Scalar) -> FrRepr {
         FrRepr::from_scalar(&s)
+    }
+}
+
+/// The canonical value as big-endian hex (`0x` then 64 digits), as `Scalar` prints it;
+/// `Debug` shows the Montgomery limbs instead.
+impl fmt::Display for FrRepr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&hex_limbs(&self.to_canonical_limbs()))
     }
 }

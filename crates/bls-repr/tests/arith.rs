@@ -9,13 +9,11 @@ use bls_repr::{Fp2Repr, FpRepr, FrRepr, G1AffineRepr, G2AffineRepr, FP_MODULUS, 
 use ff::Field;
 use rand::RngExt;
 
-const N_RANDOM: usize = 500;
-
 #[test]
 fn fr_ops_match_scalar() {
     let mut rng = common::rng();
     let mut values: Vec<Scalar> = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE];
-    values.extend((0..N_RANDOM).map(|_| Scalar::random(&mut rng)));
+    values.extend((0..common::iterations(500, 100_000)).map(|_| Scalar::random(&mut rng)));
     for (i, a) in values.iter().enumerate() {
         let b = values[(i * 7 + 3) % values.len()];
         let (fa, fb) = (FrRepr::from_scalar(a), FrRepr::from_scalar(&b));
@@ -99,7 +97,7 @@ fn double_affine_fp(p: &G1AffineRepr) -> G1AffineRepr {
 #[test]
 fn fp_arithmetic_reproduces_g1_group_law() {
     let mut rng = common::rng();
-    for _ in 0..100 {
+    for _ in 0..common::iterations(100, 10_000) {
         let (a, b) = (common::random_g1(&mut rng), common::random_g1(&mut rng));
         let (ra, rb) = (G1AffineRepr::from_affine(&a), G1AffineRepr::from_affine(&b));
         let sum = G1Affine::from(G1Projective::from(a) + b);
@@ -139,7 +137,7 @@ fn double_affine_fp2(p: &G2AffineRepr) -> G2AffineRepr {
 #[test]
 fn fp2_arithmetic_reproduces_g2_group_law() {
     let mut rng = common::rng();
-    for _ in 0..40 {
+    for _ in 0..common::iterations(40, 4_000) {
         let (a, b) = (common::random_g2(&mut rng), common::random_g2(&mut rng));
         let (ra, rb) = (G2AffineRepr::from_affine(&a), G2AffineRepr::from_affine(&b));
         let sum = G2Affine::from(G2Projective::from(a) + b);
@@ -164,7 +162,7 @@ fn fp_field_axioms_on_random_values() {
     let values: Vec<FpRepr> = edges
         .iter()
         .copied()
-        .chain((0..N_RANDOM).map(|_| common::random_fp(&mut rng)))
+        .chain((0..common::iterations(500, 100_000)).map(|_| common::random_fp(&mut rng)))
         .collect();
     for (i, a) in values.iter().enumerate() {
         let b = values[(i * 13 + 5) % values.len()];

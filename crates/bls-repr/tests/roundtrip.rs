@@ -39,6 +39,7 @@ fn fr_scalar_round_trip_edges_and_random() {
         assert_eq!(FrRepr::from_canonical_limbs(limbs), Ok(f));
         assert_eq!(f.to_le_bytes(), s.to_bytes());
         assert_eq!(FrRepr::from_le_bytes(&s.to_bytes()), Ok(f));
+        assert_eq!(f.to_string(), format!("{s:?}"));
     }
 }
 
@@ -72,6 +73,8 @@ fn fp_canonical_round_trip_edges_and_random() {
         let be = common::limbs_to_be(&l);
         assert_eq!(f.to_be_bytes(), be);
         assert_eq!(FpRepr::from_be_bytes(&be), Ok(f));
+        let hex: String = be.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(f.to_string(), format!("0x{hex}"));
     }
     assert_eq!(
         FpRepr::from_canonical_limbs([1, 0, 0, 0, 0, 0]),
@@ -230,7 +233,7 @@ fn parser_agrees_with_library_on_mutated_encodings() {
         .collect();
     let mut n_ok = 0;
     let mut n_err = 0;
-    for _ in 0..4000 {
+    for _ in 0..common::iterations(4000, 1_000_000) {
         let mut enc = base[rng.random_range(0..base.len())];
         for _ in 0..rng.random_range(0..3) {
             // Mostly the first bytes, where flags and range checks live.
@@ -270,7 +273,7 @@ fn g2_parser_agrees_with_library_on_mutated_encodings() {
         .map(|_| common::random_g2(&mut rng).to_uncompressed())
         .chain([G2Affine::identity().to_uncompressed()])
         .collect();
-    for _ in 0..2000 {
+    for _ in 0..common::iterations(2000, 500_000) {
         let mut enc = base[rng.random_range(0..base.len())];
         // Flip a bit in the top bytes of one of the four coordinates.
         let coord = rng.random_range(0..4) * 48;

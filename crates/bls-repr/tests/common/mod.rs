@@ -23,6 +23,15 @@ pub fn rng() -> StdRng {
     StdRng::seed_from_u64(seed)
 }
 
+/// `slow` iterations when `PINION_SLOW_TESTS=1`, else `default`.
+pub fn iterations(default: usize, slow: usize) -> usize {
+    if std::env::var("PINION_SLOW_TESTS").is_ok_and(|v| v == "1") {
+        slow
+    } else {
+        default
+    }
+}
+
 /// Canonical limbs of p - 1.
 pub fn p_minus_1() -> [u64; 6] {
     let mut l = FP_MODULUS;
