@@ -1,1 +1,181 @@
-//! placeholder
+//! Pinion's CUDA kernels, embedded as PTX.
+//!
+//! Contract: every top-level `cuda-kernels/<stem>.cu` is compiled by `cargo xtask kernels`
+//! (`nvcc -arch=sm_90 -ptx -O3 -std=c++17 -I cuda-kernels/include`) to
+//! `cuda-kernels/ptx/<stem>.ptx`, which is committed, so building this crate needs no CUDA
+//! toolkit. [`Module`] names each PTX module and [`Entry`] each kernel entry point, so a
+//! misspelt kernel is a compile error rather than a failed lookup at run time; a unit test
+//! checks that every [`Entry`] is really defined (`.entry <name>`) in its module's PTX.
+//!
+//! Non-goals: loading or launching (that is `gpu-device`'s job); this crate is data only.
+//! Cost: the PTX text lives in the binary's read-only data; the driver JIT-compiles a
+//! module once when `gpu-device` first loads it.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+/// One PTX module (one top-level `.cu` file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Module {
+    /// `field_test.cu`: batch and throughput kernels for Fp, Fr and Fp2 arithmetic.
+    FieldTest,
+}
+
+impl Module {
+    /// Every module, in declaration order.
+    pub const ALL: &'static [Module] = &[Module::FieldTest];
+
+    /// The module's stem (`<stem>.cu`, `<stem>.ptx`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Module::FieldTest => "field_test",
+        }
+    }
+
+    /// The module's PTX text.
+    pub const fn ptx(self) -> &'static str {
+        match self {
+            Module::FieldTest => include_str!("../ptx/field_test.ptx"),
+        }
+    }
+}
+
+macro_rules! entries {
+    ($( $(#[$doc:meta])* $variant:ident => ($module:ident, $name:literal), )*) => {
+        /// A kernel entry point (an `extern "C" __global__` function) and its module.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Entry {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Entry {
+            /// Every entry point, in declaration order.
+            pub const ALL: &'static [Entry] = &[$(Entry::$variant,)*];
+
+            /// The unmangled symbol name in the PTX.
+            pub const fn name(self) -> &'static str {
+                match self { $(Entry::$variant => $name,)* }
+            }
+
+            /// The module that defines this entry point.
+            pub const fn module(self) -> Module {
+                match self { $(Entry::$variant => Module::$module,)* }
+            }
+        }
+    };
+}
+
+entries! {
+    /// `fp_add(const Fp* a, const Fp* b, Fp* out, u32 n)`: out = a + b.
+    FpAdd => (FieldTest, "fp_add"),
+    /// `fp_sub(a, b, out, n)`: out = a - b.
+    FpSub => (FieldTest, "fp_sub"),
+    /// `fp_mul(a, b, out, n)`: Montgomery product.
+    FpMul => (FieldTest, "fp_mul"),
+    /// `fp_neg(const Fp* a, Fp* out, u32 n)`: out = -a.
+    FpNeg => (FieldTest, "fp_neg"),
+    /// `fp_sqr(a, out, n)`: out = a^2.
+    FpSqr => (FieldTest, "fp_sqr"),
+    /// `fp_inv(a, out, n)`: out = a^-1 (0 for 0).
+    FpInv => (FieldTest, "fp_inv"),
+    /// `fp_mul_chain(a, b, out, n, iters)`: 4 chains of multiplications by b (benchmark).
+    FpMulChain => (FieldTest, "fp_mul_chain"),
+    /// `fr_add(const Fr* a, const Fr* b, Fr* out, u32 n)`.
+    FrAdd => (FieldTest, "fr_add"),
+    /// `fr_sub(a, b, out, n)`.
+    FrSub => (FieldTest, "fr_sub"),
+    /// `fr_mul(a, b, out, n)`.
+    FrMul => (FieldTest, "fr_mul"),
+    /// `fr_neg(a, out, n)`.
+    FrNeg => (FieldTest, "fr_neg"),
+    /// `fr_sqr(a, out, n)`.
+    FrSqr => (FieldTest, "fr_sqr"),
+    /// `fr_inv(a, out, n)` (0 for 0).
+    FrInv => (FieldTest, "fr_inv"),
+    /// `fr_mul_chain(a, b, out, n, iters)`: 4 chains (benchmark).
+    FrMulChain => (FieldTest, "fr_mul_chain"),
+    /// `fp2_add(const Fp2* a, const Fp2* b, Fp2* out, u32 n)`.
+    Fp2Add => (FieldTest, "fp2_add"),
+    /// `fp2_sub(a, b, out, n)`.
+    Fp2Sub => (FieldTest, "fp2_sub"),
+    /// `fp2_mul(a, b, out, n)` (Karatsuba, 3 Fp products).
+    Fp2Mul => (FieldTest, "fp2_mul"),
+    /// `fp2_neg(a, out, n)`.
+    Fp2Neg => (FieldTest, "fp2_neg"),
+    /// `fp2_sqr(a, out, n)` (2 Fp products).
+    Fp2Sqr => (FieldTest, "fp2_sqr"),
+    /// `fp2_inv(a, out, n)` (0 for 0).
+    Fp2Inv => (FieldTest, "fp2_inv"),
+    /// `fp2_mul_chain(a, b, out, n, iters)`: 2 chains (benchmark).
+    Fp2MulChain => (FieldTest, "fp2_mul_chain"),
+    /// `fp64_mul_chain(a, b, out, n, iters)`: as `fp_mul_chain` with 64-bit limbs (benchmark).
+    Fp64MulChain => (FieldTest, "fp64_mul_chain"),
+}
+
+#[cfg(test)]
+mod constants_check;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `ptx` defines a kernel named exactly `name` (`.entry name(`).
+    fn defines_entry(ptx: &str, name: &str) -> bool {
+        ptx.lines().any(|line| {
+            line.split_once(".entry ")
+                .map(|(_, rest)| {
+                    rest.trim_start()
+                        .strip_prefix(name)
+                        .is_some_and(|tail| tail.starts_with('(') || tail.trim().is_empty())
+                })
+                .unwrap_or(false)
+        })
+    }
+
+    #[test]
+    fn every_entry_is_defined_in_its_module() {
+        for entry in Entry::ALL {
+            let ptx = entry.module().ptx();
+            assert!(
+                defines_entry(ptx, entry.name()),
+                "entry {} not found in {}.ptx: run `cargo xtask kernels`",
+                entry.name(),
+                entry.module().name()
+            );
+        }
+    }
+
+    #[test]
+    fn entry_lookup_is_exact() {
+        // `fp_mul` must not match `fp_mul_chain`, nor an absent name match anything.
+        let ptx = Module::FieldTest.ptx();
+        assert!(defines_entry(ptx, "fp_mul"));
+        assert!(!defines_entry(ptx, "fp_mu"));
+        assert!(!defines_entry(ptx, "fp_mul_cha"));
+    }
+
+    #[test]
+    fn every_module_is_ptx_for_sm_90() {
+        for module in Module::ALL {
+            let ptx = module.ptx();
+            assert!(
+                ptx.contains(".target sm_90"),
+                "{} is not sm_90 PTX",
+                module.name()
+            );
+            assert!(
+                ptx.contains(".version"),
+                "{} has no .version",
+                module.name()
+            );
+        }
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<&str> = Entry::ALL.iter().map(|e| e.name()).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n, "duplicate entry names");
+    }
+}

@@ -1,0 +1,275 @@
+// Montgomery arithmetic over the BLS12-381 base field Fp and scalar field Fr.
+//
+// Layout (matches crates/bls-repr): an element is N little-endian 32-bit limbs holding
+// x*R mod m, fully reduced (< m), with R = 2^(32N): N = 12 (R = 2^384) for Fp and N = 8
+// (R = 2^256) for Fr. A host `[u64; 6]` is read as 12 little-endian u32 words.
+//
+// Multiplication is CIOS (one row a*b_i, one row m*p, shift) with 32-bit limbs. Each row
+// is split into two carry chains, even and odd limb indices: the lo/hi halves of
+// a[j]*b_i for even j tile the words [0, N) without overlap, the odd ones [1, N], so each
+// chain is an unbroken `mad.lo.cc / madc.hi.cc` sequence. Cost per product: 4*N^2 IMAD
+// plus ~3N carry fix-ups and one final conditional subtraction.
+//
+// Bounds used (both moduli have 4m < R): with a, b < m the CIOS accumulator stays below
+// 2m < 2^(32N) at the start of each iteration, and below 2^(32(N+1)) inside it, so the
+// top word t[N] never carries out. Everything stays in registers: every loop over limbs
+// is fully unrolled and every array index is a compile-time constant.
+#pragma once
+#include <stdint.h>
+
+#include "carry.cuh"
+
+namespace pinion {
+
+struct FpParams {
+  static constexpr int N = 12;
+  // -m^-1 mod 2^32
+  static constexpr uint32_t INV = 0xfffcfffdu;
+  __device__ static __forceinline__ void modulus(uint32_t (&m)[N]) {
+    m[0] = 0xffffaaabu; m[1] = 0xb9feffffu; m[2] = 0xb153ffffu; m[3] = 0x1eabfffeu;
+    m[4] = 0xf6b0f624u; m[5] = 0x6730d2a0u; m[6] = 0xf38512bfu; m[7] = 0x64774b84u;
+    m[8] = 0x434bacd7u; m[9] = 0x4b1ba7b6u; m[10] = 0x397fe69au; m[11] = 0x1a0111eau;
+  }
+  // R mod m: the Montgomery form of 1.
+  __device__ static __forceinline__ void one(uint32_t (&m)[N]) {
+    m[0] = 0x0002fffdu; m[1] = 0x76090000u; m[2] = 0xc40c0002u; m[3] = 0xebf4000bu;
+    m[4] = 0x53c758bau; m[5] = 0x5f489857u; m[6] = 0x70525745u; m[7] = 0x77ce5853u;
+    m[8] = 0xa256ec6du; m[9] = 0x5c071a97u; m[10] = 0xfa80e493u; m[11] = 0x15f65ec3u;
+  }
+  // R^2 mod m: multiplying a canonical value by this converts it to Montgomery form.
+  __device__ static __forceinline__ void r2(uint32_t (&m)[N]) {
+    m[0] = 0x1c341746u; m[1] = 0xf4df1f34u; m[2] = 0x09d104f1u; m[3] = 0x0a76e6a6u;
+    m[4] = 0x4c95b6d5u; m[5] = 0x8de5476cu; m[6] = 0x939d83c0u; m[7] = 0x67eb88a9u;
+    m[8] = 0xb519952du; m[9] = 0x9a793e85u; m[10] = 0x92cae3aau; m[11] = 0x11988fe5u;
+  }
+};
+
+struct FrParams {
+  static constexpr int N = 8;
+  static constexpr uint32_t INV = 0xffffffffu;
+  __device__ static __forceinline__ void modulus(uint32_t (&m)[N]) {
+    m[0] = 0x00000001u; m[1] = 0xffffffffu; m[2] = 0xfffe5bfeu; m[3] = 0x53bda402u;
+    m[4] = 0x09a1d805u; m[5] = 0x3339d808u; m[6] = 0x299d7d48u; m[7] = 0x73eda753u;
+  }
+  __device__ static __forceinline__ void one(uint32_t (&m)[N]) {
+    m[0] = 0xfffffffeu; m[1] = 0x00000001u; m[2] = 0x00034802u; m[3] = 0x5884b7fau;
+    m[4] = 0xecbc4ff5u; m[5] = 0x998c4fefu; m[6] = 0xacc5056fu; m[7] = 0x1824b159u;
+  }
+  __device__ static __forceinline__ void r2(uint32_t (&m)[N]) {
+    m[0] = 0xf3f29c6du; m[1] = 0xc999e990u; m[2] = 0x87925c23u; m[3] = 0x2b6cedcbu;
+    m[4] = 0x7254398fu; m[5] = 0x05d31496u; m[6] = 0x9f59ff11u; m[7] = 0x0748d9d9u;
+  }
+};
+
+template <class P>
+struct Fe {
+  static constexpr int N = P::N;
+  uint32_t l[N];
+};
+
+using Fp = Fe<FpParams>;
+using Fr = Fe<FrParams>;
+
+namespace detail {
+
+// t[PAR .. N+PAR) += sum over j = PAR, PAR+2, ... of x[j]*y << 32*(j-PAR), as one carry
+// chain. Leaves the carry out in the flag for the caller (consumed or provably zero).
+template <int N, int PAR>
+__device__ __forceinline__ void mul_add_row(uint32_t (&t)[N + 1], const uint32_t (&x)[N],
+                                            uint32_t y) {
+  t[PAR] = cc::mad_lo_cc(x[PAR], y, t[PAR]);
+  t[PAR + 1] = cc::madc_hi_cc(x[PAR], y, t[PAR + 1]);
+#pragma unroll
+  for (int j = PAR + 2; j < N; j += 2) {
+    t[j] = cc::madc_lo_cc(x[j], y, t[j]);
+    t[j + 1] = cc::madc_hi_cc(x[j], y, t[j + 1]);
+  }
+}
+
+// r = t - m if t >= m else t, for t < 2m.
+template <class P>
+__device__ __forceinline__ void reduce_once(uint32_t (&r)[P::N], const uint32_t (&t)[P::N]) {
+  constexpr int N = P::N;
+  uint32_t m[N];
+  P::modulus(m);
+  uint32_t s[N];
+  s[0] = cc::sub_cc(t[0], m[0]);
+#pragma unroll
+  for (int j = 1; j < N; ++j) s[j] = cc::subc_cc(t[j], m[j]);
+  const uint32_t borrow = cc::subc(0, 0);  // 0 or 0xffffffff (t < m)
+#pragma unroll
+  for (int j = 0; j < N; ++j) r[j] = borrow ? t[j] : s[j];
+}
+
+}  // namespace detail
+
+template <class P>
+__device__ __forceinline__ Fe<P> fe_zero() {
+  Fe<P> r;
+#pragma unroll
+  for (int j = 0; j < P::N; ++j) r.l[j] = 0;
+  return r;
+}
+
+template <class P>
+__device__ __forceinline__ Fe<P> fe_one() {
+  Fe<P> r;
+  P::one(r.l);
+  return r;
+}
+
+template <class P>
+__device__ __forceinline__ bool fe_is_zero(const Fe<P>& a) {
+  uint32_t acc = 0;
+#pragma unroll
+  for (int j = 0; j < P::N; ++j) acc |= a.l[j];
+  return acc == 0;
+}
+
+template <class P>
+__device__ __forceinline__ Fe<P> fe_add(const Fe<P>& a, const Fe<P>& b) {
+  constexpr int N = P::N;
+  uint32_t t[N];
+  // a + b < 2m < 2^(32N): no carry out of the top word.
+  t[0] = cc::add_cc(a.l[0], b.l[0]);
+#pragma unroll
+  for (int j = 1; j < N - 1; ++j) t[j] = cc::addc_cc(a.l[j], b.l[j]);
+  t[N - 1] = cc::addc(a.l[N - 1], b.l[N - 1]);
+  Fe<P> r;
+  detail::reduce_once<P>(r.l, t);
+  return r;
+}
+
+template <class P>
+__device__ __forceinline__ Fe<P> fe_sub(const Fe<P>& a, const Fe<P>& b) {
+  constexpr int N = P::N;
+  uint32_t t[N];
+  t[0] = cc::sub_cc(a.l[0], b.l[0]);
+#pragma unroll
+  for (int j = 1; j < N; ++j) t[j] = cc::subc_cc(a.l[j], b.l[j]);
+  const uint32_t mask = cc::subc(0, 0);  // all ones when a < b: add m back
+  uint32_t m[N];
+  P::modulus(m);
+  Fe<P> r;
+  r.l[0] = cc::add_cc(t[0], m[0] & mask);
+#pragma unroll
+  for (int j = 1; j < N - 1; ++j) r.l[j] = cc::addc_cc(t[j], m[j] & mask);
+  r.l[N - 1] = cc::addc(t[N - 1], m[N - 1] & mask);
+  return r;
+}
+
+template <class P>
+__device__ __forceinline__ Fe<P> fe_neg(const Fe<P>& a) {
+  constexpr int N = P::N;
+  uint32_t m[N];
+  P::modulus(m);
+  // m - 0 = m is not reduced, so zero maps to zero through the mask.
+  const uint32_t mask = fe_is_zero(a) ? 0u : 0xffffffffu;
+  Fe<P> r;
+  r.l[0] = cc::sub_cc(m[0], a.l[0]);
+#pragma unroll
+  for (int j = 1; j < N - 1; ++j) r.l[j] = cc::subc_cc(m[j], a.l[j]);
+  r.l[N - 1] = cc::subc(m[N - 1], a.l[N - 1]);
+#pragma unroll
+  for (int j = 0; j < N; ++j) r.l[j] &= mask;
+  return r;
+}
+
+// Montgomery product a*b*R^-1 mod m, for a, b < m; result < m.
+template <class P>
+__device__ __forceinline__ Fe<P> fe_mul(const Fe<P>& a, const Fe<P>& b) {
+  constexpr int N = P::N;
+  uint32_t m[N];
+  P::modulus(m);
+  uint32_t t[N + 1];
+#pragma unroll
+  for (int j = 0; j <= N; ++j) t[j] = 0;
+
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const uint32_t bi = b.l[i];
+    // t[N] is zero here (start, or shifted in below).
+    detail::mul_add_row<N, 0>(t, a.l, bi);
+    t[N] = cc::addc(0, 0);
+    detail::mul_add_row<N, 1>(t, a.l, bi);  // ends at t[N]; no carry out (bound above)
+
+    const uint32_t q = t[0] * P::INV;
+    detail::mul_add_row<N, 0>(t, m, q);
+    t[N] = cc::addc(t[N], 0);
+    detail::mul_add_row<N, 1>(t, m, q);
+    // t[0] is now 0: shift down one word.
+#pragma unroll
+    for (int j = 0; j < N; ++j) t[j] = t[j + 1];
+    t[N] = 0;
+  }
+  uint32_t lo[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) lo[j] = t[j];
+  Fe<P> r;
+  detail::reduce_once<P>(r.l, lo);
+  return r;
+}
+
+template <class P>
+__device__ __forceinline__ Fe<P> fe_sqr(const Fe<P>& a) {
+  return fe_mul<P>(a, a);
+}
+
+// a^(m-2) = a^-1 by Fermat; the inverse of zero is defined as zero. Left-to-right
+// square-and-multiply over the exponent's words; the exponent is shifted through
+// registers (compile-time indices only) so nothing lands in local memory. Cost:
+// 32N squarings plus one multiplication per set bit.
+template <class P>
+__device__ __forceinline__ Fe<P> fe_inv(const Fe<P>& a) {
+  constexpr int N = P::N;
+  uint32_t m[N], e[N];
+  P::modulus(m);
+  // e = m - 2 with the borrow propagated (Fr's lowest word is 1).
+  e[0] = cc::sub_cc(m[0], 2);
+#pragma unroll
+  for (int j = 1; j < N - 1; ++j) e[j] = cc::subc_cc(m[j], 0);
+  e[N - 1] = cc::subc(m[N - 1], 0);
+  Fe<P> x = fe_one<P>();
+#pragma unroll 1
+  for (int w = 0; w < N; ++w) {
+    uint32_t word = e[N - 1];
+#pragma unroll
+    for (int k = N - 1; k > 0; --k) e[k] = e[k - 1];
+    e[0] = 0;
+#pragma unroll 1
+    for (int bit = 0; bit < 32; ++bit) {
+      x = fe_sqr<P>(x);
+      if (word & 0x80000000u) x = fe_mul<P>(x, a);
+      word <<= 1;
+    }
+  }
+  return x;
+}
+
+// Vectorised global-memory access: elements are 16-byte multiples (Fp 48, Fr 32).
+template <class P>
+__device__ __forceinline__ Fe<P> fe_load(const Fe<P>* p) {
+  static_assert(P::N % 4 == 0, "limb count must be a multiple of 4");
+  const uint4* v = reinterpret_cast<const uint4*>(p);
+  Fe<P> r;
+#pragma unroll
+  for (int k = 0; k < P::N / 4; ++k) {
+    const uint4 q = v[k];
+    r.l[4 * k + 0] = q.x;
+    r.l[4 * k + 1] = q.y;
+    r.l[4 * k + 2] = q.z;
+    r.l[4 * k + 3] = q.w;
+  }
+  return r;
+}
+
+template <class P>
+__device__ __forceinline__ void fe_store(Fe<P>* p, const Fe<P>& a) {
+  uint4* v = reinterpret_cast<uint4*>(p);
+#pragma unroll
+  for (int k = 0; k < P::N / 4; ++k) {
+    v[k] = make_uint4(a.l[4 * k + 0], a.l[4 * k + 1], a.l[4 * k + 2], a.l[4 * k + 3]);
+  }
+}
+
+}  // namespace pinion

@@ -1,0 +1,91 @@
+// Runs the device field code of include/ on the CPU, with the carry flag emulated
+// (PINION_HOST_EMULATION in carry.cuh), and prints inputs and outputs as hex for
+// tools/check_field_emu.py to verify with Python big integers. Developer tool: catches
+// carry-chain and bound mistakes without a GPU.
+//   g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
+//       cuda-kernels/tools/field_emu.cpp -o /tmp/field_emu && /tmp/field_emu N SEED | \
+//       python3 cuda-kernels/tools/check_field_emu.py
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#define __device__
+#define __forceinline__ inline
+struct uint4 { uint32_t x, y, z, w; };
+inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return {x, y, z, w}; }
+
+#include "field.cuh"
+#include "field64.cuh"
+#include "fp2.cuh"
+
+using namespace pinion;
+
+static uint64_t rng_state;
+static uint32_t next32() {  // splitmix64
+  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return (uint32_t)((z ^ (z >> 31)) >> 16);
+}
+
+template <class P>
+static Fe<P> random_fe(int kind) {
+  Fe<P> r;
+  uint32_t m[P::N];
+  P::modulus(m);
+  switch (kind) {
+    case 0: for (int j = 0; j < P::N; ++j) r.l[j] = 0; return r;
+    case 1: for (int j = 0; j < P::N; ++j) r.l[j] = m[j]; r.l[0] -= 1; return r;  // m - 1
+    case 2: return fe_one<P>();
+    default: break;
+  }
+  // random below m: random words with the top word below m's top word
+  for (int j = 0; j < P::N; ++j) r.l[j] = next32();
+  r.l[P::N - 1] %= m[P::N - 1];
+  return r;
+}
+
+template <class P>
+static void print(const Fe<P>& a) {
+  printf(" ");
+  for (int j = P::N - 1; j >= 0; --j) printf("%08x", a.l[j]);
+}
+
+template <class P>
+static void run(const char* name, int n) {
+  for (int i = 0; i < n; ++i) {
+    Fe<P> a = random_fe<P>(i < 9 ? i / 3 : 3), b = random_fe<P>(i < 9 ? i % 3 : 3);
+    printf("%s add", name); print(a); print(b); print(fe_add(a, b)); printf("\n");
+    printf("%s sub", name); print(a); print(b); print(fe_sub(a, b)); printf("\n");
+    printf("%s mul", name); print(a); print(b); print(fe_mul(a, b)); printf("\n");
+    if constexpr (P::N == 12) {
+      printf("%s mul", name); print(a); print(b); print(fp_mul_u64(a, b)); printf("\n");
+    }
+    printf("%s neg", name); print(a); print(fe_neg(a)); printf("\n");
+    if (i < 40) { printf("%s inv", name); print(a); print(fe_inv(a)); printf("\n"); }
+  }
+}
+
+static void run_fp2(int n) {
+  for (int i = 0; i < n; ++i) {
+    Fp2 a{random_fe<FpParams>(i < 4 ? i : 3), random_fe<FpParams>(3)};
+    Fp2 b{random_fe<FpParams>(3), random_fe<FpParams>(i < 4 ? i : 3)};
+    printf("fp2 mul"); print(a.c0); print(a.c1); print(b.c0); print(b.c1);
+    Fp2 c = fp2_mul(a, b); print(c.c0); print(c.c1); printf("\n");
+    printf("fp2 sqr"); print(a.c0); print(a.c1);
+    c = fp2_sqr(a); print(c.c0); print(c.c1); printf("\n");
+    if (i < 20) {
+      printf("fp2 inv"); print(a.c0); print(a.c1);
+      c = fp2_inv(a); print(c.c0); print(c.c1); printf("\n");
+    }
+  }
+}
+
+int main(int argc, char** argv) {
+  const int n = argc > 1 ? atoi(argv[1]) : 1000;
+  rng_state = argc > 2 ? strtoull(argv[2], nullptr, 10) : 1;
+  run<FpParams>("fp", n);
+  run<FrParams>("fr", n);
+  run_fp2(n / 4);
+  return 0;
+}
