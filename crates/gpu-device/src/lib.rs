@@ -1,1 +1,43 @@
-//! placeholder: gpu-device
+//! CUDA devices for Pinion: discovery, contexts and streams, the embedded PTX modules,
+//! budget-charged device memory, pinned host memory, and the field-kernel launches.
+//!
+//! # Contract
+//! - **No driver is an error, never a panic.** Every entry point first checks that
+//!   `libcuda` can be loaded ([`driver_present`]); without it you get [`GpuError::NoDriver`],
+//!   and with a driver but no device [`GpuError::NoDevice`]. Build and unit tests need
+//!   neither CUDA nor a GPU.
+//! - **Every CUDA return code is checked** and becomes a [`GpuError`] naming the call.
+//! - **Kernels by enum.** [`Gpu::function`] takes a [`pinion_kernels::Entry`]; the module
+//!   holding it is JIT-loaded from the embedded PTX on first use and cached per device.
+//! - **VRAM is budgeted.** Each [`Gpu`] owns a `memory_budget::Budget` of
+//!   `min(total - margin, free at open)` bytes ([`GpuConfig`]); [`Gpu::alloc_zeros`] and
+//!   [`Gpu::upload`] charge it (category `Device`) before asking the driver, and a driver
+//!   out-of-memory becomes [`GpuError::OutOfMemory`] with the requested and free bytes.
+//! - **Pinned host memory** ([`PinnedBuffer`]) is portable and *not* write-combined, and
+//!   is paid for by a host-budget `Reservation` the caller hands in.
+//!
+//! # Non-goals
+//! Multi-GPU scheduling (callers open each device with [`Gpu::open`]/[`Gpu::open_all`]),
+//! unified/managed memory (never used: oversubscribing it can hang the GPU), and
+//! anything curve-specific beyond the field test kernels in [`field`].
+//!
+//! # Cost model
+//! Opening a device retains its primary context (tens of milliseconds, once). The first
+//! [`Gpu::function`] for a module JIT-compiles its PTX (up to seconds for big modules,
+//! once per device and process); later lookups are a hash-map hit. Allocations cost a
+//! budget check plus the driver's allocation (stream-ordered when the device supports
+//! memory pools).
+#![warn(missing_docs)]
+
+mod device;
+mod error;
+pub mod field;
+mod memory;
+pub mod testing;
+
+pub use device::{
+    default_vram_margin_bytes, device_count, driver_present, DeviceInfo, Gpu, GpuConfig, MemInfo,
+};
+pub use error::GpuError;
+pub use memory::{DeviceBuffer, PinnedBuffer};
+pub use pinion_kernels::{Entry, Module};

@@ -1,0 +1,314 @@
+//! Discovery, the device handle, module and function caches, and the VRAM budget.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cudarc::driver::sys::{self, CUdevice_attribute, CUresult};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, DriverError};
+use memory_budget::Budget;
+use pinion_kernels::{Entry, Module};
+
+use crate::GpuError;
+
+/// Whether the CUDA driver library (`libcuda`) can be loaded on this machine.
+///
+/// Every entry point of this crate checks this first: cudarc's dynamic loading panics on
+/// first use when the library is missing, and this crate must return
+/// [`GpuError::NoDriver`] instead.
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to open the shared library by its usual names (dlopen); nothing
+    // from it is called, and a failed open is reported as `false`.
+    unsafe { sys::is_culib_present() }
+}
+
+/// Turns a missing driver into [`GpuError::NoDriver`] (split out so both answers are testable).
+pub(crate) fn require_driver(present: bool) -> Result<(), GpuError> {
+    if present {
+        Ok(())
+    } else {
+        Err(GpuError::NoDriver)
+    }
+}
+
+/// Number of CUDA devices; `Err(NoDriver)` without a driver, `Ok(0)` when the driver finds
+/// no device.
+pub fn device_count() -> Result<usize, GpuError> {
+    require_driver(driver_present())?;
+    match CudaContext::device_count() {
+        Ok(n) => Ok(usize::try_from(n).unwrap_or(0)),
+        // cuInit reports a machine with a driver but no GPU this way.
+        Err(DriverError(CUresult::CUDA_ERROR_NO_DEVICE)) => Ok(0),
+        Err(code) => Err(GpuError::Driver {
+            call: "cuInit/cuDeviceGetCount",
+            code,
+        }),
+    }
+}
+
+/// Static facts about one device, read once when it is opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Driver ordinal.
+    pub ordinal: usize,
+    /// Marketing name, e.g. "NVIDIA H200".
+    pub name: String,
+    /// Number of streaming multiprocessors.
+    pub sm_count: u32,
+    /// Compute capability (major, minor), e.g. (9, 0).
+    pub compute_capability: (u32, u32),
+    /// Total device memory.
+    pub total_memory_bytes: u64,
+}
+
+/// Free and total device memory as the driver reports them now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemInfo {
+    /// Free bytes (all processes' allocations subtracted).
+    pub free_bytes: u64,
+    /// Total bytes.
+    pub total_bytes: u64,
+}
+
+/// How to open a device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuConfig {
+    /// Bytes kept out of the VRAM budget. `None`: the larger of 512 MiB and 1/32 of the
+    /// card, which covers the driver's own per-context and per-module allocations and
+    /// library workspaces that are not charged.
+    pub vram_margin_bytes: Option<u64>,
+}
+
+/// The default VRAM margin for a card of `total_bytes`.
+pub fn default_vram_margin_bytes(total_bytes: u64) -> u64 {
+    (512u64 << 20).max(total_bytes / 32)
+}
+
+/// An open device: its primary context, a default stream, cached modules and functions,
+/// and its VRAM budget. Cheap to clone (shared); `Send + Sync`.
+#[derive(Clone)]
+pub struct Gpu {
+    inner: Arc<GpuInner>,
+}
+
+struct GpuInner {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: DeviceInfo,
+    vram: Budget,
+    modules: Mutex<HashMap<Module, Arc<CudaModule>>>,
+    functions: Mutex<HashMap<Entry, CudaFunction>>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu")
+            .field("info", &self.inner.info)
+            .field("vram_budget_bytes", &self.inner.vram.total_bytes())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding a cache lock leaves the map consistent (inserts are single
+    // calls), so poisoning is ignored.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Gpu {
+    /// Opens device `ordinal` with the default [`GpuConfig`].
+    pub fn open(ordinal: usize) -> Result<Gpu, GpuError> {
+        Gpu::open_with(ordinal, GpuConfig::default())
+    }
+
+    /// Opens every device the driver reports (empty when there is none).
+    pub fn open_all() -> Result<Vec<Gpu>, GpuError> {
+        (0..device_count()?).map(Gpu::open).collect()
+    }
+
+    /// Opens device `ordinal`: retains its primary context, creates a stream, reads its
+    /// facts and sizes its VRAM budget as `min(total - margin, free now)`. The free memory
+    /// matters when other processes already hold part of the card.
+    pub fn open_with(ordinal: usize, config: GpuConfig) -> Result<Gpu, GpuError> {
+        let n_devices = device_count()?;
+        if ordinal >= n_devices {
+            return Err(GpuError::NoDevice { ordinal, n_devices });
+        }
+        let ctx =
+            CudaContext::new(ordinal).map_err(GpuError::driver("cuDevicePrimaryCtxRetain"))?;
+        let name = ctx.name().map_err(GpuError::driver("cuDeviceGetName"))?;
+        let attr = |a: CUdevice_attribute, call: &'static str| -> Result<u32, GpuError> {
+            let v = ctx.attribute(a).map_err(GpuError::driver(call))?;
+            Ok(u32::try_from(v).unwrap_or(0))
+        };
+        let sm_count = attr(
+            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)",
+        )?;
+        let major = attr(
+            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)",
+        )?;
+        let minor = attr(
+            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+            "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)",
+        )?;
+        let (free, total) = ctx
+            .mem_get_info()
+            .map_err(GpuError::driver("cuMemGetInfo"))?;
+        let (free_bytes, total_bytes) = (free as u64, total as u64);
+        let margin = config
+            .vram_margin_bytes
+            .unwrap_or_else(|| default_vram_margin_bytes(total_bytes));
+        let budget_bytes = total_bytes.saturating_sub(margin).min(free_bytes);
+        let vram = Budget::fixed_named(format!("vram{ordinal}"), budget_bytes);
+        let stream = ctx
+            .new_stream()
+            .map_err(GpuError::driver("cuStreamCreate"))?;
+        let info = DeviceInfo {
+            ordinal,
+            name,
+            sm_count,
+            compute_capability: (major, minor),
+            total_memory_bytes: total_bytes,
+        };
+        Ok(Gpu {
+            inner: Arc::new(GpuInner {
+                ctx,
+                stream,
+                info,
+                vram,
+                modules: Mutex::new(HashMap::new()),
+                functions: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// Facts read when the device was opened.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.inner.info
+    }
+
+    /// The device's primary context (cudarc), for work this crate does not wrap.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.inner.ctx
+    }
+
+    /// The device's default work stream (a real stream, not the legacy null stream).
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.inner.stream
+    }
+
+    /// A new stream on this device, for overlapping copies and kernels.
+    pub fn new_stream(&self) -> Result<Arc<CudaStream>, GpuError> {
+        self.inner
+            .ctx
+            .new_stream()
+            .map_err(GpuError::driver("cuStreamCreate"))
+    }
+
+    /// Waits for all work on the device.
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.inner
+            .ctx
+            .synchronize()
+            .map_err(GpuError::driver("cuCtxSynchronize"))
+    }
+
+    /// Free and total memory now.
+    pub fn mem_info(&self) -> Result<MemInfo, GpuError> {
+        let (free, total) = self
+            .inner
+            .ctx
+            .mem_get_info()
+            .map_err(GpuError::driver("cuMemGetInfo"))?;
+        Ok(MemInfo {
+            free_bytes: free as u64,
+            total_bytes: total as u64,
+        })
+    }
+
+    /// The device's VRAM budget: every allocation made through this crate is charged to it
+    /// (category `Device`) before the driver is asked.
+    pub fn vram_budget(&self) -> &Budget {
+        &self.inner.vram
+    }
+
+    /// An event that records timing (`CU_EVENT_DEFAULT`; cudarc's default disables timing).
+    pub fn timing_event(&self) -> Result<CudaEvent, GpuError> {
+        self.inner
+            .ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(GpuError::driver("cuEventCreate"))
+    }
+
+    /// The loaded module, loading (JIT-compiling) its embedded PTX on first use.
+    pub fn module(&self, module: Module) -> Result<Arc<CudaModule>, GpuError> {
+        let mut modules = lock(&self.inner.modules);
+        if let Some(m) = modules.get(&module) {
+            return Ok(m.clone());
+        }
+        let ptx = cudarc::nvrtc::Ptx::from_src(module.ptx());
+        let loaded = self
+            .inner
+            .ctx
+            .load_module(ptx)
+            .map_err(|code| GpuError::ModuleLoad {
+                module: module.name(),
+                code,
+            })?;
+        modules.insert(module, loaded.clone());
+        Ok(loaded)
+    }
+
+    /// A kernel function by entry point (its module is loaded on first use); cached.
+    pub fn function(&self, entry: Entry) -> Result<CudaFunction, GpuError> {
+        if let Some(f) = lock(&self.inner.functions).get(&entry) {
+            return Ok(f.clone());
+        }
+        let module = self.module(entry.module())?;
+        let f = module
+            .load_function(entry.name())
+            .map_err(|code| GpuError::MissingKernel {
+                module: entry.module().name(),
+                entry: entry.name(),
+                code,
+            })?;
+        lock(&self.inner.functions).insert(entry, f.clone());
+        Ok(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_driver_is_an_error_not_a_panic() {
+        assert!(matches!(require_driver(false), Err(GpuError::NoDriver)));
+        assert!(require_driver(true).is_ok());
+    }
+
+    #[test]
+    fn open_without_driver_reports_no_driver() {
+        if driver_present() {
+            // With a driver, opening an absurd ordinal must name it rather than panic.
+            let err = Gpu::open(1 << 20).expect_err("ordinal 2^20 cannot exist");
+            assert!(
+                matches!(err, GpuError::NoDevice { ordinal, .. } if ordinal == 1 << 20),
+                "{err}"
+            );
+        } else {
+            assert!(matches!(Gpu::open(0), Err(GpuError::NoDriver)));
+            assert!(matches!(device_count(), Err(GpuError::NoDriver)));
+            assert!(matches!(Gpu::open_all(), Err(GpuError::NoDriver)));
+        }
+    }
+
+    #[test]
+    fn default_margin_scales_with_the_card() {
+        let gib = 1u64 << 30;
+        assert_eq!(default_vram_margin_bytes(4 * gib), 512 << 20);
+        assert_eq!(default_vram_margin_bytes(141 * gib), 141 * gib / 32);
+        assert!(default_vram_margin_bytes(141 * gib) < 141 * gib);
+    }
+}

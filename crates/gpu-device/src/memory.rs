@@ -1,0 +1,271 @@
+//! Budget-charged device buffers and pinned host buffers.
+
+use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::{CudaSlice, DeviceRepr, DriverError, PinnedHostSlice, ValidAsZeroBits};
+use memory_budget::{Category, Reservation};
+
+use crate::{Gpu, GpuError};
+
+/// Bytes of `n_elements` values of `T`, or a typed overflow error.
+fn size_bytes<T>(n_elements: usize) -> Result<u64, GpuError> {
+    let element_bytes = std::mem::size_of::<T>();
+    n_elements
+        .checked_mul(element_bytes)
+        .filter(|&b| b <= isize::MAX as usize)
+        .map(|b| b as u64)
+        .ok_or(GpuError::SizeOverflow {
+            n_elements,
+            element_bytes,
+        })
+}
+
+/// Device memory holding `len` values of `T`, charged to its device's VRAM budget for as
+/// long as it lives. Freed (on its stream) before the charge is returned.
+pub struct DeviceBuffer<T> {
+    // Field order matters: the memory is freed before the reservation is released.
+    slice: CudaSlice<T>,
+    reservation: Reservation,
+}
+
+impl<T> std::fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceBuffer")
+            .field("len", &self.slice.len())
+            .field("reserved_bytes", &self.reservation.bytes())
+            .finish()
+    }
+}
+
+impl<T> DeviceBuffer<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.slice.len()
+    }
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.slice.len() == 0
+    }
+    /// Bytes charged to the VRAM budget.
+    pub fn reserved_bytes(&self) -> u64 {
+        self.reservation.bytes()
+    }
+    /// The cudarc slice, for kernel arguments and copies.
+    pub fn slice(&self) -> &CudaSlice<T> {
+        &self.slice
+    }
+    /// The cudarc slice, mutably (kernel outputs, copies into it).
+    pub fn slice_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.slice
+    }
+}
+
+/// Maps a failed device allocation to `OutOfMemory` (with the free bytes now) or `Driver`.
+fn alloc_error(gpu: &Gpu, requested_bytes: u64, code: DriverError) -> GpuError {
+    if code.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+        let free_bytes = gpu.mem_info().map(|m| m.free_bytes).unwrap_or(0);
+        GpuError::OutOfMemory {
+            requested_bytes,
+            free_bytes,
+        }
+    } else {
+        GpuError::Driver {
+            call: "cuMemAlloc",
+            code,
+        }
+    }
+}
+
+impl Gpu {
+    /// Charges `bytes` to the VRAM budget (category `Device`) without waiting.
+    pub fn reserve_vram(&self, bytes: u64, label: &str) -> Result<Reservation, GpuError> {
+        self.vram_budget()
+            .try_reserve(bytes, Category::Device, label)
+            .map_err(|source| GpuError::Budget {
+                label: label.to_owned(),
+                source,
+            })
+    }
+
+    /// A zero-filled device buffer of `len` elements, charged to the VRAM budget first.
+    pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        len: usize,
+        label: &str,
+    ) -> Result<DeviceBuffer<T>, GpuError> {
+        let bytes = size_bytes::<T>(len)?;
+        let reservation = self.reserve_vram(bytes, label)?;
+        let slice = self
+            .stream()
+            .alloc_zeros::<T>(len)
+            .map_err(|e| alloc_error(self, bytes, e))?;
+        Ok(DeviceBuffer { slice, reservation })
+    }
+
+    /// A device buffer holding a copy of `data`, charged to the VRAM budget first.
+    pub fn upload<T: DeviceRepr>(
+        &self,
+        data: &[T],
+        label: &str,
+    ) -> Result<DeviceBuffer<T>, GpuError> {
+        let bytes = size_bytes::<T>(data.len())?;
+        let reservation = self.reserve_vram(bytes, label)?;
+        // SAFETY: the uninitialised buffer is fully overwritten by the copy queued right
+        // after it on the same stream, before anything can read it.
+        let mut slice = unsafe { self.stream().alloc::<T>(data.len()) }
+            .map_err(|e| alloc_error(self, bytes, e))?;
+        self.stream()
+            .memcpy_htod(data, &mut slice)
+            .map_err(GpuError::driver("cuMemcpyHtoDAsync"))?;
+        Ok(DeviceBuffer { slice, reservation })
+    }
+
+    /// Copies `src` into `dst` (same length) on the device's stream.
+    pub fn copy_to_device<T: DeviceRepr>(
+        &self,
+        src: &[T],
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<(), GpuError> {
+        if src.len() != dst.len() {
+            return Err(GpuError::LengthMismatch {
+                what: "host-to-device copy (elements)",
+                expected: dst.len(),
+                found: src.len(),
+            });
+        }
+        self.stream()
+            .memcpy_htod(src, &mut dst.slice)
+            .map_err(GpuError::driver("cuMemcpyHtoDAsync"))
+    }
+
+    /// Copies a device buffer back into a new `Vec` (waits for the stream).
+    pub fn download<T: DeviceRepr>(&self, src: &DeviceBuffer<T>) -> Result<Vec<T>, GpuError> {
+        self.stream()
+            .clone_dtoh(&src.slice)
+            .map_err(GpuError::driver("cuMemcpyDtoHAsync"))
+    }
+
+    /// Page-locked host memory for `len` elements, zero-filled, paid for by `reservation`
+    /// (taken from the host budget by the caller, normally category `PinnedPool`).
+    ///
+    /// Flags: `CU_MEMHOSTALLOC_PORTABLE` only. Portable makes the buffer pinned for every
+    /// context, so one pool serves all GPUs. cudarc's `alloc_pinned` would add
+    /// `WRITECOMBINED`, which makes CPU reads uncached (an order of magnitude slower):
+    /// wrong for buffers the host also reads (SRS parsing, results). Not `DEVICEMAP`:
+    /// kernels read device copies, never host memory over the bus.
+    ///
+    /// Cost: pinning is slow (the kernel faults in and locks every page) and the zero fill
+    /// touches every byte once, so allocate pinned buffers once and reuse them.
+    pub fn alloc_pinned<T: DeviceRepr + ValidAsZeroBits + Copy>(
+        &self,
+        len: usize,
+        reservation: Reservation,
+    ) -> Result<PinnedBuffer<T>, GpuError> {
+        let needed_bytes = size_bytes::<T>(len)?;
+        if reservation.bytes() < needed_bytes {
+            return Err(GpuError::ReservationTooSmall {
+                what: "pinned host buffer",
+                needed_bytes,
+                reserved_bytes: reservation.bytes(),
+            });
+        }
+        // SAFETY: the size is checked above (cudarc asserts it); the memory is zero-filled
+        // below before any read, and all-zero bits are a valid `T` (`ValidAsZeroBits`).
+        let mut host = unsafe {
+            self.context()
+                .alloc_pinned_with_flags::<T>(len, sys::CU_MEMHOSTALLOC_PORTABLE)
+        }
+        .map_err(|code| {
+            if code.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                GpuError::OutOfMemory {
+                    requested_bytes: needed_bytes,
+                    free_bytes: 0,
+                }
+            } else {
+                GpuError::Driver {
+                    call: "cuMemHostAlloc",
+                    code,
+                }
+            }
+        })?;
+        let ptr = host
+            .as_mut_ptr()
+            .map_err(GpuError::driver("cuEventSynchronize"))?;
+        // SAFETY: `ptr` points to `len` elements of `T` just allocated and owned by `host`;
+        // writing bytes (not reading) is valid on uninitialised memory.
+        unsafe { std::ptr::write_bytes(ptr, 0, len) };
+        Ok(PinnedBuffer { host, reservation })
+    }
+}
+
+/// Page-locked (pinned) host memory, portable across contexts and not write-combined (see
+/// [`Gpu::alloc_pinned`]), charged to the host budget through the reservation it owns.
+/// Use [`PinnedBuffer::host_slice`] as the source or destination of cudarc copies.
+pub struct PinnedBuffer<T> {
+    host: PinnedHostSlice<T>,
+    reservation: Reservation,
+}
+
+impl<T> std::fmt::Debug for PinnedBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PinnedBuffer")
+            .field("len", &self.host.len())
+            .field("reserved_bytes", &self.reservation.bytes())
+            .finish()
+    }
+}
+
+impl<T: ValidAsZeroBits> PinnedBuffer<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.host.len()
+    }
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.host.len() == 0
+    }
+    /// The reservation paying for it.
+    pub fn reservation(&self) -> &Reservation {
+        &self.reservation
+    }
+    /// The contents, after any copy queued on it has finished.
+    pub fn as_slice(&self) -> Result<&[T], GpuError> {
+        self.host
+            .as_slice()
+            .map_err(GpuError::driver("cuEventSynchronize"))
+    }
+    /// The contents, mutably, after any copy queued on it has finished.
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T], GpuError> {
+        self.host
+            .as_mut_slice()
+            .map_err(GpuError::driver("cuEventSynchronize"))
+    }
+    /// The cudarc pinned slice (a `HostSlice`), for `memcpy_htod` / `memcpy_dtoh`.
+    pub fn host_slice(&self) -> &PinnedHostSlice<T> {
+        &self.host
+    }
+    /// The cudarc pinned slice, mutably.
+    pub fn host_slice_mut(&mut self) -> &mut PinnedHostSlice<T> {
+        &mut self.host
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_overflow_is_typed() {
+        assert_eq!(size_bytes::<u64>(3).unwrap(), 24);
+        let err = size_bytes::<u64>(usize::MAX / 4).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                GpuError::SizeOverflow {
+                    element_bytes: 8,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+}
