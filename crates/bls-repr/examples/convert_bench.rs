@@ -138,6 +138,13 @@ fn main() {
         .filter(|i| bool::from(black_box(&lib_points[i % lib_points.len()]).is_on_curve()))
         .count();
     t.report("g1 is_on_curve (ref)", n_lib, None);
+    // Subgroup checks are left to bls12_381; their cost matters to srs-store.
+    let n_torsion = 4096;
+    let t = Timer::start();
+    let n_free = (0..n_torsion)
+        .filter(|i| bool::from(black_box(&lib_points[i % lib_points.len()]).is_torsion_free()))
+        .count();
+    t.report("g1 is_torsion_free (ref)", n_free, None);
     drop(out);
 
     // G2 parse.
