@@ -146,6 +146,9 @@ const TOO_LARGE: u8 = 2;
 /// clock read (and the rare kernel read) off the common path.
 const OPS_PER_CLOCK_CHECK: u32 = 256;
 
+/// Most eligibility deadlines remembered at once.
+const MAX_DEADLINES: usize = 4096;
+
 struct Waiter {
     bytes: u64,
     category: Category,
@@ -167,11 +170,13 @@ pub(crate) struct State {
     evicting: bool,
     evict_again: bool,
     eligible_epoch: u64,
-    eligible_at: Option<Instant>,
+    /// When cache entries become evictable (earliest first), bounded by `MAX_DEADLINES`.
+    eligible_at: std::collections::BTreeSet<Instant>,
     ops_since_clock: u32,
     // drift check
     untracked_bytes: u64,
     measured_hard_bytes: Option<u64>,
+    measured_own_hard_bytes: Option<u64>,
     charged_at_measure: u64,
     next_refresh: Option<Instant>,
 }
@@ -230,6 +235,32 @@ impl State {
         }
     }
 
+    /// Records an eligibility deadline; true when it is the new earliest one.
+    fn add_deadline(&mut self, at: Instant) -> bool {
+        let earliest = self.eligible_at.first().is_none_or(|t| at < *t);
+        self.eligible_at.insert(at);
+        if self.eligible_at.len() > MAX_DEADLINES {
+            // Keep the earliest; a dropped late deadline is found by a later eviction run
+            // (every release, notification or earlier deadline re-runs the evictors).
+            self.eligible_at.pop_last();
+        }
+        earliest
+    }
+
+    /// Removes deadlines that have passed; when any did, bumps the eligibility epoch so waiters
+    /// re-run the evictors. Returns whether any did.
+    fn fire_due(&mut self, now: Instant) -> bool {
+        let mut fired = false;
+        while self.eligible_at.first().is_some_and(|t| *t <= now) {
+            self.eligible_at.pop_first();
+            fired = true;
+        }
+        if fired {
+            self.eligible_epoch += 1;
+        }
+        fired
+    }
+
     fn recompute_cap(&mut self, drift: Option<&DriftConfig>) {
         self.cap = match drift {
             None => self.total,
@@ -274,12 +305,8 @@ impl Inner {
 
     #[inline]
     fn publish_one(&self, st: &State, category: Category) {
-        self.metrics.publish_one(
-            st.used,
-            category,
-            st.by_category[category.index()],
-            st.waiters.len(),
-        );
+        self.metrics
+            .publish_one(st.used, category, st.by_category[category.index()]);
     }
 
     fn release(&self, bytes: u64, category: Category) {
@@ -324,13 +351,15 @@ impl Inner {
             match &measured {
                 Ok(m) => {
                     st.measured_hard_bytes = Some(m.hard_bytes);
+                    st.measured_own_hard_bytes = Some(m.own_hard_bytes());
                     st.charged_at_measure = st.used;
                     // Memory the kernel charges that no reservation covers. Reservations made
                     // after this reading are counted in `used`, so the ceiling stays right
                     // between readings.
                     st.untracked_bytes = m.hard_bytes.saturating_sub(st.used);
+                    let own = m.own_hard_bytes();
                     self.metrics
-                        .measured(m.hard_bytes, m.hard_bytes as i64 - st.used as i64);
+                        .measured(m.hard_bytes, own as i64 - st.used as i64);
                 }
                 Err(_) => self.metrics.probe_error(),
             }
@@ -422,12 +451,16 @@ pub struct BudgetSnapshot {
     pub n_waiting: usize,
     /// Bytes those requests ask for.
     pub waiting_bytes: u64,
-    /// Hard usage measured by the kernel at the last drift reading.
+    /// Hard usage measured by the kernel at the last drift reading, in the scope whose limit
+    /// won (the cgroup, or the whole host).
     pub measured_hard_bytes: Option<u64>,
+    /// The part of it attributable to this budget's owner (the cgroup; for the host scope,
+    /// this process).
+    pub measured_own_hard_bytes: Option<u64>,
     /// Bytes the kernel charges that no reservation covered at the last reading.
     pub untracked_bytes: u64,
-    /// Measured hard bytes minus charged bytes at the last reading (negative when reservations
-    /// are not yet touched).
+    /// Own measured hard bytes minus charged bytes at the last reading: memory the budget never
+    /// saw (positive) or reservations not yet touched (negative).
     pub drift_bytes: Option<i64>,
 }
 
@@ -478,10 +511,11 @@ impl Budget {
             evicting: false,
             evict_again: false,
             eligible_epoch: 0,
-            eligible_at: None,
+            eligible_at: std::collections::BTreeSet::new(),
             ops_since_clock: 0,
             untracked_bytes: 0,
             measured_hard_bytes: None,
+            measured_own_hard_bytes: None,
             charged_at_measure: 0,
             next_refresh: None,
         };
@@ -539,9 +573,10 @@ impl Budget {
             n_waiting: st.waiters.len(),
             waiting_bytes: st.waiting_bytes,
             measured_hard_bytes: st.measured_hard_bytes,
+            measured_own_hard_bytes: st.measured_own_hard_bytes,
             untracked_bytes: st.untracked_bytes,
             drift_bytes: st
-                .measured_hard_bytes
+                .measured_own_hard_bytes
                 .map(|h| h as i64 - st.charged_at_measure as i64),
         }
     }
@@ -644,7 +679,11 @@ impl Budget {
             .evictors
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(RegisteredEvictor { id, evictor, metrics });
+            .push(RegisteredEvictor {
+                id,
+                evictor,
+                metrics,
+            });
         EvictorRegistration::new(Arc::downgrade(&self.inner), id)
     }
 
@@ -668,8 +707,20 @@ impl Budget {
     /// then and re-run the evictors; async waiters need [`Budget::spawn_monitor`] (or a later
     /// [`Budget::notify_eligible`]) since this crate owns no timer.
     pub fn notify_eligible_at(&self, at: Instant) {
-        let mut st = self.inner.lock();
-        st.eligible_at = Some(st.eligible_at.map_or(at, |t| t.min(at)));
+        let wake: Vec<Waker> = {
+            let mut st = self.inner.lock();
+            if !st.add_deadline(at) {
+                return;
+            }
+            // A new earliest deadline: parked waiters must shorten their sleep.
+            st.waiters
+                .values()
+                .filter_map(|w| w.waker.clone())
+                .collect()
+        };
+        for w in wake {
+            w.wake();
+        }
     }
 
     /// Starts a thread that refreshes the drift reading and fires due eligibility deadlines
@@ -759,16 +810,7 @@ fn monitor_loop(
         }
         let Some(inner) = weak.upgrade() else { return };
         let _ = inner.refresh(true);
-        let due = {
-            let mut st = inner.lock();
-            match st.eligible_at {
-                Some(t) if t <= Instant::now() => {
-                    st.eligible_at = None;
-                    true
-                }
-                _ => false,
-            }
-        };
+        let due = inner.lock().fire_due(Instant::now());
         if due {
             Budget { inner }.notify_eligible();
         }
@@ -929,7 +971,7 @@ impl ReserveFuture {
     fn wake_hint(&self, now: Instant) -> Duration {
         let st = self.inner.lock();
         let mut d = Duration::MAX;
-        if let Some(t) = st.eligible_at {
+        if let Some(t) = st.eligible_at.first() {
             d = d.min(t.saturating_duration_since(now));
         }
         if let Some(drift) = &self.inner.drift {
@@ -1034,10 +1076,7 @@ impl Future for ReserveFuture {
         let mut run_evict = false;
         {
             let mut st = this.inner.lock();
-            if st.eligible_at.is_some_and(|t| t <= Instant::now()) {
-                st.eligible_at = None;
-                st.eligible_epoch += 1;
-            }
+            st.fire_due(Instant::now());
             if let Some((key, _)) = &this.queued {
                 if let Some(w) = st.waiters.get_mut(key) {
                     if !w

@@ -126,12 +126,11 @@ impl BudgetMetrics {
         self.waiting.set(n_waiting as f64);
     }
 
-    /// The common path: one category changed.
+    /// The common path: one category changed, the queue did not.
     #[inline]
-    pub(crate) fn publish_one(&self, used: u64, category: Category, category_used: u64, n_waiting: usize) {
+    pub(crate) fn publish_one(&self, used: u64, category: Category, category_used: u64) {
         self.used.set(used as f64);
         self.by_category[category.index()].set(category_used as f64);
-        self.waiting.set(n_waiting as f64);
     }
 
     pub(crate) fn waited(&self) {
@@ -143,7 +142,10 @@ impl BudgetMetrics {
     }
 
     pub(crate) fn evictor(&self, evictor: &str) -> EvictorMetrics {
-        let labels = [("budget", self.name.clone()), ("evictor", evictor.to_string())];
+        let labels = [
+            ("budget", self.name.clone()),
+            ("evictor", evictor.to_string()),
+        ];
         EvictorMetrics {
             bytes: metrics::counter!(EVICTED_BYTES_TOTAL, &labels),
             calls: metrics::counter!(EVICTIONS_TOTAL, &labels),

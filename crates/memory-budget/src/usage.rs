@@ -85,6 +85,22 @@ pub struct MeasuredUsage {
     pub process: Option<ProcessUsage>,
 }
 
+impl MeasuredUsage {
+    /// Hard bytes attributable to this budget's owner: the cgroup's for a cgroup scope, this
+    /// process's (`/proc/self/status`) for the host scope, where `hard_bytes` counts every
+    /// process. Used for the charged-vs-measured gap (drift).
+    pub fn own_hard_bytes(&self) -> u64 {
+        match self.scope {
+            UsageScope::System => self
+                .process
+                .as_ref()
+                .and_then(ProcessUsage::hard_bytes)
+                .unwrap_or(self.hard_bytes),
+            _ => self.hard_bytes,
+        }
+    }
+}
+
 /// A source of usage readings. The kernel one is [`KernelProbe`]; tests inject their own.
 pub trait UsageProbe: Send + Sync {
     /// Reads current usage.

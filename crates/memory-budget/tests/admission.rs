@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use common::seeded_rng;
 use memory_budget::{
-    Budget, BudgetConfig, BudgetError, Category, DriftConfig, MeasuredUsage, Priority,
-    ReserveFuture, Reservation, UsageProbe, UsageScope,
+    Budget, BudgetConfig, BudgetError, Category, DriftConfig, MeasuredUsage, Priority, Reservation,
+    ReserveFuture, UsageProbe, UsageScope,
 };
 use rand::RngExt;
 
@@ -33,7 +33,10 @@ struct Polled {
 
 impl Polled {
     fn new(fut: ReserveFuture) -> Polled {
-        Polled { fut: Box::pin(fut), wakes: Arc::new(CountingWaker::default()) }
+        Polled {
+            fut: Box::pin(fut),
+            wakes: Arc::new(CountingWaker::default()),
+        }
     }
     fn poll(&mut self) -> Poll<Result<Reservation, BudgetError>> {
         let waker = Waker::from(Arc::clone(&self.wakes));
@@ -62,14 +65,23 @@ fn try_reserve_accounts_by_category_and_releases_on_drop() {
     let a_bytes = rng.random_range(1..total / 2);
     let c_bytes = total - a_bytes;
     let a = b.try_reserve(a_bytes, Category::Srs, "srs").expect("fits");
-    let c = b.try_reserve(c_bytes, Category::Pce, String::from("pce")).expect("fits exactly");
+    let c = b
+        .try_reserve(c_bytes, Category::Pce, String::from("pce"))
+        .expect("fits exactly");
     let s = b.snapshot();
     assert_eq!(s.used_bytes, total);
     assert_eq!(s.used_in(Category::Srs), a_bytes);
     assert_eq!(s.used_in(Category::Pce), c_bytes);
-    assert_eq!((a.label(), a.category(), a.bytes()), ("srs", Category::Srs, a_bytes));
+    assert_eq!(
+        (a.label(), a.category(), a.bytes()),
+        ("srs", Category::Srs, a_bytes)
+    );
     match b.try_reserve(1, Category::Transient, "one more") {
-        Err(BudgetError::WouldBlock { requested_bytes: 1, available_bytes: 0, n_waiting: 0 }) => {}
+        Err(BudgetError::WouldBlock {
+            requested_bytes: 1,
+            available_bytes: 0,
+            n_waiting: 0,
+        }) => {}
         other => panic!("expected WouldBlock, got {other:?}"),
     }
     drop(a);
@@ -88,10 +100,18 @@ fn too_large_fails_at_once_naming_both_sizes() {
         pollster::block_on(b.reserve_async(5000, Category::Other, "x")),
     ] {
         match res {
-            Err(e @ BudgetError::TooLarge { requested_bytes, total_bytes: 1000 }) => {
+            Err(
+                e @ BudgetError::TooLarge {
+                    requested_bytes,
+                    total_bytes: 1000,
+                },
+            ) => {
                 assert!(requested_bytes > 1000);
                 let msg = e.to_string();
-                assert!(msg.contains(&requested_bytes.to_string()) && msg.contains("1000"), "{msg}");
+                assert!(
+                    msg.contains(&requested_bytes.to_string()) && msg.contains("1000"),
+                    "{msg}"
+                );
             }
             other => panic!("expected TooLarge, got {other:?}"),
         }
@@ -174,7 +194,11 @@ fn reservation_operations_match_a_model() {
         assert_eq!(s.used_bytes, sum);
         assert!(s.used_bytes <= total);
         for c in Category::ALL {
-            let in_c: u64 = held.iter().filter(|r| r.category() == c).map(Reservation::bytes).sum();
+            let in_c: u64 = held
+                .iter()
+                .filter(|r| r.category() == c)
+                .map(Reservation::bytes)
+                .sum();
             assert_eq!(s.used_in(c), in_c, "category {c}");
         }
     }
@@ -189,10 +213,16 @@ fn merge_across_budgets_is_refused() {
     let mut ra = a.try_reserve(5, Category::Other, "x").expect("fits");
     let rb = b.try_reserve(5, Category::Other, "y").expect("fits");
     match ra.merge(rb) {
-        Err(BudgetError::ForeignReservation { left, right }) => assert_eq!((left.as_str(), right.as_str()), ("a", "b")),
+        Err(BudgetError::ForeignReservation { left, right }) => {
+            assert_eq!((left.as_str(), right.as_str()), ("a", "b"))
+        }
         other => panic!("expected ForeignReservation, got {other:?}"),
     }
-    assert_eq!(b.used_bytes(), 0, "the refused reservation was dropped and released");
+    assert_eq!(
+        b.used_bytes(),
+        0,
+        "the refused reservation was dropped and released"
+    );
     assert_eq!(ra.bytes(), 5);
 }
 
@@ -240,10 +270,25 @@ fn fifo_with_strict_head_of_line() {
 fn higher_priority_goes_first() {
     let b = Budget::fixed(100);
     let hold = b.try_reserve(100, Category::Other, "hold").expect("fits");
-    let mut low = Polled::new(b.request(50, Category::Other).priority(Priority::LOW).label("low").reserve_async());
+    let mut low = Polled::new(
+        b.request(50, Category::Other)
+            .priority(Priority::LOW)
+            .label("low")
+            .reserve_async(),
+    );
     let mut normal = Polled::new(b.reserve_async(50, Category::Other, "normal"));
-    let mut high = Polled::new(b.request(50, Category::Other).priority(Priority::HIGH).label("high").reserve_async());
-    let mut high2 = Polled::new(b.request(50, Category::Other).priority(Priority::HIGH).label("high2").reserve_async());
+    let mut high = Polled::new(
+        b.request(50, Category::Other)
+            .priority(Priority::HIGH)
+            .label("high")
+            .reserve_async(),
+    );
+    let mut high2 = Polled::new(
+        b.request(50, Category::Other)
+            .priority(Priority::HIGH)
+            .label("high2")
+            .reserve_async(),
+    );
     for p in [&mut low, &mut normal, &mut high, &mut high2] {
         p.expect_pending("all wait");
     }
@@ -265,14 +310,30 @@ fn higher_priority_goes_first() {
 
     // Higher priorities overtake a queued lower one when they fit; equal priority does not.
     let hold = b.try_reserve(40, Category::Other, "hold").expect("fits");
-    let mut low = Polled::new(b.request(70, Category::Other).priority(Priority::LOW).reserve_async());
+    let mut low = Polled::new(
+        b.request(70, Category::Other)
+            .priority(Priority::LOW)
+            .reserve_async(),
+    );
     low.expect_pending("low");
-    let n = b.try_reserve(10, Category::Other, "normal").expect("normal overtakes low");
-    let hi = b.request(40, Category::Other).priority(Priority::HIGH).try_reserve().expect("high overtakes low");
+    let n = b
+        .try_reserve(10, Category::Other, "normal")
+        .expect("normal overtakes low");
+    let hi = b
+        .request(40, Category::Other)
+        .priority(Priority::HIGH)
+        .try_reserve()
+        .expect("high overtakes low");
     assert_eq!(b.available_bytes(), 10);
     assert!(matches!(
-        b.request(1, Category::Other).priority(Priority::LOW).try_reserve(),
-        Err(BudgetError::WouldBlock { n_waiting: 1, available_bytes: 10, .. })
+        b.request(1, Category::Other)
+            .priority(Priority::LOW)
+            .try_reserve(),
+        Err(BudgetError::WouldBlock {
+            n_waiting: 1,
+            available_bytes: 10,
+            ..
+        })
     ));
     drop((n, hi, hold));
     assert_eq!(low.expect_ready("low").bytes(), 70);
@@ -283,7 +344,14 @@ fn timeout_leaves_the_queue_and_lets_the_next_in() {
     let b = Budget::fixed(100);
     let hold = b.try_reserve(70, Category::Other, "hold").expect("fits");
     let b2 = b.clone();
-    let t = std::thread::spawn(move || b2.reserve(80, Category::Other, "slow", Some(Duration::from_millis(100))));
+    let t = std::thread::spawn(move || {
+        b2.reserve(
+            80,
+            Category::Other,
+            "slow",
+            Some(Duration::from_millis(100)),
+        )
+    });
     // Queue a small one behind the big one: it is blocked by head-of-line.
     while b.snapshot().n_waiting < 1 {
         std::thread::yield_now();
@@ -291,7 +359,11 @@ fn timeout_leaves_the_queue_and_lets_the_next_in() {
     let mut small = Polled::new(b.reserve_async(20, Category::Other, "small"));
     small.expect_pending("small behind the big one");
     match t.join().expect("no panic") {
-        Err(BudgetError::Timeout { requested_bytes: 80, waited, available_bytes: 30 }) => {
+        Err(BudgetError::Timeout {
+            requested_bytes: 80,
+            waited,
+            available_bytes: 30,
+        }) => {
             assert!(waited >= Duration::from_millis(100))
         }
         other => panic!("expected Timeout, got {other:?}"),
@@ -312,7 +384,10 @@ fn blocking_reserve_is_woken_by_release() {
     let hold = b.try_reserve(total, Category::Other, "hold").expect("fits");
     let want = rng.random_range(1..=total);
     let b2 = b.clone();
-    let t = std::thread::spawn(move || b2.reserve(want, Category::WorkingSet, "w", None).map(|r| r.bytes()));
+    let t = std::thread::spawn(move || {
+        b2.reserve(want, Category::WorkingSet, "w", None)
+            .map(|r| r.bytes())
+    });
     while b.snapshot().n_waiting < 1 {
         std::thread::yield_now();
     }
@@ -359,7 +434,13 @@ fn shrinking_the_total_fails_waiters_that_can_never_fit() {
     big.expect_pending("big");
     small.expect_pending("small");
     b.set_total_bytes(50);
-    assert!(matches!(big.poll(), Poll::Ready(Err(BudgetError::TooLarge { requested_bytes: 90, total_bytes: 50 }))));
+    assert!(matches!(
+        big.poll(),
+        Poll::Ready(Err(BudgetError::TooLarge {
+            requested_bytes: 90,
+            total_bytes: 50
+        }))
+    ));
     small.expect_pending("used 100 > total 50");
     drop(hold);
     assert_eq!(small.expect_ready("small").bytes(), 10);
@@ -385,8 +466,17 @@ impl UsageProbe for FakeProbe {
     }
 }
 
-fn drift_budget(total: u64, limit: u64, margin: u64, hard: u64, interval: Duration) -> (Budget, Arc<FakeProbe>) {
-    let probe = Arc::new(FakeProbe { hard: AtomicU64::new(hard), reads: AtomicUsize::new(0) });
+fn drift_budget(
+    total: u64,
+    limit: u64,
+    margin: u64,
+    hard: u64,
+    interval: Duration,
+) -> (Budget, Arc<FakeProbe>) {
+    let probe = Arc::new(FakeProbe {
+        hard: AtomicU64::new(hard),
+        reads: AtomicUsize::new(0),
+    });
     let b = Budget::new(BudgetConfig {
         name: "drift".into(),
         total_bytes: total,
@@ -413,9 +503,14 @@ fn drift_lowers_admission_to_real_headroom() {
     assert_eq!(s.cap_bytes, real);
     assert_eq!(s.measured_hard_bytes, Some(untracked));
     assert_eq!(s.drift_bytes, Some(untracked as i64));
-    assert!(matches!(b.try_reserve(real + 1, Category::Other, "x"), Err(BudgetError::WouldBlock { .. })));
+    assert!(matches!(
+        b.try_reserve(real + 1, Category::Other, "x"),
+        Err(BudgetError::WouldBlock { .. })
+    ));
     // Charged memory that the kernel also sees is not counted twice.
-    let r = b.try_reserve(real, Category::Other, "x").expect("fits the real headroom");
+    let r = b
+        .try_reserve(real, Category::Other, "x")
+        .expect("fits the real headroom");
     probe.hard.store(untracked + real, Ordering::SeqCst);
     b.refresh_usage().expect("fake probe");
     assert_eq!(b.snapshot().cap_bytes, real);
@@ -425,7 +520,12 @@ fn drift_lowers_admission_to_real_headroom() {
     probe.hard.store(0, Ordering::SeqCst);
     b.refresh_usage().expect("fake probe");
     assert_eq!(b.snapshot().cap_bytes, total);
-    assert_eq!(b.try_reserve(total, Category::Other, "all").expect("fits").bytes(), total);
+    assert_eq!(
+        b.try_reserve(total, Category::Other, "all")
+            .expect("fits")
+            .bytes(),
+        total
+    );
 }
 
 #[test]
@@ -446,7 +546,10 @@ fn kernel_is_not_read_on_every_admission() {
     }
     let reads = probe.reads.load(Ordering::SeqCst) - before;
     // Even with a zero interval the clock is looked at once per 256 admissions.
-    assert!(reads <= 10_000 / 256 + 1, "{reads} readings for 10000 admissions");
+    assert!(
+        reads <= 10_000 / 256 + 1,
+        "{reads} readings for 10000 admissions"
+    );
     assert!(reads >= 1);
 }
 
@@ -455,7 +558,10 @@ fn blocked_by_drift_waiter_is_admitted_when_the_kernel_frees() {
     let (b, probe) = drift_budget(1000, 1100, 100, 900, Duration::from_millis(10));
     assert_eq!(b.snapshot().cap_bytes, 100);
     let b2 = b.clone();
-    let t = std::thread::spawn(move || b2.reserve(500, Category::Other, "w", Some(Duration::from_secs(20))).map(|r| r.bytes()));
+    let t = std::thread::spawn(move || {
+        b2.reserve(500, Category::Other, "w", Some(Duration::from_secs(20)))
+            .map(|r| r.bytes())
+    });
     while b.snapshot().n_waiting < 1 {
         std::thread::yield_now();
     }
@@ -473,7 +579,10 @@ fn monitor_refreshes_for_async_waiters() {
     probe.hard.store(0, Ordering::SeqCst);
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while w.woken() == 0 {
-        assert!(std::time::Instant::now() < deadline, "monitor never admitted the waiter");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "monitor never admitted the waiter"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     assert_eq!(w.expect_ready("w").bytes(), 500);

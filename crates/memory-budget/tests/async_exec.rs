@@ -35,8 +35,10 @@ fn park_block_on<F: Future>(fut: F) -> F::Output {
 }
 
 /// Executor 3: many tasks on one thread; a task is polled again only after its waker fired.
+type Task = (Pin<Box<dyn Future<Output = ()>>>, Arc<TaskWake>);
+
 struct RunQueue {
-    tasks: Vec<(Pin<Box<dyn Future<Output = ()>>>, Arc<TaskWake>)>,
+    tasks: Vec<Task>,
 }
 
 struct TaskWake {
@@ -57,7 +59,10 @@ impl RunQueue {
     }
 
     fn spawn(&mut self, f: impl Future<Output = ()> + 'static) {
-        let w = Arc::new(TaskWake { ready: AtomicBool::new(true), thread: std::thread::current() });
+        let w = Arc::new(TaskWake {
+            ready: AtomicBool::new(true),
+            thread: std::thread::current(),
+        });
         self.tasks.push((Box::pin(f), w));
     }
 
@@ -69,7 +74,12 @@ impl RunQueue {
                 if self.tasks[i].1.ready.swap(false, Ordering::SeqCst) {
                     progressed = true;
                     let waker = Waker::from(Arc::clone(&self.tasks[i].1));
-                    if self.tasks[i].0.as_mut().poll(&mut Context::from_waker(&waker)).is_ready() {
+                    if self.tasks[i]
+                        .0
+                        .as_mut()
+                        .poll(&mut Context::from_waker(&waker))
+                        .is_ready()
+                    {
                         drop(self.tasks.swap_remove(i));
                         continue;
                     }
@@ -98,10 +108,15 @@ impl Future for YieldNow {
     }
 }
 
-type BlockOn = fn(Pin<Box<dyn Future<Output = Result<Reservation, BudgetError>> + Send>>) -> Result<Reservation, BudgetError>;
+type BlockOn = fn(
+    Pin<Box<dyn Future<Output = Result<Reservation, BudgetError>> + Send>>,
+) -> Result<Reservation, BudgetError>;
 
 fn executors() -> [(&'static str, BlockOn); 2] {
-    [("park_block_on", |f| park_block_on(f)), ("pollster", |f| pollster::block_on(f))]
+    [
+        ("park_block_on", |f| park_block_on(f)),
+        ("pollster", |f| pollster::block_on(f)),
+    ]
 }
 
 #[test]
@@ -113,13 +128,22 @@ fn waiter_is_woken_by_a_release_on_another_thread() {
         let b = Budget::fixed(total);
         let hold = b.try_reserve(total, Category::Other, "hold").expect("fits");
         let b2 = b.clone();
-        let t = std::thread::spawn(move || block_on(Box::pin(b2.reserve_async(want, Category::Srs, "a"))));
+        let t = std::thread::spawn(move || {
+            block_on(Box::pin(b2.reserve_async(want, Category::Srs, "a")))
+        });
         while b.snapshot().n_waiting < 1 {
             std::thread::yield_now();
         }
         drop(hold);
-        let r = t.join().expect("no panic").unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!((r.bytes(), r.category(), r.label()), (want, Category::Srs, "a"), "{name}");
+        let r = t
+            .join()
+            .expect("no panic")
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            (r.bytes(), r.category(), r.label()),
+            (want, Category::Srs, "a"),
+            "{name}"
+        );
         assert_eq!(b.used_bytes(), want, "{name}");
     }
 }
@@ -142,8 +166,12 @@ fn two_executors_share_one_tiny_budget() {
                 for _ in 0..300 {
                     let n = rng.random_range(1..=total);
                     let pr = Priority::new(rng.random_range(0..=255));
-                    let r = block_on(Box::pin(b.request(n, Category::Transient).priority(pr).reserve_async()))
-                        .unwrap_or_else(|e| panic!("{name}: {e}"));
+                    let r = block_on(Box::pin(
+                        b.request(n, Category::Transient)
+                            .priority(pr)
+                            .reserve_async(),
+                    ))
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
                     assert_eq!(r.bytes(), n);
                     if rng.random_bool(0.3) {
                         std::thread::yield_now();
@@ -172,7 +200,10 @@ fn run_queue_admits_in_fifo_order() {
         let order = Arc::clone(&order);
         // Every task wants the whole budget, so they must go one at a time, in order.
         q.spawn(async move {
-            let r = b.reserve_async(total, Category::Other, format!("t{i}")).await.expect("admitted");
+            let r = b
+                .reserve_async(total, Category::Other, format!("t{i}"))
+                .await
+                .expect("admitted");
             order.lock().unwrap().push(i);
             YieldNow(false).await; // hold across a poll
             YieldNow(false).await;
@@ -198,7 +229,10 @@ fn run_queue_many_random_tasks() {
         let hold_polls = rng.random_range(0..4);
         let done = Arc::clone(&done);
         q.spawn(async move {
-            let r = b.reserve_async(n, Category::Other, "t").await.expect("admitted");
+            let r = b
+                .reserve_async(n, Category::Other, "t")
+                .await
+                .expect("admitted");
             assert!(b.used_bytes() <= total);
             for _ in 0..hold_polls {
                 YieldNow(false).await;

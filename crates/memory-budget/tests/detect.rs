@@ -6,14 +6,19 @@ use std::path::Path;
 
 use common::{assert_path_ends, pages, seeded_rng, Tree};
 use memory_budget::{
-    default_safety_margin, detect_limits, Budget, BudgetError, DetectOptions, SizeSpec,
-    SourceKind, SourceStatus, UsageScope, V1_UNLIMITED,
+    default_safety_margin, detect_limits, Budget, BudgetError, DetectOptions, SizeSpec, SourceKind,
+    SourceStatus, UsageScope, V1_UNLIMITED,
 };
 
 const GIB: u64 = 1 << 30;
 
 /// Checks the winner's kind, limit and path suffix.
-fn check_winner(tree: &Tree, kind: SourceKind, limit_bytes: u64, path_suffix: &str) -> memory_budget::Limits {
+fn check_winner(
+    tree: &Tree,
+    kind: SourceKind,
+    limit_bytes: u64,
+    path_suffix: &str,
+) -> memory_budget::Limits {
     let limits = detect_limits(&tree.root).expect("a limit is found");
     let w = limits.winning_source();
     assert_eq!(w.kind, kind, "sources: {:#?}", limits.sources);
@@ -34,13 +39,34 @@ fn cgroup_v1_limit_wins_over_meminfo() {
     let memsw = limit + pages(&mut rng, 4096, GIB);
     let t = Tree::new("v1");
     t.cgroup_v1("/docker/abc", "/")
-        .write("/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", &format!("{limit}\n"))
-        .write("/sys/fs/cgroup/memory/docker/abc/memory.memsw.limit_in_bytes", &format!("{memsw}\n"))
-        .write("/sys/fs/cgroup/memory/docker/memory.limit_in_bytes", &format!("{V1_UNLIMITED}\n"))
-        .write("/sys/fs/cgroup/memory/memory.limit_in_bytes", &format!("{V1_UNLIMITED}\n"))
+        .write(
+            "/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes",
+            &format!("{limit}\n"),
+        )
+        .write(
+            "/sys/fs/cgroup/memory/docker/abc/memory.memsw.limit_in_bytes",
+            &format!("{memsw}\n"),
+        )
+        .write(
+            "/sys/fs/cgroup/memory/docker/memory.limit_in_bytes",
+            &format!("{V1_UNLIMITED}\n"),
+        )
+        .write(
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            &format!("{V1_UNLIMITED}\n"),
+        )
         .meminfo(64 * GIB, 60 * GIB, 50 * GIB);
-    let limits = check_winner(&t, SourceKind::CgroupV1Limit, limit, "/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes");
-    let memsw_src = limits.sources.iter().find(|s| s.kind == SourceKind::CgroupV1MemswLimit).expect("memsw listed");
+    let limits = check_winner(
+        &t,
+        SourceKind::CgroupV1Limit,
+        limit,
+        "/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes",
+    );
+    let memsw_src = limits
+        .sources
+        .iter()
+        .find(|s| s.kind == SourceKind::CgroupV1MemswLimit)
+        .expect("memsw listed");
     assert_eq!(memsw_src.limit_bytes(), Some(memsw));
     let parent = limits
         .sources
@@ -50,7 +76,9 @@ fn cgroup_v1_limit_wins_over_meminfo() {
     assert_eq!(parent.status, SourceStatus::Unlimited);
     assert_eq!(
         limits.usage_scope,
-        UsageScope::CgroupV1 { dir: "/sys/fs/cgroup/memory/docker/abc".into() }
+        UsageScope::CgroupV1 {
+            dir: "/sys/fs/cgroup/memory/docker/abc".into()
+        }
     );
 }
 
@@ -61,9 +89,17 @@ fn cgroup_v1_namespaced_mount_root() {
     let limit = pages(&mut rng, GIB, 8 * GIB);
     let t = Tree::new("v1ns");
     t.cgroup_v1("/docker/abc", "/docker/abc")
-        .write("/sys/fs/cgroup/memory/memory.limit_in_bytes", &format!("{limit}\n"))
+        .write(
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            &format!("{limit}\n"),
+        )
         .meminfo(64 * GIB, 60 * GIB, 50 * GIB);
-    check_winner(&t, SourceKind::CgroupV1Limit, limit, "/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    check_winner(
+        &t,
+        SourceKind::CgroupV1Limit,
+        limit,
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    );
 }
 
 #[test]
@@ -72,13 +108,30 @@ fn cgroup_v2_max_wins() {
     let limit = pages(&mut rng, GIB, 16 * GIB);
     let t = Tree::new("v2");
     t.cgroup_v2("/app.slice/job")
-        .write("/sys/fs/cgroup/app.slice/job/memory.max", &format!("{limit}\n"))
+        .write(
+            "/sys/fs/cgroup/app.slice/job/memory.max",
+            &format!("{limit}\n"),
+        )
         .write("/sys/fs/cgroup/app.slice/job/memory.high", "max\n")
         .write("/sys/fs/cgroup/app.slice/memory.max", "max\n")
         .meminfo(64 * GIB, 60 * GIB, 50 * GIB);
-    let limits = check_winner(&t, SourceKind::CgroupV2Max, limit, "/sys/fs/cgroup/app.slice/job/memory.max");
-    assert_eq!(limits.usage_scope, UsageScope::CgroupV2 { dir: "/sys/fs/cgroup/app.slice/job".into() });
-    let high = limits.sources.iter().find(|s| s.kind == SourceKind::CgroupV2High).expect("high listed");
+    let limits = check_winner(
+        &t,
+        SourceKind::CgroupV2Max,
+        limit,
+        "/sys/fs/cgroup/app.slice/job/memory.max",
+    );
+    assert_eq!(
+        limits.usage_scope,
+        UsageScope::CgroupV2 {
+            dir: "/sys/fs/cgroup/app.slice/job".into()
+        }
+    );
+    let high = limits
+        .sources
+        .iter()
+        .find(|s| s.kind == SourceKind::CgroupV2High)
+        .expect("high listed");
     assert_eq!(high.status, SourceStatus::Unlimited);
     assert_eq!(high.note, "no limit (max)");
 }
@@ -94,11 +147,29 @@ fn nested_v2_tighter_parent_wins() {
         .write("/sys/fs/cgroup/a/b/memory.max", "max\n")
         .write("/sys/fs/cgroup/a/memory.max", &format!("{parent}\n"))
         .meminfo(64 * GIB, 60 * GIB, 50 * GIB);
-    let limits = check_winner(&t, SourceKind::CgroupV2Max, parent, "/sys/fs/cgroup/a/memory.max");
+    let limits = check_winner(
+        &t,
+        SourceKind::CgroupV2Max,
+        parent,
+        "/sys/fs/cgroup/a/memory.max",
+    );
     // Usage is measured where the winning limit applies: the parent sees the siblings too.
-    assert_eq!(limits.usage_scope, UsageScope::CgroupV2 { dir: "/sys/fs/cgroup/a".into() });
-    let leaf_src = limits.sources.iter().find(|s| s.limit_bytes() == Some(leaf)).expect("leaf listed");
-    assert!(leaf_src.note.starts_with("larger than the winning limit"), "{}", leaf_src.note);
+    assert_eq!(
+        limits.usage_scope,
+        UsageScope::CgroupV2 {
+            dir: "/sys/fs/cgroup/a".into()
+        }
+    );
+    let leaf_src = limits
+        .sources
+        .iter()
+        .find(|s| s.limit_bytes() == Some(leaf))
+        .expect("leaf listed");
+    assert!(
+        leaf_src.note.starts_with("larger than the winning limit"),
+        "{}",
+        leaf_src.note
+    );
 }
 
 #[test]
@@ -111,7 +182,12 @@ fn v2_soft_high_below_max_wins() {
         .write("/sys/fs/cgroup/job/memory.max", &format!("{max}\n"))
         .write("/sys/fs/cgroup/job/memory.high", &format!("{high}\n"))
         .meminfo(64 * GIB, 60 * GIB, 50 * GIB);
-    let limits = check_winner(&t, SourceKind::CgroupV2High, high, "/sys/fs/cgroup/job/memory.high");
+    let limits = check_winner(
+        &t,
+        SourceKind::CgroupV2High,
+        high,
+        "/sys/fs/cgroup/job/memory.high",
+    );
     assert_eq!(limits.winning_source().note, "smallest bound (soft)");
 }
 
@@ -128,7 +204,11 @@ fn v2_max_everywhere_falls_back_to_meminfo() {
         .meminfo(total, avail, avail / 2);
     let limits = check_winner(&t, SourceKind::MemAvailable, avail, "/proc/meminfo");
     assert_eq!(limits.usage_scope, UsageScope::System);
-    assert!(limits.sources.iter().filter(|s| s.kind == SourceKind::CgroupV2Max).all(|s| s.status == SourceStatus::Unlimited));
+    assert!(limits
+        .sources
+        .iter()
+        .filter(|s| s.kind == SourceKind::CgroupV2Max)
+        .all(|s| s.status == SourceStatus::Unlimited));
 }
 
 #[test]
@@ -136,17 +216,31 @@ fn v2_missing_memory_controller_is_reported() {
     let mut rng = seeded_rng("v2_missing_memory_controller_is_reported");
     let total = pages(&mut rng, 8 * GIB, 64 * GIB);
     let t = Tree::new("v2nomem");
-    t.cgroup_v2("/job").write("/sys/fs/cgroup/cgroup.controllers", "cpu io pids\n").meminfo(total, total, total / 2);
+    t.cgroup_v2("/job")
+        .write("/sys/fs/cgroup/cgroup.controllers", "cpu io pids\n")
+        .meminfo(total, total, total / 2);
     let limits = check_winner(&t, SourceKind::MemTotal, total, "/proc/meminfo");
-    let v2 = limits.sources.iter().find(|s| s.kind == SourceKind::CgroupV2Max).expect("reported");
+    let v2 = limits
+        .sources
+        .iter()
+        .find(|s| s.kind == SourceKind::CgroupV2Max)
+        .expect("reported");
     assert_eq!(v2.status, SourceStatus::Missing);
-    assert!(v2.note.contains("memory controller not available"), "{}", v2.note);
+    assert!(
+        v2.note.contains("memory controller not available"),
+        "{}",
+        v2.note
+    );
 
     // Controller present at the top but not delegated to the subtree.
     let t = Tree::new("v2nodeleg");
     t.cgroup_v2("/job").meminfo(total, total, total / 2);
     let limits = detect_limits(&t.root).expect("meminfo");
-    let v2 = limits.sources.iter().find(|s| s.kind == SourceKind::CgroupV2Max).expect("reported");
+    let v2 = limits
+        .sources
+        .iter()
+        .find(|s| s.kind == SourceKind::CgroupV2Max)
+        .expect("reported");
     assert!(v2.note.contains("not enabled"), "{}", v2.note);
 }
 
@@ -159,7 +253,11 @@ fn meminfo_only() {
     t.meminfo(total, avail, avail / 3);
     let limits = check_winner(&t, SourceKind::MemAvailable, avail, "/proc/meminfo");
     assert_eq!(limits.mem_total_bytes, Some(total));
-    assert!(limits.notes.iter().any(|n| n.contains("cgroups skipped")), "{:?}", limits.notes);
+    assert!(
+        limits.notes.iter().any(|n| n.contains("cgroups skipped")),
+        "{:?}",
+        limits.notes
+    );
 }
 
 #[test]
@@ -170,10 +268,24 @@ fn malformed_and_unreadable_sources_are_skipped() {
         .mkdir("/sys/fs/cgroup/job/memory.high") // a directory: exists but unreadable as a file
         .meminfo(32 * GIB, 30 * GIB, 20 * GIB);
     let limits = check_winner(&t, SourceKind::MemAvailable, 30 * GIB, "/proc/meminfo");
-    let max = limits.sources.iter().find(|s| s.kind == SourceKind::CgroupV2Max).expect("listed");
-    assert!(matches!(&max.status, SourceStatus::Malformed(m) if m.contains("lots")), "{max:?}");
-    let high = limits.sources.iter().find(|s| s.kind == SourceKind::CgroupV2High).expect("listed");
-    assert!(matches!(high.status, SourceStatus::Unreadable(_)), "{high:?}");
+    let max = limits
+        .sources
+        .iter()
+        .find(|s| s.kind == SourceKind::CgroupV2Max)
+        .expect("listed");
+    assert!(
+        matches!(&max.status, SourceStatus::Malformed(m) if m.contains("lots")),
+        "{max:?}"
+    );
+    let high = limits
+        .sources
+        .iter()
+        .find(|s| s.kind == SourceKind::CgroupV2High)
+        .expect("listed");
+    assert!(
+        matches!(high.status, SourceStatus::Unreadable(_)),
+        "{high:?}"
+    );
     assert!(high.note.starts_with("unreadable"), "{}", high.note);
 }
 
@@ -185,7 +297,10 @@ fn nothing_readable_is_an_error() {
         other => panic!("expected NoLimitFound, got {other:?}"),
     }
     t.write("/proc/meminfo", "MemTotal: banana kB\n");
-    assert!(matches!(detect_limits(&t.root), Err(BudgetError::NoLimitFound { .. })));
+    assert!(matches!(
+        detect_limits(&t.root),
+        Err(BudgetError::NoLimitFound { .. })
+    ));
 }
 
 #[test]
@@ -193,7 +308,9 @@ fn budget_from_detection_margins_and_sizes() {
     let mut rng = seeded_rng("budget_from_detection_margins_and_sizes");
     let limit = pages(&mut rng, 2 * GIB, 200 * GIB);
     let t = Tree::new("sizes");
-    t.cgroup_v2("/job").write("/sys/fs/cgroup/job/memory.max", &format!("{limit}\n")).meminfo(256 * GIB, 250 * GIB, 200 * GIB);
+    t.cgroup_v2("/job")
+        .write("/sys/fs/cgroup/job/memory.max", &format!("{limit}\n"))
+        .meminfo(256 * GIB, 250 * GIB, 200 * GIB);
     let opts = |budget: Option<&str>, margin: Option<&str>| DetectOptions {
         budget: budget.map(|s| SizeSpec::parse(s).expect("valid spec")),
         safety_margin: margin.map(|s| SizeSpec::parse(s).expect("valid spec")),
@@ -215,13 +332,23 @@ fn budget_from_detection_margins_and_sizes() {
     assert_eq!(b.total_bytes(), GIB);
 
     match Budget::detect(&opts(Some("1TiB"), None)) {
-        Err(BudgetError::BudgetExceedsLimit { budget_bytes, limit_bytes, margin_bytes }) => {
-            assert_eq!((budget_bytes, limit_bytes, margin_bytes), (1 << 40, limit, margin));
+        Err(BudgetError::BudgetExceedsLimit {
+            budget_bytes,
+            limit_bytes,
+            margin_bytes,
+        }) => {
+            assert_eq!(
+                (budget_bytes, limit_bytes, margin_bytes),
+                (1 << 40, limit, margin)
+            );
         }
         other => panic!("expected BudgetExceedsLimit, got {other:?}"),
     }
     match Budget::detect(&opts(None, Some("100%"))) {
-        Err(BudgetError::MarginTooLarge { margin_bytes, limit_bytes }) => {
+        Err(BudgetError::MarginTooLarge {
+            margin_bytes,
+            limit_bytes,
+        }) => {
             assert_eq!((margin_bytes, limit_bytes), (limit, limit));
         }
         other => panic!("expected MarginTooLarge, got {other:?}"),
@@ -244,5 +371,170 @@ fn default_margin_rule() {
         if limit >= 512 << 20 {
             assert!(m >= 256 << 20, "margin {m} under 256 MiB for {limit}");
         }
+    }
+}
+
+mod usage {
+    use super::*;
+    use memory_budget::{KernelProbe, UsageProbe};
+    use rand::RngExt;
+
+    const STATUS: &str = "Name:\tprover\nVmPeak:\t 9000 kB\nVmLck:\t    64 kB\nVmPin:\t    32 kB\nVmRSS:\t  5000 kB\nRssAnon:\t  3000 kB\nRssFile:\t  1900 kB\nRssShmem:\t   100 kB\nVmPTE:\t    40 kB\n";
+
+    #[test]
+    fn cgroup_v2_hard_usage_excludes_clean_file_cache() {
+        let mut rng = seeded_rng("cgroup_v2_hard_usage_excludes_clean_file_cache");
+        let anon = pages(&mut rng, 4096, 4 * GIB);
+        let active_file = pages(&mut rng, 4096, GIB);
+        let inactive_file = pages(&mut rng, 4096, GIB);
+        let dirty = pages(&mut rng, 0, active_file);
+        let kernel = pages(&mut rng, 4096, 256 << 20);
+        let shmem = pages(&mut rng, 0, 64 << 20);
+        let file = active_file + inactive_file;
+        let current = anon + file + kernel + shmem;
+        let t = Tree::new("v2usage");
+        t.write("/sys/fs/cgroup/job/memory.current", &format!("{current}\n"))
+            .write(
+                "/sys/fs/cgroup/job/memory.stat",
+                &format!(
+                    "anon {anon}\nfile {file}\nkernel {kernel}\nsock 0\nshmem {shmem}\nfile_mapped 0\nfile_dirty {dirty}\nfile_writeback 0\nunevictable 0\nactive_file {active_file}\ninactive_file {inactive_file}\nsome_new_key 7\n"
+                ),
+            )
+            .write("/proc/self/status", STATUS);
+        let m = KernelProbe::new(
+            t.root.clone(),
+            UsageScope::CgroupV2 {
+                dir: "/sys/fs/cgroup/job".into(),
+            },
+        )
+        .measure()
+        .expect("readable");
+        let clean = file - dirty;
+        assert_eq!(m.current_bytes, current);
+        assert_eq!(m.reclaimable_bytes, clean);
+        assert_eq!(m.hard_bytes, current - clean);
+        assert_eq!(m.own_hard_bytes(), m.hard_bytes);
+        assert!(m.breakdown.contains(&("anon".to_string(), anon)));
+        assert!(m.breakdown.contains(&("kernel".to_string(), kernel)));
+        let p = m.process.expect("status read");
+        assert_eq!(
+            (
+                p.vm_rss_bytes,
+                p.rss_anon_bytes,
+                p.vm_lck_bytes,
+                p.vm_pin_bytes
+            ),
+            (
+                Some(5000 << 10),
+                Some(3000 << 10),
+                Some(64 << 10),
+                Some(32 << 10)
+            )
+        );
+        assert_eq!(p.hard_bytes(), Some((3000 + 100 + 40) << 10));
+    }
+
+    #[test]
+    fn cgroup_v1_usage() {
+        let mut rng = seeded_rng("cgroup_v1_usage");
+        let rss = pages(&mut rng, 4096, 4 * GIB);
+        let active_file = pages(&mut rng, 4096, GIB);
+        let inactive_file = pages(&mut rng, 4096, GIB);
+        let usage = rss + active_file + inactive_file;
+        let t = Tree::new("v1usage");
+        t.write("/sys/fs/cgroup/memory/job/memory.usage_in_bytes", &format!("{usage}\n")).write(
+            "/sys/fs/cgroup/memory/job/memory.stat",
+            &format!("cache 1\nrss 2\ntotal_rss {rss}\ntotal_cache {}\ntotal_active_file {active_file}\ntotal_inactive_file {inactive_file}\ntotal_dirty 0\ntotal_writeback 0\n", active_file + inactive_file),
+        );
+        let m = KernelProbe::new(
+            t.root.clone(),
+            UsageScope::CgroupV1 {
+                dir: "/sys/fs/cgroup/memory/job".into(),
+            },
+        )
+        .measure()
+        .expect("readable");
+        assert_eq!((m.current_bytes, m.hard_bytes), (usage, rss));
+        assert!(m.process.is_none(), "no /proc/self/status in this tree");
+    }
+
+    #[test]
+    fn host_usage_from_meminfo_and_own_from_status() {
+        let mut rng = seeded_rng("host_usage_from_meminfo_and_own_from_status");
+        let total = pages(&mut rng, 8 * GIB, 64 * GIB);
+        let avail = pages(&mut rng, GIB, total);
+        let free = rng.random_range(0..avail) & !1023;
+        let t = Tree::new("hostusage");
+        t.meminfo(total, avail, free)
+            .write("/proc/self/status", STATUS);
+        let m = KernelProbe::new(t.root.clone(), UsageScope::System)
+            .measure()
+            .expect("readable");
+        assert_eq!(m.hard_bytes, total - avail);
+        assert_eq!(m.current_bytes, total - free);
+        assert_eq!(m.own_hard_bytes(), (3000 + 100 + 40) << 10);
+    }
+
+    #[test]
+    fn missing_or_malformed_usage_files_are_errors_not_panics() {
+        let t = Tree::new("badusage");
+        let probe = KernelProbe::new(
+            t.root.clone(),
+            UsageScope::CgroupV2 {
+                dir: "/sys/fs/cgroup/x".into(),
+            },
+        );
+        assert!(matches!(probe.measure(), Err(BudgetError::Io { .. })));
+        t.write("/sys/fs/cgroup/x/memory.current", "many\n");
+        match probe.measure() {
+            Err(BudgetError::Malformed { found, .. }) => assert_eq!(found, "many"),
+            other => panic!("expected Malformed, got {other:?}"),
+        }
+        t.write("/proc/meminfo", "MemTotal: 1000 kB\n");
+        assert!(matches!(
+            KernelProbe::new(t.root.clone(), UsageScope::System).measure(),
+            Err(BudgetError::Malformed { .. })
+        ));
+    }
+
+    #[test]
+    fn detected_budget_admits_within_real_headroom() {
+        let mut rng = seeded_rng("detected_budget_admits_within_real_headroom");
+        let limit = pages(&mut rng, 4 * GIB, 64 * GIB);
+        let t = Tree::new("detectdrift");
+        let untracked = pages(&mut rng, GIB, 2 * GIB);
+        t.cgroup_v2("/job")
+            .write("/sys/fs/cgroup/job/memory.max", &format!("{limit}\n"))
+            .write(
+                "/sys/fs/cgroup/job/memory.current",
+                &format!("{untracked}\n"),
+            )
+            .write(
+                "/sys/fs/cgroup/job/memory.stat",
+                &format!("anon {untracked}\nfile 0\nactive_file 0\ninactive_file 0\n"),
+            )
+            .meminfo(256 * GIB, 250 * GIB, 200 * GIB);
+        let b = Budget::detect(&DetectOptions {
+            refresh_interval: std::time::Duration::from_secs(3600),
+            ..DetectOptions::with_root(&t.root)
+        })
+        .expect("detected");
+        let margin = default_safety_margin(limit);
+        assert_eq!(b.total_bytes(), limit - margin);
+        let s = b.snapshot();
+        assert_eq!(s.measured_hard_bytes, Some(untracked));
+        assert_eq!(s.cap_bytes, limit - margin - untracked);
+        assert!(b
+            .try_reserve(s.cap_bytes + 1, memory_budget::Category::Other, "x")
+            .is_err());
+        let r = b
+            .try_reserve(s.cap_bytes, memory_budget::Category::Other, "x")
+            .expect("fits real headroom");
+        drop(r);
+        // The untracked memory is freed; a forced reading lifts the ceiling back to the budget.
+        t.write("/sys/fs/cgroup/job/memory.current", "0\n")
+            .write("/sys/fs/cgroup/job/memory.stat", "anon 0\nfile 0\n");
+        b.refresh_usage().expect("readable");
+        assert_eq!(b.snapshot().cap_bytes, limit - margin);
     }
 }

@@ -37,9 +37,15 @@ impl TestCache {
     }
 
     fn insert(&self, bytes: u64, min_idle: Duration) -> Arc<EntryUse> {
-        let res = self.budget.try_reserve(bytes, Category::Pce, "entry").expect("fits while filling");
+        let res = self
+            .budget
+            .try_reserve(bytes, Category::Pce, "entry")
+            .expect("fits while filling");
         let use_ = EntryUse::with_budget(min_idle, self.budget.clone());
-        self.entries.lock().unwrap().push(Entry { use_: Arc::clone(&use_), _res: res });
+        self.entries.lock().unwrap().push(Entry {
+            use_: Arc::clone(&use_),
+            _res: res,
+        });
         use_
     }
 
@@ -104,12 +110,23 @@ fn eviction_frees_the_shortfall_while_waiting() {
         for _ in 0..n_entries {
             cache.insert(entry, Duration::ZERO);
         }
-        let r = b.reserve(want, Category::WorkingSet, "proof", Some(Duration::from_secs(30))).expect("evicted");
+        let r = b
+            .reserve(
+                want,
+                Category::WorkingSet,
+                "proof",
+                Some(Duration::from_secs(30)),
+            )
+            .expect("evicted");
         assert_eq!(r.bytes(), want);
         let asked = cache.asked.lock().unwrap().clone();
         assert_eq!(asked[0], want, "first call asks for exactly the shortfall");
         let n_evicted = want.div_ceil(entry);
-        assert_eq!(cache.len() as u64, n_entries - n_evicted, "evicts no more entries than needed");
+        assert_eq!(
+            cache.len() as u64,
+            n_entries - n_evicted,
+            "evicts no more entries than needed"
+        );
         assert_eq!(b.used_bytes(), (n_entries - n_evicted) * entry + want);
         assert!(b.used_bytes() <= b.total_bytes());
     });
@@ -121,9 +138,20 @@ fn held_entries_are_never_evicted() {
         let b = Budget::fixed(1000);
         let cache = TestCache::new(&b);
         let _reg = b.register_evictor(cache.clone());
-        let holds: Vec<EntryHold> = (0..10).map(|_| cache.insert(100, Duration::ZERO).hold()).collect();
-        match b.reserve(100, Category::Transient, "x", Some(Duration::from_millis(50))) {
-            Err(BudgetError::Timeout { requested_bytes: 100, available_bytes: 0, .. }) => {}
+        let holds: Vec<EntryHold> = (0..10)
+            .map(|_| cache.insert(100, Duration::ZERO).hold())
+            .collect();
+        match b.reserve(
+            100,
+            Category::Transient,
+            "x",
+            Some(Duration::from_millis(50)),
+        ) {
+            Err(BudgetError::Timeout {
+                requested_bytes: 100,
+                available_bytes: 0,
+                ..
+            }) => {}
             other => panic!("expected Timeout, got {other:?}"),
         }
         assert!(cache.calls.load(Ordering::SeqCst) >= 1, "evictor was asked");
@@ -139,10 +167,19 @@ fn waiter_rechecks_when_an_entry_becomes_eligible() {
         let b = Budget::fixed(1000);
         let cache = TestCache::new(&b);
         let _reg = b.register_evictor(cache.clone());
-        let holds: Vec<EntryHold> = (0..10).map(|_| cache.insert(100, Duration::ZERO).hold()).collect();
+        let holds: Vec<EntryHold> = (0..10)
+            .map(|_| cache.insert(100, Duration::ZERO).hold())
+            .collect();
         let b2 = b.clone();
         let start = Instant::now();
-        let t = std::thread::spawn(move || b2.reserve(250, Category::WorkingSet, "w", Some(Duration::from_secs(30))));
+        let t = std::thread::spawn(move || {
+            b2.reserve(
+                250,
+                Category::WorkingSet,
+                "w",
+                Some(Duration::from_secs(30)),
+            )
+        });
         while b.snapshot().n_waiting < 1 {
             std::thread::yield_now();
         }
@@ -150,7 +187,10 @@ fn waiter_rechecks_when_an_entry_becomes_eligible() {
         // Nothing is released; entries only become evictable. The last hold on each entry
         // tells the budget, which wakes the waiter to run the evictors again.
         drop(holds);
-        let r = t.join().expect("no panic").expect("admitted after entries became eligible");
+        let r = t
+            .join()
+            .expect("no panic")
+            .expect("admitted after entries became eligible");
         assert!(start.elapsed() < Duration::from_secs(20));
         assert_eq!(r.bytes(), 250);
         assert!(cache.calls.load(Ordering::SeqCst) > calls_before);
@@ -170,9 +210,19 @@ fn minimum_idle_time_is_honoured() {
         for u in &uses {
             drop(u.hold()); // a use just now; eligible after min_idle
         }
-        let r = b.reserve(100, Category::WorkingSet, "w", Some(Duration::from_secs(30))).expect("admitted");
+        let r = b
+            .reserve(
+                100,
+                Category::WorkingSet,
+                "w",
+                Some(Duration::from_secs(30)),
+            )
+            .expect("admitted");
         let waited = used_at.elapsed();
-        assert!(waited >= min_idle, "evicted after {waited:?}, before the {min_idle:?} minimum");
+        assert!(
+            waited >= min_idle,
+            "evicted after {waited:?}, before the {min_idle:?} minimum"
+        );
         assert!(waited < Duration::from_secs(20), "woken late: {waited:?}");
         assert_eq!(cache.len(), 9);
         drop(r);
@@ -188,7 +238,8 @@ fn async_waiter_evicts_too() {
         for _ in 0..5 {
             cache.insert(100, Duration::ZERO);
         }
-        let r = pollster::block_on(b.reserve_async(300, Category::WorkingSet, "w")).expect("evicted");
+        let r =
+            pollster::block_on(b.reserve_async(300, Category::WorkingSet, "w")).expect("evicted");
         assert_eq!((r.bytes(), cache.len()), (300, 2));
     });
 }
@@ -202,12 +253,16 @@ fn zero_timeout_evicts_once_without_waiting() {
         for _ in 0..5 {
             cache.insert(100, Duration::ZERO);
         }
-        let r = b.reserve(100, Category::Transient, "x", Some(Duration::ZERO)).expect("one entry evicted");
+        let r = b
+            .reserve(100, Category::Transient, "x", Some(Duration::ZERO))
+            .expect("one entry evicted");
         assert_eq!(cache.len(), 4);
         drop(r);
         // Unregistered evictors are not asked.
         drop(reg);
-        let _fill = b.try_reserve(100, Category::Transient, "fill").expect("fits");
+        let _fill = b
+            .try_reserve(100, Category::Transient, "fill")
+            .expect("fits");
         let calls = cache.calls.load(Ordering::SeqCst);
         assert!(matches!(
             b.reserve(100, Category::Transient, "y", Some(Duration::ZERO)),
@@ -232,13 +287,62 @@ fn many_waiters_one_evicting_thread_at_a_time() {
         let threads: Vec<_> = (0..n_threads)
             .map(|_| {
                 let b = b.clone();
-                std::thread::spawn(move || b.reserve(250, Category::WorkingSet, "w", Some(Duration::from_secs(30))))
+                std::thread::spawn(move || {
+                    b.reserve(
+                        250,
+                        Category::WorkingSet,
+                        "w",
+                        Some(Duration::from_secs(30)),
+                    )
+                })
             })
             .collect();
-        let held: Vec<Reservation> = threads.into_iter().map(|t| t.join().expect("no panic").expect("admitted")).collect();
+        let held: Vec<Reservation> = threads
+            .into_iter()
+            .map(|t| t.join().expect("no panic").expect("admitted"))
+            .collect();
         assert_eq!(held.len(), n_threads);
         let freed = cache.freed.load(Ordering::SeqCst);
         assert!(freed >= 250 * n_threads as u64);
         assert!(b.used_bytes() <= b.total_bytes());
+    });
+}
+
+#[test]
+fn parked_waiter_learns_of_a_later_eligibility_deadline() {
+    let min_idle = Duration::from_millis(200);
+    with_watchdog(60, move || {
+        let b = Budget::fixed(1000);
+        let cache = TestCache::new(&b);
+        let _reg = b.register_evictor(cache.clone());
+        let holds: Vec<EntryHold> = (0..10)
+            .map(|_| cache.insert(100, min_idle).hold())
+            .collect();
+        let b2 = b.clone();
+        let t = std::thread::spawn(move || {
+            b2.reserve(
+                100,
+                Category::WorkingSet,
+                "w",
+                Some(Duration::from_secs(30)),
+            )
+        });
+        // The waiter parks with no deadline to wait for (everything is held) ...
+        while b.snapshot().n_waiting < 1 {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        // ... then the holds go: the entries become evictable in `min_idle`, and the waiter
+        // must wake for that without any release or explicit notification.
+        let released_at = Instant::now();
+        drop(holds);
+        let r = t.join().expect("no panic").expect("admitted");
+        let waited = released_at.elapsed();
+        assert!(
+            waited >= min_idle,
+            "evicted after {waited:?}, before the minimum idle time"
+        );
+        assert!(waited < Duration::from_secs(20), "woken late: {waited:?}");
+        assert_eq!((r.bytes(), cache.len()), (100, 9));
     });
 }

@@ -11,7 +11,10 @@ fn check(text: &str, expected: Result<u64, &str>) {
         (Ok(got), Ok(want)) => assert_eq!(got, want, "{text:?}"),
         (Err(BudgetError::InvalidSize { text: t, reason }), Err(why)) => {
             assert_eq!(t, text, "error names the offending text");
-            assert!(reason.contains(why), "{text:?}: reason {reason:?} lacks {why:?}");
+            assert!(
+                reason.contains(why),
+                "{text:?}: reason {reason:?} lacks {why:?}"
+            );
         }
         (got, want) => panic!("{text:?}: got {got:?}, want {want:?}"),
     }
@@ -58,7 +61,10 @@ fn percent_specs_resolve_against_the_limit() {
         let got = spec.resolve(limit);
         let want = (limit as u128 * p as u128 / 100) as u64;
         // f64 rounding may differ by a few bytes on 48-bit limits; never by more than 1 ppm.
-        assert!(got.abs_diff(want) <= want / 1_000_000 + 1, "{p}% of {limit}: {got} vs {want}");
+        assert!(
+            got.abs_diff(want) <= want / 1_000_000 + 1,
+            "{p}% of {limit}: {got} vs {want}"
+        );
     }
 }
 

@@ -18,7 +18,11 @@ fn worker(b: Budget, total: u64, seed: u64, n_ops: usize, async_path: bool) -> u
     let mut admitted = 0u64;
     for _ in 0..n_ops {
         // Sizes up to the whole budget, so big requests compete with small ones.
-        let n = if rng.random_bool(0.05) { total } else { rng.random_range(1..=total) };
+        let n = if rng.random_bool(0.05) {
+            total
+        } else {
+            rng.random_range(1..=total)
+        };
         let pr = [Priority::LOW, Priority::NORMAL, Priority::HIGH][rng.random_range(0..3)];
         let cat = Category::ALL[rng.random_range(0..Category::N)];
         let req = b.request(n, cat).priority(pr).label("stress");
@@ -33,7 +37,9 @@ fn worker(b: Budget, total: u64, seed: u64, n_ops: usize, async_path: bool) -> u
                 Err(BudgetError::Timeout { .. }) => continue,
                 Err(e) => panic!("{e}"),
             },
-            _ if async_path => pollster::block_on(req.reserve_async()).expect("async waiter admitted"),
+            _ if async_path => {
+                pollster::block_on(req.reserve_async()).expect("async waiter admitted")
+            }
             _ => req.reserve(None).expect("blocking waiter admitted"),
         };
         admitted += 1;
@@ -82,7 +88,12 @@ fn stress_tiny_budget() {
         std::thread::spawn(move || {
             while running.load(Ordering::SeqCst) {
                 let s = b.snapshot();
-                assert!(s.used_bytes <= s.total_bytes, "used {} > total {}", s.used_bytes, s.total_bytes);
+                assert!(
+                    s.used_bytes <= s.total_bytes,
+                    "used {} > total {}",
+                    s.used_bytes,
+                    s.total_bytes
+                );
                 assert_eq!(s.used_by_category.iter().sum::<u64>(), s.used_bytes);
                 max_seen.fetch_max(s.used_bytes, Ordering::SeqCst);
                 std::thread::yield_now();
@@ -106,7 +117,10 @@ fn stress_tiny_budget() {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
             Ok(n) => admitted += n,
-            Err(e) => panic!("worker did not finish ({e:?}): deadlock or starvation; budget {:?}", b.snapshot()),
+            Err(e) => panic!(
+                "worker did not finish ({e:?}): deadlock or starvation; budget {:?}",
+                b.snapshot()
+            ),
         }
     }
     running.store(false, Ordering::SeqCst);
@@ -114,11 +128,16 @@ fn stress_tiny_budget() {
     let s = b.snapshot();
     assert_eq!((s.used_bytes, s.n_waiting, s.waiting_bytes), (0, 0, 0));
     assert!(admitted > 0);
-    let waits = rec.counter("pinion_budget_waits_total{budget=stress}").unwrap_or(0);
+    let waits = rec
+        .counter("pinion_budget_waits_total{budget=stress}")
+        .unwrap_or(0);
     eprintln!(
         "admitted {admitted} reservations ({waits} waited), max used {} of {total}",
         max_seen.load(Ordering::SeqCst)
     );
     // Eight threads asking for up to the whole budget: the waiting path must have run.
-    assert!(waits > 0, "no request ever waited: the stress did not stress");
+    assert!(
+        waits > 0,
+        "no request ever waited: the stress did not stress"
+    );
 }

@@ -21,7 +21,12 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { root: PathBuf::from("/"), json: false, budget: None, margin: None };
+    let mut args = Args {
+        root: PathBuf::from("/"),
+        json: false,
+        budget: None,
+        margin: None,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let (flag, inline) = match a.split_once('=') {
@@ -29,7 +34,10 @@ fn parse_args() -> Result<Args, String> {
             _ => (a.clone(), None),
         };
         let mut value = |name: &str| {
-            inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{name} needs a value"))
+            inline
+                .clone()
+                .or_else(|| it.next())
+                .ok_or_else(|| format!("{name} needs a value"))
         };
         match flag.as_str() {
             "--json" => args.json = true,
@@ -58,12 +66,19 @@ fn scope_str(s: &UsageScope) -> String {
     }
 }
 
-fn usage_json(m: &Result<MeasuredUsage, BudgetError>, charged: u64, real_headroom: Option<i128>) -> Value {
+fn usage_json(
+    m: &Result<MeasuredUsage, BudgetError>,
+    charged: u64,
+    real_headroom: Option<i128>,
+) -> Value {
     match m {
         Err(e) => json!({ "error": e.to_string(), "charged_bytes": charged }),
         Ok(m) => {
-            let breakdown: serde_json::Map<String, Value> =
-                m.breakdown.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+            let breakdown: serde_json::Map<String, Value> = m
+                .breakdown
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
             let process = m.process.as_ref().map(|p| {
                 json!({
                     "vm_rss_bytes": p.vm_rss_bytes,
@@ -82,7 +97,8 @@ fn usage_json(m: &Result<MeasuredUsage, BudgetError>, charged: u64, real_headroo
                 "current_bytes": m.current_bytes,
                 "hard_bytes": m.hard_bytes,
                 "reclaimable_bytes": m.reclaimable_bytes,
-                "drift_bytes": m.hard_bytes as i128 - charged as i128,
+                "own_hard_bytes": m.own_hard_bytes(),
+                "drift_bytes": m.own_hard_bytes() as i128 - charged as i128,
                 "real_headroom_bytes": real_headroom,
                 "breakdown": breakdown,
                 "process": process,
@@ -107,7 +123,10 @@ fn main() -> ExitCode {
     let budget = match Budget::detect(&options) {
         Ok(b) => b,
         Err(e @ BudgetError::NoLimitFound { .. }) => {
-            eprintln!("memprobe: nothing readable under {}: {e}", args.root.display());
+            eprintln!(
+                "memprobe: nothing readable under {}: {e}",
+                args.root.display()
+            );
             return ExitCode::from(2);
         }
         Err(e) => {
@@ -115,7 +134,10 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let det = budget.detection().expect("a detected budget keeps its detection").clone();
+    let det = budget
+        .detection()
+        .expect("a detected budget keeps its detection")
+        .clone();
     let limits = &det.limits;
     let win = limits.winning_source();
     let charged = budget.used_bytes();
@@ -125,9 +147,10 @@ fn main() -> ExitCode {
         UsageScope::System => limits.mem_total_bytes.unwrap_or(limits.limit_bytes),
         _ => limits.limit_bytes,
     };
-    let real_headroom = measured.as_ref().ok().map(|m| {
-        drift_limit as i128 - m.hard_bytes as i128 - det.safety_margin_bytes as i128
-    });
+    let real_headroom = measured
+        .as_ref()
+        .ok()
+        .map(|m| drift_limit as i128 - m.hard_bytes as i128 - det.safety_margin_bytes as i128);
 
     if args.json {
         let sources: Vec<Value> = limits
@@ -164,7 +187,10 @@ fn main() -> ExitCode {
             "notes": limits.notes,
             "usage": usage_json(&measured, charged, real_headroom),
         });
-        println!("{}", serde_json::to_string_pretty(&out).expect("json values serialise"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).expect("json values serialise")
+        );
         return ExitCode::SUCCESS;
     }
 
@@ -178,7 +204,13 @@ fn main() -> ExitCode {
             SourceStatus::Unreadable(_) => "unreadable".into(),
             SourceStatus::Malformed(_) => "malformed".into(),
         };
-        println!("  {:<38} {:<12} {}  ({})", s.kind.as_str(), v, s.path.display(), s.note);
+        println!(
+            "  {:<38} {:<12} {}  ({})",
+            s.kind.as_str(),
+            v,
+            s.path.display(),
+            s.note
+        );
     }
     for n in &limits.notes {
         println!("  note: {n}");
@@ -190,8 +222,17 @@ fn main() -> ExitCode {
         win.kind.as_str(),
         win.path.display()
     );
-    println!("safety margin: {} ({} bytes)", format_bytes(det.safety_margin_bytes), det.safety_margin_bytes);
-    println!("budget: {} ({} bytes): {}", format_bytes(det.budget_bytes), det.budget_bytes, det.budget_rule);
+    println!(
+        "safety margin: {} ({} bytes)",
+        format_bytes(det.safety_margin_bytes),
+        det.safety_margin_bytes
+    );
+    println!(
+        "budget: {} ({} bytes): {}",
+        format_bytes(det.budget_bytes),
+        det.budget_bytes,
+        det.budget_rule
+    );
     match &measured {
         Ok(m) => {
             println!("usage ({}):", scope_str(&m.scope));

@@ -14,7 +14,10 @@ pub fn seeded_rng(test: &str) -> StdRng {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| {
-            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
         });
     eprintln!("{test}: seed = {seed}");
     StdRng::seed_from_u64(seed)
@@ -28,7 +31,10 @@ pub struct Tree {
 impl Tree {
     pub fn new(name: &str) -> Tree {
         static N: AtomicU64 = AtomicU64::new(0);
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
         let root = std::env::temp_dir().join(format!(
             "memory-budget-{name}-{}-{}-{nanos}",
             std::process::id(),
@@ -75,13 +81,19 @@ impl Tree {
             "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n\
              30 22 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n",
         );
-        self.write("/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n");
+        self.write(
+            "/sys/fs/cgroup/cgroup.controllers",
+            "cpuset cpu io memory pids\n",
+        );
         self.mkdir(&format!("/sys/fs/cgroup{path}"))
     }
 
     /// A cgroup v1 memory mount whose mount root is `mount_root`, the process at `path`.
     pub fn cgroup_v1(&self, path: &str, mount_root: &str) -> &Tree {
-        self.write("/proc/self/cgroup", &format!("12:cpu,cpuacct:{path}\n4:memory:{path}\n1:name=systemd:{path}\n"));
+        self.write(
+            "/proc/self/cgroup",
+            &format!("12:cpu,cpuacct:{path}\n4:memory:{path}\n1:name=systemd:{path}\n"),
+        );
         self.write(
             "/proc/self/mountinfo",
             &format!(
@@ -106,7 +118,11 @@ pub fn pages(rng: &mut StdRng, lo: u64, hi: u64) -> u64 {
 }
 
 pub fn assert_path_ends(p: &Path, suffix: &str) {
-    assert!(p.ends_with(suffix.trim_start_matches('/')), "{} does not end with {suffix}", p.display());
+    assert!(
+        p.ends_with(suffix.trim_start_matches('/')),
+        "{} does not end with {suffix}",
+        p.display()
+    );
 }
 
 /// A recorder that keeps every counter and gauge as an atomic, keyed by
@@ -120,22 +136,38 @@ pub struct TestRecorder {
 use std::sync::Arc;
 
 fn key_string(key: &metrics::Key) -> String {
-    let mut labels: Vec<String> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+    let mut labels: Vec<String> = key
+        .labels()
+        .map(|l| format!("{}={}", l.key(), l.value()))
+        .collect();
     labels.sort();
     format!("{}{{{}}}", key.name(), labels.join(","))
 }
 
 impl TestRecorder {
     fn slot(&self, key: &metrics::Key) -> Arc<AtomicU64> {
-        self.values.lock().unwrap().entry(key_string(key)).or_default().clone()
+        self.values
+            .lock()
+            .unwrap()
+            .entry(key_string(key))
+            .or_default()
+            .clone()
     }
 
     pub fn counter(&self, key: &str) -> Option<u64> {
-        self.values.lock().unwrap().get(key).map(|v| v.load(Ordering::SeqCst))
+        self.values
+            .lock()
+            .unwrap()
+            .get(key)
+            .map(|v| v.load(Ordering::SeqCst))
     }
 
     pub fn gauge(&self, key: &str) -> Option<f64> {
-        self.values.lock().unwrap().get(key).map(|v| f64::from_bits(v.load(Ordering::SeqCst)))
+        self.values
+            .lock()
+            .unwrap()
+            .get(key)
+            .map(|v| f64::from_bits(v.load(Ordering::SeqCst)))
     }
 
     pub fn keys(&self) -> Vec<String> {
@@ -144,14 +176,38 @@ impl TestRecorder {
 }
 
 impl metrics::Recorder for TestRecorder {
-    fn describe_counter(&self, key: metrics::KeyName, _: Option<metrics::Unit>, _: metrics::SharedString) {
-        self.described.lock().unwrap().push(key.as_str().to_string());
+    fn describe_counter(
+        &self,
+        key: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+        self.described
+            .lock()
+            .unwrap()
+            .push(key.as_str().to_string());
     }
-    fn describe_gauge(&self, key: metrics::KeyName, _: Option<metrics::Unit>, _: metrics::SharedString) {
-        self.described.lock().unwrap().push(key.as_str().to_string());
+    fn describe_gauge(
+        &self,
+        key: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+        self.described
+            .lock()
+            .unwrap()
+            .push(key.as_str().to_string());
     }
-    fn describe_histogram(&self, key: metrics::KeyName, _: Option<metrics::Unit>, _: metrics::SharedString) {
-        self.described.lock().unwrap().push(key.as_str().to_string());
+    fn describe_histogram(
+        &self,
+        key: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+        self.described
+            .lock()
+            .unwrap()
+            .push(key.as_str().to_string());
     }
     fn register_counter(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
         metrics::Counter::from_arc(self.slot(key))
@@ -159,7 +215,11 @@ impl metrics::Recorder for TestRecorder {
     fn register_gauge(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
         metrics::Gauge::from_arc(self.slot(key))
     }
-    fn register_histogram(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Histogram {
+    fn register_histogram(
+        &self,
+        _: &metrics::Key,
+        _: &metrics::Metadata<'_>,
+    ) -> metrics::Histogram {
         metrics::Histogram::noop()
     }
 }
