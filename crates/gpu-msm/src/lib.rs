@@ -18,6 +18,19 @@
 //!   wants that check must make it itself.
 //! - Bad shapes are a typed [`MsmError`], never a panic. At most `u32::MAX` terms.
 //!
+//! # Groth16 queries (the recipe `tests/groth16_proof.rs` checks against
+//! `groth16::create_proof`, proof for proof)
+//! With `n_in` inputs (the constant one included), `aux` the auxiliary assignment and
+//! the densities recorded during synthesis (a variable is dense in a query when some
+//! constraint's A, resp. B, combination gives it a nonzero coefficient):
+//! - H: `msm_g1(&h_query[..h.len()], &h, None)`, h from `gpu_ntt`'s `h_poly`;
+//! - L: `msm_g1(&l_query[..aux.len()], &aux, None)`;
+//! - A: `msm_g1(&a_query[..n_in], &inputs, None)` plus
+//!   `msm_g1(&a_query[n_in..n_in + a_aux.count_ones()], &aux, Some(&a_aux))`;
+//! - B (G1 and G2 alike): with `k = b_in.count_ones()`,
+//!   `msm_g1(&b_g1_query[..k], &inputs, Some(&b_in))` plus
+//!   `msm_g1(&b_g1_query[k..k + b_aux.count_ones()], &aux, Some(&b_aux))`.
+//!
 //! # Backends
 //! - [`CpuMsm`] (now): Pippenger on the rayon pool. Scalars 0 are skipped and 1 are summed
 //!   directly (a Groth16 witness is mostly 0s and 1s); the rest go through signed-digit
