@@ -338,10 +338,12 @@ impl Inner {
         };
         let now = Instant::now();
         if !force {
-            let st = self.lock();
+            let mut st = self.lock();
             if st.next_refresh.is_some_and(|t| now < t) {
                 return Ok(());
             }
+            // Claim this reading so concurrent callers do not all read the kernel.
+            st.next_refresh = Some(now + drift.refresh_interval);
         }
         let measured = drift.probe.measure();
         let mut wake = Vec::new();
@@ -736,6 +738,7 @@ impl Budget {
         MonitorHandle { stop, thread }
     }
 
+    /// The public non-blocking path: counts refusals.
     fn try_reserve_inner(
         &self,
         bytes: u64,
@@ -743,47 +746,66 @@ impl Budget {
         label: Cow<'static, str>,
         priority: Priority,
     ) -> Result<Reservation, BudgetError> {
-        let mut check_clock = false;
-        {
-            let mut st = self.inner.lock();
-            if bytes <= st.cap.saturating_sub(st.used) && st.queue_allows(priority) {
-                st.charge(bytes, category);
+        let r = self.admit(bytes, category, label, priority);
+        if r.is_err() {
+            self.inner.metrics.refused();
+        }
+        r
+    }
+
+    /// Admits now or says why not; never waits, never runs evictors.
+    fn admit(
+        &self,
+        bytes: u64,
+        category: Category,
+        label: Cow<'static, str>,
+        priority: Priority,
+    ) -> Result<Reservation, BudgetError> {
+        let mut result = self.admit_once(bytes, category, priority);
+        // Slow path: the drift reading may be stale; re-read (rate-limited) and try once more.
+        if matches!(result, Err(BudgetError::WouldBlock { .. })) && self.inner.drift.is_some() {
+            let _ = self.inner.refresh(false);
+            result = self.admit_once(bytes, category, priority);
+        }
+        result.map(|()| Reservation {
+            budget: Arc::clone(&self.inner),
+            bytes,
+            category,
+            priority,
+            label,
+        })
+    }
+
+    fn admit_once(
+        &self,
+        bytes: u64,
+        category: Category,
+        priority: Priority,
+    ) -> Result<(), BudgetError> {
+        let mut st = self.inner.lock();
+        if bytes <= st.cap.saturating_sub(st.used) && st.queue_allows(priority) {
+            st.charge(bytes, category);
+            self.inner.publish_one(&st, category);
+            let mut check_clock = false;
+            if self.inner.drift.is_some() {
                 st.ops_since_clock += 1;
-                if st.ops_since_clock >= OPS_PER_CLOCK_CHECK && self.inner.drift.is_some() {
+                if st.ops_since_clock >= OPS_PER_CLOCK_CHECK {
                     st.ops_since_clock = 0;
                     check_clock = true;
                 }
-                self.inner.publish_one(&st, category);
-                drop(st);
-                if check_clock {
-                    let _ = self.inner.refresh(false);
-                }
-                return Ok(Reservation {
-                    budget: Arc::clone(&self.inner),
-                    bytes,
-                    category,
-                    priority,
-                    label,
-                });
             }
-            if bytes > st.total {
-                self.inner.metrics.refused();
-                return Err(BudgetError::TooLarge {
-                    requested_bytes: bytes,
-                    total_bytes: st.total,
-                });
-            }
-        }
-        // Slow path: the reading may be stale; re-read (rate-limited) and try once more.
-        if self.inner.drift.is_some() {
-            let _ = self.inner.refresh(false);
-        }
-        let st = self.inner.lock();
-        if bytes <= st.cap.saturating_sub(st.used) && st.queue_allows(priority) {
             drop(st);
-            return self.try_reserve_inner(bytes, category, label, priority);
+            if check_clock {
+                let _ = self.inner.refresh(false);
+            }
+            return Ok(());
         }
-        self.inner.metrics.refused();
+        if bytes > st.total {
+            return Err(BudgetError::TooLarge {
+                requested_bytes: bytes,
+                total_bytes: st.total,
+            });
+        }
         Err(BudgetError::WouldBlock {
             requested_bytes: bytes,
             available_bytes: st.available(),
@@ -886,8 +908,9 @@ impl Request<'_> {
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 // Give up; dropping the future returns anything granted in the race.
-                let available_bytes = fut.inner.lock().available();
+                let available_bytes = fut.budget.inner.lock().available();
                 let requested_bytes = fut.bytes;
+                fut.budget.inner.metrics.refused();
                 drop(fut);
                 return Err(BudgetError::Timeout {
                     requested_bytes,
@@ -909,7 +932,6 @@ impl Request<'_> {
     /// Async: see [`Budget::reserve_async`].
     pub fn reserve_async(self) -> ReserveFuture {
         ReserveFuture {
-            inner: Arc::clone(&self.budget.inner),
             budget: self.budget.clone(),
             bytes: self.bytes,
             category: self.category,
@@ -938,7 +960,6 @@ impl Wake for ThreadWaker {
 /// in the budget's queue and is woken when it is admitted (or when evictable entries appear).
 #[must_use = "futures do nothing unless polled"]
 pub struct ReserveFuture {
-    inner: Arc<Inner>,
     budget: Budget,
     bytes: u64,
     category: Category,
@@ -959,7 +980,7 @@ impl ReserveFuture {
     fn reservation(&mut self) -> Reservation {
         self.done = true;
         Reservation {
-            budget: Arc::clone(&self.inner),
+            budget: Arc::clone(&self.budget.inner),
             bytes: self.bytes,
             category: self.category,
             priority: self.priority,
@@ -969,12 +990,12 @@ impl ReserveFuture {
 
     /// How long a blocking waiter may sleep before it must look again without being woken.
     fn wake_hint(&self, now: Instant) -> Duration {
-        let st = self.inner.lock();
+        let st = self.budget.inner.lock();
         let mut d = Duration::MAX;
         if let Some(t) = st.eligible_at.first() {
             d = d.min(t.saturating_duration_since(now));
         }
-        if let Some(drift) = &self.inner.drift {
+        if let Some(drift) = &self.budget.inner.drift {
             if st.cap < st.total {
                 d = d.min(drift.refresh_interval);
             }
@@ -992,7 +1013,7 @@ impl ReserveFuture {
             TOO_LARGE => {
                 self.queued = None;
                 self.done = true;
-                let total_bytes = self.inner.lock().total;
+                let total_bytes = self.budget.inner.lock().total;
                 Some(Err(BudgetError::TooLarge {
                     requested_bytes: self.bytes,
                     total_bytes,
@@ -1019,7 +1040,7 @@ impl Future for ReserveFuture {
             let label = this.label.clone().unwrap_or(Cow::Borrowed(""));
             match this
                 .budget
-                .try_reserve_inner(this.bytes, this.category, label, this.priority)
+                .admit(this.bytes, this.category, label, this.priority)
             {
                 Ok(r) => {
                     this.done = true;
@@ -1027,13 +1048,14 @@ impl Future for ReserveFuture {
                 }
                 Err(e @ BudgetError::TooLarge { .. }) => {
                     this.done = true;
+                    this.budget.inner.metrics.refused();
                     return Poll::Ready(Err(e));
                 }
                 Err(_) => {}
             }
             let outcome = Arc::new(AtomicU8::new(PENDING));
             {
-                let mut st = this.inner.lock();
+                let mut st = this.budget.inner.lock();
                 let key = (std::cmp::Reverse(this.priority.0), st.next_seq);
                 st.next_seq += 1;
                 this.queued = Some((key, Arc::clone(&outcome)));
@@ -1048,11 +1070,11 @@ impl Future for ReserveFuture {
                 );
                 st.waiting_bytes += this.bytes;
                 this.seen_epoch = st.eligible_epoch;
-                this.inner.metrics.waited();
+                this.budget.inner.metrics.waited();
                 // It may fit now (a release between the try and the enqueue).
                 let mut wake = Vec::new();
                 st.grant_waiters(&mut wake);
-                this.inner.publish(&st);
+                this.budget.inner.publish(&st);
                 drop(st);
                 for w in wake {
                     w.wake();
@@ -1062,7 +1084,7 @@ impl Future for ReserveFuture {
                 return Poll::Ready(r);
             }
             if this.evict {
-                this.inner.run_eviction();
+                this.budget.inner.run_eviction();
             }
             return match this.check_outcome() {
                 Some(r) => Poll::Ready(r),
@@ -1075,7 +1097,7 @@ impl Future for ReserveFuture {
         // Still queued: refresh the waker; run evictors again if entries became eligible.
         let mut run_evict = false;
         {
-            let mut st = this.inner.lock();
+            let mut st = this.budget.inner.lock();
             st.fire_due(Instant::now());
             if let Some((key, _)) = &this.queued {
                 if let Some(w) = st.waiters.get_mut(key) {
@@ -1093,11 +1115,11 @@ impl Future for ReserveFuture {
                 run_evict = this.evict;
             }
         }
-        if this.inner.drift.is_some() {
-            let _ = this.inner.refresh(false);
+        if this.budget.inner.drift.is_some() {
+            let _ = this.budget.inner.refresh(false);
         }
         if run_evict {
-            this.inner.run_eviction();
+            this.budget.inner.run_eviction();
         }
         match this.check_outcome() {
             Some(r) => Poll::Ready(r),
@@ -1113,7 +1135,7 @@ impl Drop for ReserveFuture {
         };
         let mut wake = Vec::new();
         {
-            let mut st = self.inner.lock();
+            let mut st = self.budget.inner.lock();
             // Granting happens under this lock, so the outcome read here is final.
             match outcome.load(Ordering::Acquire) {
                 GRANTED => {
@@ -1126,7 +1148,7 @@ impl Drop for ReserveFuture {
             }
             // Leaving the head (or returning bytes) may let the next waiters in.
             st.grant_waiters(&mut wake);
-            self.inner.publish(&st);
+            self.budget.inner.publish(&st);
         }
         for w in wake {
             w.wake();
@@ -1287,5 +1309,65 @@ pub(crate) fn unregister_evictor(inner: &Weak<Inner>, id: u64) {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|e| e.id != id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_send<T: Send>() {}
+
+    #[test]
+    fn handles_cross_threads() {
+        assert_send_sync::<Budget>();
+        assert_send_sync::<Reservation>();
+        // Async tasks holding a pending reservation can move between executor threads.
+        assert_send::<ReserveFuture>();
+    }
+
+    #[test]
+    fn category_indices_and_names_are_distinct() {
+        for (i, c) in Category::ALL.iter().enumerate() {
+            assert_eq!(c.index(), i);
+        }
+        let mut names: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Category::N);
+    }
+
+    #[test]
+    fn priorities_order_and_queue_keys_put_high_first() {
+        assert!(Priority::LOW < Priority::NORMAL && Priority::NORMAL < Priority::HIGH);
+        assert_eq!(Priority::default(), Priority::NORMAL);
+        let mut keys: Vec<WaitKey> = vec![
+            (std::cmp::Reverse(Priority::LOW.level()), 0),
+            (std::cmp::Reverse(Priority::HIGH.level()), 2),
+            (std::cmp::Reverse(Priority::HIGH.level()), 1),
+        ];
+        keys.sort();
+        assert_eq!(keys.iter().map(|k| k.1).collect::<Vec<_>>(), vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn deadlines_fire_in_order_and_are_bounded() {
+        let b = Budget::fixed(1);
+        let mut st = b.inner.lock();
+        let t0 = Instant::now();
+        assert!(st.add_deadline(t0 + Duration::from_secs(10)));
+        assert!(!st.add_deadline(t0 + Duration::from_secs(20)));
+        assert!(st.add_deadline(t0 + Duration::from_secs(5)));
+        let epoch = st.eligible_epoch;
+        assert!(!st.fire_due(t0));
+        assert!(st.fire_due(t0 + Duration::from_secs(11)));
+        assert_eq!(st.eligible_epoch, epoch + 1);
+        assert_eq!(st.eligible_at.len(), 1);
+        for i in 0..(MAX_DEADLINES as u64 + 10) {
+            st.add_deadline(t0 + Duration::from_millis(i));
+        }
+        assert_eq!(st.eligible_at.len(), MAX_DEADLINES);
+        assert_eq!(st.eligible_at.first().copied(), Some(t0));
     }
 }

@@ -154,3 +154,27 @@ impl Drop for EntryHold {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_entries_are_not_evictable_and_idle_restarts_on_release() {
+        let e = EntryUse::new(Duration::ZERO);
+        assert!(e.is_evictable());
+        let h1 = e.hold();
+        let h2 = e.hold();
+        assert_eq!(e.n_holders(), 2);
+        assert!(!e.is_evictable());
+        assert_eq!(e.idle_for(), Duration::ZERO);
+        drop(h1);
+        assert!(!e.is_evictable(), "one hold left");
+        drop(h2);
+        assert!(e.is_evictable());
+
+        let slow = EntryUse::new(Duration::from_secs(3600));
+        assert!(!slow.is_evictable(), "just used");
+        assert_eq!(slow.min_idle(), Duration::from_secs(3600));
+    }
+}

@@ -141,3 +141,49 @@ fn stress_tiny_budget() {
         "no request ever waited: the stress did not stress"
     );
 }
+
+/// Futures cancelled at random points (queued, granted-but-not-collected, never polled) while
+/// other threads release: every byte comes back and nothing is left queued.
+#[test]
+fn cancellation_races_return_every_byte() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+
+    let mut rng = seeded_rng("cancellation_races_return_every_byte");
+    let total: u64 = rng.random_range(1..32);
+    let b = Budget::fixed(total);
+    let seeds: Vec<u64> = (0..4).map(|_| rng.random()).collect();
+    let threads: Vec<_> = seeds
+        .into_iter()
+        .map(|seed| {
+            let b = b.clone();
+            std::thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(seed);
+                let mut cx = Context::from_waker(Waker::noop());
+                for _ in 0..3_000 {
+                    let n = rng.random_range(1..=total);
+                    let mut fut = Box::pin(b.reserve_async(n, Category::Other, "c"));
+                    let mut kept = None;
+                    for _ in 0..rng.random_range(0..3) {
+                        if let std::task::Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+                            kept = Some(r.expect("fits the total"));
+                            break;
+                        }
+                        std::thread::yield_now();
+                    }
+                    // Drop the future (maybe queued, maybe granted meanwhile) and any grant.
+                    drop(fut);
+                    if rng.random_bool(0.5) {
+                        std::thread::yield_now();
+                    }
+                    drop(kept);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("no panic");
+    }
+    let s = b.snapshot();
+    assert_eq!((s.used_bytes, s.n_waiting, s.waiting_bytes), (0, 0, 0));
+}
