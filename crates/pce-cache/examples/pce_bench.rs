@@ -165,6 +165,20 @@ fn main() {
             .expect("evaluate")
     });
     println!("matvec: {:.3} s", t_mv.as_secs_f64());
+    for m in MatrixId::ALL {
+        let (plus, minus, other) = pce.n_nonzeros_by_kind(m);
+        let mut out = vec![Scalar::ZERO; n];
+        let (t, ()) = best(args.reps, || {
+            pce.evaluate_matrix_into(m, &w.inputs, &w.aux, &mut out)
+                .expect("evaluate one")
+        });
+        println!(
+            "  {m:?}: +1 {plus}, -1 {minus}, other {other}; matvec {:.3} s ({:.1} ns per non-zero per thread)",
+            t.as_secs_f64(),
+            t.as_secs_f64() * 1e9 * rayon::current_num_threads() as f64
+                / pce.n_nonzeros_of(m).max(1) as f64
+        );
+    }
     assert!(
         a == full.a && b == full.b && c == full.c,
         "pce a/b/c differ from full synthesis"

@@ -142,6 +142,7 @@ pub(crate) struct R1csBuilder {
     charge: Charge,
     error: Option<PceError>,
     scratch: Vec<(u32, Scalar)>,
+    coded: Vec<(u32, u32)>,
 }
 
 impl R1csBuilder {
@@ -162,6 +163,7 @@ impl R1csBuilder {
             },
             error: None,
             scratch: Vec::new(),
+            coded: Vec::new(),
         }
     }
 
@@ -288,12 +290,22 @@ impl R1csBuilder {
         } else {
             self.mats[m].row_len.push(len as u8);
         }
+        // Group the row by coefficient (then column): the evaluator sums each group's
+        // witness values and multiplies once per distinct coefficient, which turns most
+        // multiplications of bit-decomposition rows (2^k shared by several operands) into
+        // additions.
+        let mut coded = std::mem::take(&mut self.coded);
+        coded.clear();
         for &(raw, coeff) in &scratch {
-            let code = self.intern(&coeff);
-            let mat = &mut self.mats[m];
+            coded.push((self.intern(&coeff), raw));
+        }
+        coded.sort_unstable();
+        let mat = &mut self.mats[m];
+        for &(code, raw) in &coded {
             mat.cols.push(raw);
             mat.codes.push(code);
         }
+        self.coded = coded;
         self.scratch = scratch;
     }
 
@@ -410,7 +422,7 @@ impl R1csBuilder {
         };
         let pce = Pce::from_parts(
             shape,
-            CoeffTable(table),
+            CoeffTable::new(table),
             [a, b, c],
             Densities {
                 a_input,

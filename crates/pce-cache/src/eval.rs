@@ -4,7 +4,7 @@ use bls12_381::Scalar;
 use ff::Field;
 use rayon::prelude::*;
 
-use crate::storage::{Codes, Matrix, LONG_ROW, ROW_BLOCK};
+use crate::storage::{Codes, CoeffTable, Matrix, LONG_ROW, ROW_BLOCK};
 use crate::{Pce, PceError};
 
 /// Row blocks handed to one rayon task at least: enough work to amortise scheduling.
@@ -69,7 +69,7 @@ impl<K: Code> View<'_, K> {
         &self,
         blk: usize,
         w: Wit<'_>,
-        table: &[Scalar],
+        table: &CoeffTable,
         out: &mut [T],
         convert: &(impl Fn(Scalar) -> T + Sync),
     ) {
@@ -83,18 +83,46 @@ impl<K: Code> View<'_, K> {
                 li += 1;
             }
             let end = p + len;
+            // Terms are grouped by code: sum each group, then apply its coefficient once.
             let mut acc = Scalar::ZERO;
+            let mut run = Scalar::ZERO;
+            let mut run_code = 0;
             for (&col, &code) in self.cols[p..end].iter().zip(&self.codes[p..end]) {
-                let v = w.get(col);
-                match code.idx() {
-                    0 => acc += v,
-                    1 => acc -= v,
-                    i => acc += v * table[i],
+                let code = code.idx();
+                if code != run_code {
+                    apply(&mut acc, run, run_code, table);
+                    run = Scalar::ZERO;
+                    run_code = code;
                 }
+                run += w.get(col);
             }
+            apply(&mut acc, run, run_code, table);
             p = end;
             *slot = convert(acc);
         }
+    }
+}
+
+/// `acc += coefficient(code) · run`: no multiplication for ±1, doublings for small ±2^k.
+#[inline(always)]
+fn apply(acc: &mut Scalar, run: Scalar, code: usize, table: &CoeffTable) {
+    match code {
+        0 => *acc += run,
+        1 => *acc -= run,
+        i => match table.pow2[i] {
+            0 => *acc += run * table.scalars[i],
+            k => {
+                let mut x = run;
+                for _ in 0..k.unsigned_abs() {
+                    x = x.double();
+                }
+                if k > 0 {
+                    *acc += x
+                } else {
+                    *acc -= x
+                }
+            }
+        },
     }
 }
 
@@ -172,7 +200,7 @@ impl Pce {
         let start = std::time::Instant::now();
         let n_rows = self.shape().n_rows as usize;
         let w = Wit { inputs, aux };
-        let table = &self.table.0[..];
+        let table = &self.table;
         let [ma, mb, mc] = &self.mats;
         let AbcMut { a, b, c } = out;
         let (a, a_pad) = a.split_at_mut(n_rows);
@@ -212,7 +240,7 @@ impl Pce {
         self.check_out("output buffer length", out.len())?;
         let n_rows = self.shape().n_rows as usize;
         let w = Wit { inputs, aux };
-        let table = &self.table.0[..];
+        let table = &self.table;
         let (out, pad) = out.split_at_mut(n_rows);
         let v = any_view(&self.mats[which.index()]);
         out.par_chunks_mut(ROW_BLOCK)
@@ -230,7 +258,7 @@ impl Pce {
         let n_rows = self.shape().n_rows as usize;
         let n_blocks = n_rows.div_ceil(ROW_BLOCK);
         let w = Wit { inputs, aux };
-        let table = &self.table.0[..];
+        let table = &self.table;
         let [ma, mb, mc] = &self.mats;
         let failing = with_view3(ma, mb, mc, |va, vb, vc| {
             (0..n_blocks).into_par_iter().find_map_first(|blk| {
@@ -278,7 +306,7 @@ impl AnyView<'_> {
         &self,
         blk: usize,
         w: Wit<'_>,
-        table: &[Scalar],
+        table: &CoeffTable,
         out: &mut [T],
         convert: &(impl Fn(Scalar) -> T + Sync),
     ) {
@@ -289,7 +317,7 @@ impl AnyView<'_> {
         }
     }
 
-    fn eval_scalars(&self, blk: usize, w: Wit<'_>, table: &[Scalar], out: &mut [Scalar]) {
+    fn eval_scalars(&self, blk: usize, w: Wit<'_>, table: &CoeffTable, out: &mut [Scalar]) {
         self.eval_dyn(blk, w, table, out, &|s| s)
     }
 }

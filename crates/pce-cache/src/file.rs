@@ -578,7 +578,7 @@ fn parse(
     };
     let pce = Pce {
         shape,
-        table: CoeffTable(table),
+        table: CoeffTable::new(table),
         table_bytes,
         mats: [a, b, c],
         dens: Densities {
@@ -602,7 +602,7 @@ pub(crate) fn validate(pce: &Pce, path: &Path) -> Result<(), PceError> {
     let n_rows = shape.n_rows as usize;
     let n_blocks = n_rows.div_ceil(ROW_BLOCK);
     let n_cols = shape.n_columns();
-    let n_table = pce.table.0.len();
+    let n_table = pce.table.len();
     for (mi, m) in pce.mats.iter().enumerate() {
         let base = 1 + mi * PER_MATRIX;
         let bad = |part: usize, index: u64, reason: String| {
@@ -997,7 +997,7 @@ mod tests {
             let shape = bad.shape;
             let bad = Pce::from_parts(
                 shape,
-                CoeffTable(bad.table.0.clone()),
+                CoeffTable::new(bad.table.scalars.clone()),
                 std::mem::replace(&mut bad.mats, fresh_mats()),
                 std::mem::replace(&mut bad.dens, fresh_dens()),
             );

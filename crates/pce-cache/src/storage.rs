@@ -254,5 +254,40 @@ impl Shape {
     }
 }
 
+/// Largest k for which ±2^k is applied by doublings rather than a multiplication
+/// (a doubling costs about a fifth of a Montgomery multiplication).
+const MAX_POW2_DOUBLINGS: u32 = 4;
+
 /// Coefficient table (entry 0 is +1, entry 1 is -1) kept in memory: it is small.
-pub(crate) struct CoeffTable(pub(crate) Vec<Scalar>);
+pub(crate) struct CoeffTable {
+    pub(crate) scalars: Vec<Scalar>,
+    /// Per entry: k > 0 when the entry is 2^k, -k when it is -2^k (1 <= k <= 4), else 0.
+    pub(crate) pow2: Vec<i8>,
+}
+
+impl CoeffTable {
+    pub(crate) fn new(scalars: Vec<Scalar>) -> Self {
+        let pow2 = scalars
+            .iter()
+            .map(|c| {
+                (1..=MAX_POW2_DOUBLINGS)
+                    .find_map(|k| {
+                        let p = Scalar::from(1u64 << k);
+                        if *c == p {
+                            Some(k as i8)
+                        } else if *c == -p {
+                            Some(-(k as i8))
+                        } else {
+                            None
+                        }
+                    })
+                    .unwrap_or(0)
+            })
+            .collect();
+        CoeffTable { scalars, pow2 }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.scalars.len()
+    }
+}
