@@ -50,7 +50,13 @@ pub enum Section {
 
 impl Section {
     /// The five bulk sections after the verifying key, in file order.
-    pub const BULK: [Section; 5] = [Section::H, Section::L, Section::A, Section::BG1, Section::BG2];
+    pub const BULK: [Section; 5] = [
+        Section::H,
+        Section::L,
+        Section::A,
+        Section::BG1,
+        Section::BG2,
+    ];
 
     /// The field name used in reports.
     pub fn name(self) -> &'static str {
@@ -72,7 +78,10 @@ impl Section {
 
     /// Whether the section holds G2 points.
     pub fn is_g2(self) -> bool {
-        matches!(self, Section::BetaG2 | Section::GammaG2 | Section::DeltaG2 | Section::BG2)
+        matches!(
+            self,
+            Section::BetaG2 | Section::GammaG2 | Section::DeltaG2 | Section::BG2
+        )
     }
 
     /// Encoded bytes per point of this section.
@@ -182,7 +191,10 @@ impl ParamsLayout {
     /// (returns `None` when it cannot read at that offset). All arithmetic is checked.
     pub fn walk(file_bytes: u64, mut read_count: impl FnMut(u64) -> Option<u32>) -> Result<Self> {
         let mut offset = 0u64;
-        if let Some((section, at)) = VK_FIXED.iter().find(|(s, at)| at + s.point_bytes() > file_bytes) {
+        if let Some((section, at)) = VK_FIXED
+            .iter()
+            .find(|(s, at)| at + s.point_bytes() > file_bytes)
+        {
             return Err(SrsError::HeaderTruncated {
                 section: *section,
                 offset: *at,
@@ -193,11 +205,14 @@ impl ParamsLayout {
         offset += VK_FIXED_BYTES;
         let mut span = |section: Section, offset: &mut u64| -> Result<SectionSpan> {
             let count_offset = *offset;
-            let header_end = count_offset.checked_add(COUNT_BYTES).ok_or(SrsError::CountOverflow {
-                section,
-                offset: count_offset,
-                n_points: 0,
-            })?;
+            let header_end =
+                count_offset
+                    .checked_add(COUNT_BYTES)
+                    .ok_or(SrsError::CountOverflow {
+                        section,
+                        offset: count_offset,
+                        n_points: 0,
+                    })?;
             if header_end > file_bytes {
                 return Err(SrsError::HeaderTruncated {
                     section,
@@ -212,13 +227,21 @@ impl ParamsLayout {
                 needed_bytes: COUNT_BYTES,
                 file_bytes,
             })?;
-            let overflow = SrsError::CountOverflow { section, offset: count_offset, n_points };
-            let needed_bytes = u64::from(n_points).checked_mul(section.point_bytes()).ok_or(overflow)?;
-            let end = header_end.checked_add(needed_bytes).ok_or(SrsError::CountOverflow {
+            let overflow = SrsError::CountOverflow {
                 section,
                 offset: count_offset,
                 n_points,
-            })?;
+            };
+            let needed_bytes = u64::from(n_points)
+                .checked_mul(section.point_bytes())
+                .ok_or(overflow)?;
+            let end = header_end
+                .checked_add(needed_bytes)
+                .ok_or(SrsError::CountOverflow {
+                    section,
+                    offset: count_offset,
+                    n_points,
+                })?;
             if end > file_bytes {
                 return Err(SrsError::SectionTruncated {
                     section,
@@ -230,10 +253,18 @@ impl ParamsLayout {
             }
             // The loader indexes host memory with usize; refuse what cannot be addressed.
             if usize::try_from(needed_bytes).is_err() {
-                return Err(SrsError::CountOverflow { section, offset: count_offset, n_points });
+                return Err(SrsError::CountOverflow {
+                    section,
+                    offset: count_offset,
+                    n_points,
+                });
             }
             *offset = end;
-            Ok(SectionSpan { section, count_offset, n_points })
+            Ok(SectionSpan {
+                section,
+                count_offset,
+                n_points,
+            })
         };
         let ic = span(Section::Ic, &mut offset)?;
         let mut bulk = [ic; 5];
@@ -241,9 +272,16 @@ impl ParamsLayout {
             *slot = span(section, &mut offset)?;
         }
         if offset != file_bytes {
-            return Err(SrsError::TrailingBytes { expected_bytes: offset, file_bytes });
+            return Err(SrsError::TrailingBytes {
+                expected_bytes: offset,
+                file_bytes,
+            });
         }
-        Ok(ParamsLayout { file_bytes, ic, bulk })
+        Ok(ParamsLayout {
+            file_bytes,
+            ic,
+            bulk,
+        })
     }
 
     /// Total length of the file.
@@ -300,7 +338,11 @@ impl ParamsLayout {
             let found = self.span(section).map_or(0, |s| s.n_points());
             if let Some(expected) = want {
                 if expected != found {
-                    return Err(SrsError::ExpectedSizeMismatch { section, expected, found });
+                    return Err(SrsError::ExpectedSizeMismatch {
+                        section,
+                        expected,
+                        found,
+                    });
                 }
             }
         }
@@ -315,7 +357,14 @@ mod tests {
     /// Builds a file image with the given counts and zeroed point bytes.
     fn image(counts: [u32; 6]) -> Vec<u8> {
         let mut v = vec![0u8; VK_FIXED_BYTES as usize];
-        let sections = [Section::Ic, Section::H, Section::L, Section::A, Section::BG1, Section::BG2];
+        let sections = [
+            Section::Ic,
+            Section::H,
+            Section::L,
+            Section::A,
+            Section::BG1,
+            Section::BG2,
+        ];
         for (n, s) in counts.iter().zip(sections) {
             v.extend_from_slice(&n.to_be_bytes());
             v.resize(v.len() + (*n as usize) * s.point_bytes() as usize, 0);
@@ -347,7 +396,11 @@ mod tests {
         bytes.resize(n + 2 * 96, 0);
         assert!(matches!(
             ParamsLayout::parse(&bytes),
-            Err(SrsError::SectionTruncated { section: Section::BG2, needed_bytes: 384, .. })
+            Err(SrsError::SectionTruncated {
+                section: Section::BG2,
+                needed_bytes: 384,
+                ..
+            })
         ));
     }
 
@@ -357,7 +410,10 @@ mod tests {
         for len in 0..bytes.len() {
             let err = ParamsLayout::parse(&bytes[..len]).unwrap_err();
             assert!(
-                matches!(err, SrsError::HeaderTruncated { .. } | SrsError::SectionTruncated { .. }),
+                matches!(
+                    err,
+                    SrsError::HeaderTruncated { .. } | SrsError::SectionTruncated { .. }
+                ),
                 "len {len}: {err}"
             );
         }
@@ -367,22 +423,47 @@ mod tests {
     fn trailing_bytes_and_huge_counts() {
         let mut bytes = image([1, 1, 1, 1, 1, 1]);
         bytes.push(0);
-        assert!(matches!(ParamsLayout::parse(&bytes), Err(SrsError::TrailingBytes { .. })));
+        assert!(matches!(
+            ParamsLayout::parse(&bytes),
+            Err(SrsError::TrailingBytes { .. })
+        ));
         let mut bytes = image([0, 0, 0, 0, 0, 0]);
         let at = VK_FIXED_BYTES as usize + 4; // h count
         bytes[at..at + 4].copy_from_slice(&u32::MAX.to_be_bytes());
         let err = ParamsLayout::parse(&bytes).unwrap_err();
-        assert!(matches!(err, SrsError::SectionTruncated { section: Section::H, n_points: u32::MAX, .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                SrsError::SectionTruncated {
+                    section: Section::H,
+                    n_points: u32::MAX,
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]
     fn expected_sizes() {
         let layout = ParamsLayout::parse(&image([1, 2, 3, 4, 5, 6])).unwrap();
-        assert!(layout.check_expected(&ExpectedSizes { n_l: Some(3), ..Default::default() }).is_ok());
-        let err = layout.check_expected(&ExpectedSizes { n_b_g2: Some(7), ..Default::default() });
+        assert!(layout
+            .check_expected(&ExpectedSizes {
+                n_l: Some(3),
+                ..Default::default()
+            })
+            .is_ok());
+        let err = layout.check_expected(&ExpectedSizes {
+            n_b_g2: Some(7),
+            ..Default::default()
+        });
         assert!(matches!(
             err,
-            Err(SrsError::ExpectedSizeMismatch { section: Section::BG2, expected: 7, found: 6 })
+            Err(SrsError::ExpectedSizeMismatch {
+                section: Section::BG2,
+                expected: 7,
+                found: 6
+            })
         ));
     }
 }

@@ -39,7 +39,9 @@ impl FromStr for PointCheck {
             "none" => Ok(PointCheck::None),
             "curve" => Ok(PointCheck::Curve),
             "full" => Ok(PointCheck::Full),
-            other => Err(format!("unknown check {other:?}, expected none, curve or full")),
+            other => Err(format!(
+                "unknown check {other:?}, expected none, curve or full"
+            )),
         }
     }
 }
@@ -259,7 +261,10 @@ pub struct ParamsFile {
 }
 
 fn io_err(path: &Path, source: std::io::Error) -> SrsError {
-    SrsError::Io { path: path.to_path_buf(), source }
+    SrsError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 impl ParamsFile {
@@ -275,7 +280,12 @@ impl ParamsFile {
         // above excludes (the same assumption every `.params` loader makes).
         let map = unsafe { Mmap::map(&file) }.map_err(|e| io_err(path, e))?;
         let layout = ParamsLayout::parse(&map)?;
-        Ok(ParamsFile { path: path.to_path_buf(), file, map, layout })
+        Ok(ParamsFile {
+            path: path.to_path_buf(),
+            file,
+            map,
+            layout,
+        })
     }
 
     /// The validated layout.
@@ -291,11 +301,12 @@ impl ParamsFile {
     /// What a load with these options would charge.
     pub fn plan(&self, options: &LoadOptions) -> LoadPlan {
         let vk_bytes = (3 * 96 + 3 * 192) + u64::from(self.layout.ic().n_points()) * 96;
-        // One window of mapped pages, plus a page either side from rounding to page bounds.
+        // Two windows of mapped pages (the one converted and the one prefetched), plus a
+        // page either side of each from rounding to page bounds.
         let window = effective_chunk_bytes(options.chunk_bytes, 192).min(self.layout.file_bytes());
         LoadPlan {
             destination_bytes: self.layout.loaded_bulk_bytes() + vk_bytes,
-            transient_bytes: window + 2 * page_size(),
+            transient_bytes: 2 * window + 4 * page_size(),
         }
     }
 
@@ -307,12 +318,26 @@ impl ParamsFile {
         };
         let g1 = |i: usize| -> Result<G1AffineRepr> {
             let mut out = [G1AffineRepr::default()];
-            convert_points::<G1Kind>(fixed(i), &mut out, VK_FIXED[i].0, 0, VK_FIXED[i].1, PointCheck::Full)?;
+            convert_points::<G1Kind>(
+                fixed(i),
+                &mut out,
+                VK_FIXED[i].0,
+                0,
+                VK_FIXED[i].1,
+                PointCheck::Full,
+            )?;
             Ok(out[0])
         };
         let g2 = |i: usize| -> Result<G2AffineRepr> {
             let mut out = [G2AffineRepr::default()];
-            convert_points::<G2Kind>(fixed(i), &mut out, VK_FIXED[i].0, 0, VK_FIXED[i].1, PointCheck::Full)?;
+            convert_points::<G2Kind>(
+                fixed(i),
+                &mut out,
+                VK_FIXED[i].0,
+                0,
+                VK_FIXED[i].1,
+                PointCheck::Full,
+            )?;
             Ok(out[0])
         };
         let ic_span = self.layout.ic();
@@ -359,14 +384,22 @@ impl ParamsFile {
         let label = format!("srs {}", self.path.display());
         let reservation = budget
             .try_reserve(plan.peak_bytes(), Category::Srs, label.clone())
-            .map_err(|source| SrsError::Budget { requested_bytes: plan.peak_bytes(), label, source })?;
+            .map_err(|source| SrsError::Budget {
+                requested_bytes: plan.peak_bytes(),
+                label,
+                source,
+            })?;
         self.load_reserved(reservation, options)
     }
 
     /// Loads into memory already charged by `reservation`, which must cover the plan's peak.
     /// On success the reservation is shrunk to the steady size and kept by the result; on
     /// error it is dropped, returning everything it held.
-    pub fn load_reserved(&self, mut reservation: Reservation, options: &LoadOptions) -> Result<LoadedParams> {
+    pub fn load_reserved(
+        &self,
+        mut reservation: Reservation,
+        options: &LoadOptions,
+    ) -> Result<LoadedParams> {
         self.layout.check_expected(&options.expected)?;
         check_destination(options.destination)?;
         let plan = self.plan(options);
@@ -409,7 +442,11 @@ impl ParamsFile {
         })
     }
 
-    fn load_section<K: PointKind>(&self, span: SectionSpan, options: &LoadOptions) -> Result<Vec<K::Repr>> {
+    fn load_section<K: PointKind>(
+        &self,
+        span: SectionSpan,
+        options: &LoadOptions,
+    ) -> Result<Vec<K::Repr>> {
         let n = span.n_points() as usize;
         let mut out = alloc_host::<K::Repr>(n).ok_or(SrsError::Alloc {
             section: span.section(),
@@ -420,7 +457,9 @@ impl ParamsFile {
     }
 
     /// Converts a section window by window, into `out` when given (else into a scratch
-    /// window that is discarded: check-only mode).
+    /// window that is discarded: check-only mode). While window k is converted on the rayon
+    /// pool, a helper thread faults in window k+1 (file pages and destination pages), so
+    /// the kernel work overlaps the conversion; at most two windows are mapped at a time.
     fn stream<K: PointKind>(
         &self,
         span: SectionSpan,
@@ -429,33 +468,71 @@ impl ParamsFile {
         options: &LoadOptions,
     ) -> Result<()> {
         let point_bytes = K::BYTES as u64;
-        let per_window = (effective_chunk_bytes(options.chunk_bytes, point_bytes) / point_bytes) as usize;
+        let per_window =
+            (effective_chunk_bytes(options.chunk_bytes, point_bytes) / point_bytes) as usize;
         let n = span.n_points() as usize;
-        let mut scratch = Vec::new();
-        let mut start = 0usize;
-        while start < n {
-            let end = (start + per_window).min(n);
+        let byte_range = |start: usize, end: usize| -> (usize, usize) {
             let from = (span.data_offset() + start as u64 * point_bytes) as usize;
             let to = (span.data_offset() + end as u64 * point_bytes) as usize;
-            // Fault the window in with one call rather than a page fault per 4 KiB; older
-            // kernels lack POPULATE_READ, so fall back to read-ahead.
-            if self.map.advise_range(Advice::PopulateRead, from, to - from).is_err() {
-                let _ = self.map.advise_range(Advice::WillNeed, from, to - from);
-            }
-            let dst: &mut [K::Repr] = match out.as_deref_mut() {
-                Some(o) => &mut o[start..end],
+            (from, to)
+        };
+        let windows: Vec<(usize, usize)> = (0..n)
+            .step_by(per_window.max(1))
+            .map(|s| (s, (s + per_window).min(n)))
+            .collect();
+        let mut scratch = Vec::new();
+        if let Some(&(s, e)) = windows.first() {
+            let (from, to) = byte_range(s, e);
+            self.populate_source(from, to - from);
+        }
+        for (k, &(start, end)) in windows.iter().enumerate() {
+            let next = windows.get(k + 1).copied();
+            let (from, to) = byte_range(start, end);
+            let (dst, dst_next): (&mut [K::Repr], &mut [K::Repr]) = match out.as_deref_mut() {
+                Some(o) => {
+                    let (head, tail) = o.split_at_mut(end);
+                    let next_len = next.map_or(0, |(s, e)| e - s);
+                    (&mut head[start..], &mut tail[..next_len])
+                }
                 None => {
                     scratch.clear();
                     scratch.resize(end - start, K::Repr::default());
-                    &mut scratch[..]
+                    (&mut scratch[..], &mut [][..])
                 }
             };
-            let res = convert_points::<K>(&self.map[from..to], dst, span.section(), start as u64, from as u64, check);
+            let res = std::thread::scope(|scope| {
+                if let Some((ns, ne)) = next {
+                    let (nfrom, nto) = byte_range(ns, ne);
+                    scope.spawn(move || {
+                        self.populate_source(nfrom, nto - nfrom);
+                        populate_destination(dst_next);
+                    });
+                }
+                convert_points::<K>(
+                    &self.map[from..to],
+                    dst,
+                    span.section(),
+                    start as u64,
+                    from as u64,
+                    check,
+                )
+            });
             self.release_window(from, to - from, options.page_cache);
             res?;
-            start = end;
         }
         Ok(())
+    }
+
+    /// Maps a window of the file in with one call rather than a page fault per page; older
+    /// kernels lack POPULATE_READ, so fall back to read-ahead.
+    fn populate_source(&self, offset: usize, len: usize) {
+        if self
+            .map
+            .advise_range(Advice::PopulateRead, offset, len)
+            .is_err()
+        {
+            let _ = self.map.advise_range(Advice::WillNeed, offset, len);
+        }
     }
 
     /// Drops the window's pages from our address space (and optionally the page cache).
@@ -464,7 +541,10 @@ impl ParamsFile {
         // removes our page-table entries: a later read of the range faults the same file
         // bytes back in from the page cache or disk. No reference into the range outlives
         // the conversion that just finished, and nothing was written through the mapping.
-        let _ = unsafe { self.map.unchecked_advise_range(UncheckedAdvice::DontNeed, offset, len) };
+        let _ = unsafe {
+            self.map
+                .unchecked_advise_range(UncheckedAdvice::DontNeed, offset, len)
+        };
         if page_cache == PageCache::Drop {
             use std::os::fd::AsRawFd;
             // SAFETY: `self.file` is an open descriptor we own for the whole call; fadvise
@@ -513,24 +593,40 @@ fn alloc_host<T: bytemuck::Zeroable + Copy>(n: usize) -> Option<Vec<T>> {
     Some(v)
 }
 
-/// Asks for transparent huge pages on a large destination: 512x fewer page faults while it
-/// is first written (the kernel may ignore the hint).
-fn advise_huge_pages<T>(v: &[T]) {
+/// Faults in the destination pages of the next window ahead of the conversion.
+fn populate_destination<T>(v: &mut [T]) {
+    let Some((ptr, len)) = inner_pages(v) else {
+        return;
+    };
+    // SAFETY: [ptr, ptr + len) is page-aligned and lies inside `v`, which we borrow mutably,
+    // so no other code touches it meanwhile. MADV_POPULATE_WRITE only pre-faults pages
+    // (already-present pages are left as they are), never changing their contents.
+    let _ = unsafe { libc::madvise(ptr, len, libc::MADV_POPULATE_WRITE) };
+}
+
+/// The largest page-aligned range inside `v`, if any.
+fn inner_pages<T>(v: &[T]) -> Option<(*mut libc::c_void, usize)> {
     let len = std::mem::size_of_val(v);
     let page = page_size() as usize;
-    if len < (4 << 20) {
-        return;
-    }
     let start = v.as_ptr() as usize;
     let aligned = start.next_multiple_of(page);
     let usable = (start + len).saturating_sub(aligned) / page * page;
-    if usable == 0 {
+    (usable > 0).then_some((aligned as *mut libc::c_void, usable))
+}
+
+/// Asks for transparent huge pages on a large destination: 512x fewer page faults while it
+/// is first written (the kernel may ignore the hint).
+fn advise_huge_pages<T>(v: &[T]) {
+    if std::mem::size_of_val(v) < (4 << 20) {
         return;
     }
-    // SAFETY: [aligned, aligned + usable) is page-aligned and lies inside the allocation
-    // backing `v`, which is live for the call; MADV_HUGEPAGE changes how the kernel backs
-    // those pages, never their contents.
-    let _ = unsafe { libc::madvise(aligned as *mut libc::c_void, usable, libc::MADV_HUGEPAGE) };
+    let Some((ptr, len)) = inner_pages(v) else {
+        return;
+    };
+    // SAFETY: [ptr, ptr + len) is page-aligned and lies inside the allocation backing `v`,
+    // which is live for the call; MADV_HUGEPAGE changes how the kernel backs those pages,
+    // never their contents.
+    let _ = unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
 }
 
 /// A point group as the loader sees it.
@@ -561,14 +657,17 @@ impl PointKind for G1Kind {
         if check == PointCheck::None {
             return (true, true);
         }
-        let Ok(arr) = <&[u8; 96]>::try_from(bytes) else { return (false, false) };
+        let Ok(arr) = <&[u8; 96]>::try_from(bytes) else {
+            return (false, false);
+        };
         let p = bls12_381::G1Affine::from_uncompressed_unchecked(arr);
         if bool::from(p.is_none()) {
             return (false, false);
         }
         let p = p.unwrap();
         let on_curve = bool::from(p.is_on_curve());
-        let in_subgroup = check != PointCheck::Full || (on_curve && bool::from(p.is_torsion_free()));
+        let in_subgroup =
+            check != PointCheck::Full || (on_curve && bool::from(p.is_torsion_free()));
         (on_curve, in_subgroup)
     }
 }
@@ -587,14 +686,17 @@ impl PointKind for G2Kind {
         if check == PointCheck::None {
             return (true, true);
         }
-        let Ok(arr) = <&[u8; 192]>::try_from(bytes) else { return (false, false) };
+        let Ok(arr) = <&[u8; 192]>::try_from(bytes) else {
+            return (false, false);
+        };
         let p = bls12_381::G2Affine::from_uncompressed_unchecked(arr);
         if bool::from(p.is_none()) {
             return (false, false);
         }
         let p = p.unwrap();
         let on_curve = bool::from(p.is_on_curve());
-        let in_subgroup = check != PointCheck::Full || (on_curve && bool::from(p.is_torsion_free()));
+        let in_subgroup =
+            check != PointCheck::Full || (on_curve && bool::from(p.is_torsion_free()));
         (on_curve, in_subgroup)
     }
 }
@@ -617,16 +719,33 @@ pub(crate) fn convert_points<K: PointKind>(
     let one = |i: usize, bytes: &[u8], out: &mut K::Repr| -> Result<()> {
         let index = first_index + i as u64;
         let offset = first_offset + (i * K::BYTES) as u64;
-        let repr = K::parse(bytes).map_err(|reason| SrsError::BadEncoding { section, index, offset, reason })?;
+        let repr = K::parse(bytes).map_err(|reason| SrsError::BadEncoding {
+            section,
+            index,
+            offset,
+            reason,
+        })?;
         if K::is_identity(&repr) {
-            return Err(SrsError::PointAtInfinity { section, index, offset });
+            return Err(SrsError::PointAtInfinity {
+                section,
+                index,
+                offset,
+            });
         }
         let (on_curve, in_subgroup) = K::check(bytes, check);
         if !on_curve {
-            return Err(SrsError::NotOnCurve { section, index, offset });
+            return Err(SrsError::NotOnCurve {
+                section,
+                index,
+                offset,
+            });
         }
         if !in_subgroup {
-            return Err(SrsError::NotInSubgroup { section, index, offset });
+            return Err(SrsError::NotInSubgroup {
+                section,
+                index,
+                offset,
+            });
         }
         *out = repr;
         Ok(())

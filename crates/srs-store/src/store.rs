@@ -36,7 +36,13 @@ pub enum Tier {
 
 impl Tier {
     /// All tiers, fastest first.
-    pub const ALL: [Tier; 5] = [Tier::Device, Tier::Pinned, Tier::Host, Tier::Mapped, Tier::Disk];
+    pub const ALL: [Tier; 5] = [
+        Tier::Device,
+        Tier::Pinned,
+        Tier::Host,
+        Tier::Mapped,
+        Tier::Disk,
+    ];
 
     /// Lowercase name (metrics label).
     pub fn name(self) -> &'static str {
@@ -76,7 +82,11 @@ pub struct SrsSpec {
 impl SrsSpec {
     /// A spec with default options (host memory, encoding checks only).
     pub fn new(circuit_id: impl Into<String>, path: impl Into<PathBuf>) -> Self {
-        SrsSpec { circuit_id: circuit_id.into(), path: path.into(), options: LoadOptions::default() }
+        SrsSpec {
+            circuit_id: circuit_id.into(),
+            path: path.into(),
+            options: LoadOptions::default(),
+        }
     }
 }
 
@@ -111,7 +121,10 @@ struct Fingerprint {
 }
 
 fn fingerprint(path: &Path) -> Result<Fingerprint> {
-    let m = std::fs::metadata(path).map_err(|source| SrsError::Io { path: path.to_path_buf(), source })?;
+    let m = std::fs::metadata(path).map_err(|source| SrsError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     Ok(Fingerprint {
         dev: m.dev(),
         ino: m.ino(),
@@ -154,7 +167,10 @@ impl std::ops::Deref for SrsHandle {
 
 impl Clone for SrsHandle {
     fn clone(&self) -> Self {
-        SrsHandle { resident: Arc::clone(&self.resident), _hold: self.resident.usage.hold() }
+        SrsHandle {
+            resident: Arc::clone(&self.resident),
+            _hold: self.resident.usage.hold(),
+        }
     }
 }
 
@@ -257,7 +273,9 @@ pub struct SrsStore {
 
 impl std::fmt::Debug for SrsStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SrsStore").field("stats", &self.stats()).finish()
+        f.debug_struct("SrsStore")
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 
@@ -287,18 +305,27 @@ fn evict_idle(inner: &Inner, at_least_bytes: u64) -> u64 {
         let mut st = inner.lock();
         // Host-budget tiers only: device entries are charged to a VRAM budget.
         for tier in [Tier::Host, Tier::Pinned] {
-            let candidates: Vec<String> = st.lru[tier.index()].iter().rev().map(|(k, _)| k.clone()).collect();
+            let candidates: Vec<String> = st.lru[tier.index()]
+                .iter()
+                .rev()
+                .map(|(k, _)| k.clone())
+                .collect();
             for id in candidates {
                 if freed >= at_least_bytes {
                     break;
                 }
-                let Some(entry) = st.entries.get_mut(&id) else { continue };
-                let Slot::Resident(r) = &entry.slot else { continue };
+                let Some(entry) = st.entries.get_mut(&id) else {
+                    continue;
+                };
+                let Slot::Resident(r) = &entry.slot else {
+                    continue;
+                };
                 if !r.usage.is_evictable() {
                     continue;
                 }
                 let file = Arc::clone(&r.file);
-                let Slot::Resident(r) = std::mem::replace(&mut entry.slot, Slot::Mapped(file)) else {
+                let Slot::Resident(r) = std::mem::replace(&mut entry.slot, Slot::Mapped(file))
+                else {
                     continue;
                 };
                 freed += r.params.charged_bytes();
@@ -316,7 +343,9 @@ fn evict_idle(inner: &Inner, at_least_bytes: u64) -> u64 {
 
 fn trim_mapped(st: &mut State, max: usize) {
     while st.lru[Tier::Mapped.index()].len() > max {
-        let Some((id, ())) = st.lru[Tier::Mapped.index()].pop_lru() else { break };
+        let Some((id, ())) = st.lru[Tier::Mapped.index()].pop_lru() else {
+            break;
+        };
         if let Some(e) = st.entries.get_mut(&id) {
             e.slot = Slot::Disk;
         }
@@ -337,10 +366,15 @@ impl SrsStore {
         let inner = Arc::new(Inner {
             budget: budget.clone(),
             config,
-            state: Mutex::new(State { entries: HashMap::new(), lru: std::array::from_fn(|_| LruCache::unbounded()) }),
+            state: Mutex::new(State {
+                entries: HashMap::new(),
+                lru: std::array::from_fn(|_| LruCache::unbounded()),
+            }),
             registration: OnceLock::new(),
         });
-        let evictor: Arc<dyn Evictor> = Arc::new(StoreEvictor { inner: Arc::downgrade(&inner) });
+        let evictor: Arc<dyn Evictor> = Arc::new(StoreEvictor {
+            inner: Arc::downgrade(&inner),
+        });
         let _ = inner.registration.set(budget.register_evictor(evictor));
         SrsStore { inner }
     }
@@ -363,7 +397,10 @@ impl SrsStore {
                             let hold = r.usage.hold();
                             st.lru[r.tier.index()].promote(id);
                             crate::metrics::hit();
-                            return Ok(SrsHandle { resident: r, _hold: hold });
+                            return Ok(SrsHandle {
+                                resident: r,
+                                _hold: hold,
+                            });
                         }
                         Slot::Loading(f) => {
                             let f = Arc::clone(f);
@@ -372,11 +409,15 @@ impl SrsStore {
                             return match f.wait() {
                                 Ok(r) => {
                                     let hold = r.usage.hold();
-                                    Ok(SrsHandle { resident: r, _hold: hold })
+                                    Ok(SrsHandle {
+                                        resident: r,
+                                        _hold: hold,
+                                    })
                                 }
-                                Err(reason) => {
-                                    Err(SrsError::ConcurrentLoadFailed { circuit_id: id.to_string(), reason })
-                                }
+                                Err(reason) => Err(SrsError::ConcurrentLoadFailed {
+                                    circuit_id: id.to_string(),
+                                    reason,
+                                }),
                             };
                         }
                         Slot::Mapped(f) => reuse_file = Some(Arc::clone(f)),
@@ -388,7 +429,11 @@ impl SrsStore {
             let flight = Arc::new(Flight::default());
             st.entries.insert(
                 id.to_string(),
-                Entry { path: spec.path.clone(), fingerprint: fp, slot: Slot::Loading(Arc::clone(&flight)) },
+                Entry {
+                    path: spec.path.clone(),
+                    fingerprint: fp,
+                    slot: Slot::Loading(Arc::clone(&flight)),
+                },
             );
             st.set_tier(id, None);
             (flight, reuse_file)
@@ -408,7 +453,10 @@ impl SrsStore {
                     st.set_tier(id, Some(resident.tier));
                 }
                 flight.finish(Ok(Arc::clone(&resident)));
-                Ok(SrsHandle { resident, _hold: hold })
+                Ok(SrsHandle {
+                    resident,
+                    _hold: hold,
+                })
             }
             Err(err) => {
                 if still_ours {
@@ -423,7 +471,11 @@ impl SrsStore {
         result
     }
 
-    fn load_entry(&self, spec: &SrsSpec, reuse_file: Option<Arc<ParamsFile>>) -> Result<Arc<Resident>> {
+    fn load_entry(
+        &self,
+        spec: &SrsSpec,
+        reuse_file: Option<Arc<ParamsFile>>,
+    ) -> Result<Arc<Resident>> {
         crate::load::check_destination(spec.options.destination)?;
         let file = match reuse_file {
             Some(f) => f,
@@ -435,8 +487,17 @@ impl SrsStore {
         let reservation = self
             .inner
             .budget
-            .reserve(plan.peak_bytes(), Category::Srs, label.clone(), self.inner.config.reserve_timeout)
-            .map_err(|source| SrsError::Budget { requested_bytes: plan.peak_bytes(), label, source })?;
+            .reserve(
+                plan.peak_bytes(),
+                Category::Srs,
+                label.clone(),
+                self.inner.config.reserve_timeout,
+            )
+            .map_err(|source| SrsError::Budget {
+                requested_bytes: plan.peak_bytes(),
+                label,
+                source,
+            })?;
         let params = file.load_reserved(reservation, &spec.options)?;
         Ok(Arc::new(Resident {
             tier: Tier::of(params.destination()),
@@ -460,7 +521,9 @@ impl SrsStore {
             let entry = st
                 .entries
                 .get_mut(circuit_id)
-                .ok_or_else(|| SrsError::UnknownCircuit { circuit_id: circuit_id.to_string() })?;
+                .ok_or_else(|| SrsError::UnknownCircuit {
+                    circuit_id: circuit_id.to_string(),
+                })?;
             let next = match (&entry.slot, to_disk) {
                 (Slot::Loading(_), _) => return Ok(0),
                 (_, true) => Slot::Disk,
@@ -468,7 +531,11 @@ impl SrsStore {
                 (Slot::Mapped(f), false) => Slot::Mapped(Arc::clone(f)),
                 (Slot::Disk, false) => Slot::Disk,
             };
-            let tier = if matches!(next, Slot::Disk) { Tier::Disk } else { Tier::Mapped };
+            let tier = if matches!(next, Slot::Disk) {
+                Tier::Disk
+            } else {
+                Tier::Mapped
+            };
             let old = std::mem::replace(&mut entry.slot, next);
             st.set_tier(circuit_id, Some(tier));
             trim_mapped(&mut st, self.inner.config.max_mapped_entries);
@@ -528,7 +595,10 @@ impl SrsStore {
     /// Bytes per tier and entry count.
     pub fn stats(&self) -> StoreStats {
         let st = self.inner.lock();
-        StoreStats { tier_bytes: st.tier_bytes(), n_entries: st.entries.len() }
+        StoreStats {
+            tier_bytes: st.tier_bytes(),
+            n_entries: st.entries.len(),
+        }
     }
 
     /// Bytes held in one tier.

@@ -24,7 +24,11 @@ struct Valid {
 
 impl Valid {
     fn new(rng: &mut StdRng) -> Valid {
-        let params = generate(rng.random(), rng.random_range(1..4), rng.random_range(4..24));
+        let params = generate(
+            rng.random(),
+            rng.random_range(1..4),
+            rng.random_range(4..24),
+        );
         let bytes = to_bytes(&params);
         let mut spans = Vec::new();
         let mut at = 3 * 96 + 3 * 192;
@@ -63,7 +67,12 @@ impl Valid {
 
 /// Loads `bytes` with `options`, asserts the error matches, that nothing stays charged, and
 /// that `srs-inspect` (same check mode) exits 1 with one line naming `section` and an offset.
-fn check(bytes: &[u8], options: LoadOptions, matches: impl Fn(&SrsError) -> bool, section: Option<Section>) {
+fn check(
+    bytes: &[u8],
+    options: LoadOptions,
+    matches: impl Fn(&SrsError) -> bool,
+    section: Option<Section>,
+) {
     let dir = TempDir::new("corrupt");
     let path = dir.write("bad.params", bytes);
     let budget = Budget::fixed(GIB);
@@ -75,7 +84,10 @@ fn check(bytes: &[u8], options: LoadOptions, matches: impl Fn(&SrsError) -> bool
     assert!(!msg.contains('\n'), "one-line message: {msg}");
 
     if let Some(section) = section {
-        assert!(msg.contains(section.name()), "message names {section}: {msg}");
+        assert!(
+            msg.contains(section.name()),
+            "message names {section}: {msg}"
+        );
         assert!(msg.contains("offset"), "message names an offset: {msg}");
         let check = match options.check {
             PointCheck::None => "none",
@@ -87,15 +99,25 @@ fn check(bytes: &[u8], options: LoadOptions, matches: impl Fn(&SrsError) -> bool
             .args(["--check", check])
             .output()
             .expect("run srs-inspect");
-        assert_eq!(out.status.code(), Some(1), "srs-inspect exit status for: {msg}");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "srs-inspect exit status for: {msg}"
+        );
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(stdout.lines().count(), 1, "one line: {stdout}");
-        assert!(stdout.contains(section.name()) && stdout.contains("offset"), "{stdout}");
+        assert!(
+            stdout.contains(section.name()) && stdout.contains("offset"),
+            "{stdout}"
+        );
     }
 }
 
 fn opts(check: PointCheck) -> LoadOptions {
-    LoadOptions { check, ..LoadOptions::default() }
+    LoadOptions {
+        check,
+        ..LoadOptions::default()
+    }
 }
 
 #[test]
@@ -126,13 +148,27 @@ fn shorter_than_its_header() {
     let v = Valid::new(&mut rng);
     // Inside the fixed verifying-key points.
     let cut = rng.random_range(0..864);
-    check(&v.bytes[..cut], opts(PointCheck::None), |e| matches!(e, SrsError::HeaderTruncated { .. }), None);
+    check(
+        &v.bytes[..cut],
+        opts(PointCheck::None),
+        |e| matches!(e, SrsError::HeaderTruncated { .. }),
+        None,
+    );
     // Inside the ic count.
     let cut = rng.random_range(864..868);
     check(
         &v.bytes[..cut],
         opts(PointCheck::None),
-        |e| matches!(e, SrsError::HeaderTruncated { section: Section::Ic, offset: 864, .. }),
+        |e| {
+            matches!(
+                e,
+                SrsError::HeaderTruncated {
+                    section: Section::Ic,
+                    offset: 864,
+                    ..
+                }
+            )
+        },
         Some(Section::Ic),
     );
     // Inside a later count.
@@ -170,7 +206,15 @@ fn lengths_that_disagree_with_counts() {
     check(
         &b,
         opts(PointCheck::None),
-        |e| matches!(e, SrsError::SectionTruncated { section: Section::BG2, .. }),
+        |e| {
+            matches!(
+                e,
+                SrsError::SectionTruncated {
+                    section: Section::BG2,
+                    ..
+                }
+            )
+        },
         Some(Section::BG2),
     );
 }
@@ -180,7 +224,14 @@ fn counts_that_overflow() {
     let seed = seed();
     let mut rng = rng(seed);
     let v = Valid::new(&mut rng);
-    for s in [Section::Ic, Section::H, Section::L, Section::A, Section::BG1, Section::BG2] {
+    for s in [
+        Section::Ic,
+        Section::H,
+        Section::L,
+        Section::A,
+        Section::BG1,
+        Section::BG2,
+    ] {
         let mut b = v.bytes.clone();
         let (at, _, _) = v.span(s);
         let n = rng.random_range(u32::MAX - 1000..=u32::MAX);
@@ -199,11 +250,12 @@ fn bad_flag_bits_and_unreduced_coordinates() {
     let seed = seed();
     let mut rng = rng(seed);
     let v = Valid::new(&mut rng);
-    let cases: [(Section, fn(&mut [u8])); 4] = [
-        (Section::H, |p| p[0] |= 0x80),                 // compression flag
-        (Section::BG2, |p| p[0] |= 0x20),               // sort flag
-        (Section::L, |p| p[0] |= 0x40),                 // infinity flag with a payload
-        (Section::BG1, |p| p[..48].fill(0x1f)),         // x >= p (flags clear)
+    type Corrupt = fn(&mut [u8]);
+    let cases: [(Section, Corrupt); 4] = [
+        (Section::H, |p| p[0] |= 0x80),         // compression flag
+        (Section::BG2, |p| p[0] |= 0x20),       // sort flag
+        (Section::L, |p| p[0] |= 0x40),         // infinity flag with a payload
+        (Section::BG1, |p| p[..48].fill(0x1f)), // x >= p (flags clear)
     ];
     for (s, corrupt) in cases {
         let (i, off) = v.random_point(&mut rng, s);
@@ -267,12 +319,28 @@ fn off_curve_points() {
         let dir = TempDir::new("offcurve-none");
         let path = dir.write("p.params", &b);
         let budget = Budget::fixed(GIB);
-        ParamsFile::open(&path).unwrap().load(&budget, &opts(PointCheck::None)).expect("none mode skips the curve check");
+        ParamsFile::open(&path)
+            .unwrap()
+            .load(&budget, &opts(PointCheck::None))
+            .expect("none mode skips the curve check");
     }
     // The verifying key is always fully checked.
     let mut b = v.bytes.clone();
     b[95] ^= 1;
-    check(&b, opts(PointCheck::None), |e| matches!(e, SrsError::NotOnCurve { section: Section::AlphaG1, .. }), Some(Section::AlphaG1));
+    check(
+        &b,
+        opts(PointCheck::None),
+        |e| {
+            matches!(
+                e,
+                SrsError::NotOnCurve {
+                    section: Section::AlphaG1,
+                    ..
+                }
+            )
+        },
+        Some(Section::AlphaG1),
+    );
 }
 
 /// An on-curve G1 point outside the prime-order subgroup, from a random x.
@@ -334,7 +402,10 @@ fn points_outside_the_subgroup_in_full_mode() {
         // Curve mode accepts it (it is on the curve).
         let dir = TempDir::new("subgroup-curve");
         let path = dir.write("p.params", &b);
-        ParamsFile::open(&path).unwrap().load(&Budget::fixed(GIB), &opts(PointCheck::Curve)).expect("on curve");
+        ParamsFile::open(&path)
+            .unwrap()
+            .load(&Budget::fixed(GIB), &opts(PointCheck::Curve))
+            .expect("on curve");
     }
 }
 
@@ -347,7 +418,11 @@ fn expected_size_mismatch() {
     let (_, n_ic, _) = v.span(Section::Ic);
     let wrong = n_l as u32 + rng.random_range(1..5);
     let options = LoadOptions {
-        expected: ExpectedSizes { n_ic: Some(n_ic as u32), n_l: Some(wrong), ..ExpectedSizes::default() },
+        expected: ExpectedSizes {
+            n_ic: Some(n_ic as u32),
+            n_l: Some(wrong),
+            ..ExpectedSizes::default()
+        },
         ..LoadOptions::default()
     };
     check(
@@ -369,7 +444,10 @@ fn budget_too_small_fails_at_once_and_charges_nothing() {
     let plan = file.plan(&LoadOptions::default());
     let budget = Budget::fixed(plan.peak_bytes() - 1);
     let err = file.load(&budget, &LoadOptions::default()).unwrap_err();
-    assert!(matches!(err, SrsError::Budget { requested_bytes, .. } if requested_bytes == plan.peak_bytes()), "{err}");
+    assert!(
+        matches!(err, SrsError::Budget { requested_bytes, .. } if requested_bytes == plan.peak_bytes()),
+        "{err}"
+    );
     assert_eq!(budget.used_bytes(), 0);
     // Exactly the peak is enough.
     let budget = Budget::fixed(plan.peak_bytes());
@@ -387,8 +465,17 @@ fn inspect_accepts_a_valid_file() {
     let dir = TempDir::new("inspect");
     let path = dir.write("p.params", &v.bytes);
     for check in ["none", "curve", "full"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_srs-inspect")).arg(&path).args(["--check", check, "--json"]).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+        let out = Command::new(env!("CARGO_BIN_EXE_srs-inspect"))
+            .arg(&path)
+            .args(["--check", check, "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
         assert_eq!(json["valid"], true);
         assert_eq!(json["file_bytes"], v.bytes.len() as u64);
@@ -396,8 +483,14 @@ fn inspect_accepts_a_valid_file() {
         assert_eq!(json["sections"][1]["section"], "h_query");
         assert_eq!(json["sections"][1]["n_points"], n_h as u64);
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_srs-inspect")).arg(dir.path().join("missing.params")).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_srs-inspect"))
+        .arg(dir.path().join("missing.params"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let out = Command::new(env!("CARGO_BIN_EXE_srs-inspect")).args(["--check", "sometimes"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_srs-inspect"))
+        .args(["--check", "sometimes"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

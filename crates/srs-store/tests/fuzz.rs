@@ -12,7 +12,10 @@ use rand::{Rng, RngExt};
 use srs_store::{LoadOptions, ParamsFile, PointCheck};
 
 fn iterations() -> usize {
-    if let Some(n) = std::env::var("PINION_FUZZ_ITERS").ok().and_then(|s| s.parse().ok()) {
+    if let Some(n) = std::env::var("PINION_FUZZ_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
         return n;
     }
     if std::env::var("PINION_SLOW_TESTS").as_deref() == Ok("1") {
@@ -87,7 +90,11 @@ fn mutated_files_never_panic_or_leak_charges() {
         let bytes = mutate(&mut rng, &valid);
         let path = dir.write("f.params", &bytes);
         let check = [PointCheck::None, PointCheck::Curve, PointCheck::Full][iter % 3];
-        let options = LoadOptions { check, chunk_bytes: rng.random_range(1..2000), ..LoadOptions::default() };
+        let options = LoadOptions {
+            check,
+            chunk_bytes: rng.random_range(1..2000),
+            ..LoadOptions::default()
+        };
         let outcome = ParamsFile::open(&path).and_then(|f| {
             f.check_points(check, &options)?;
             f.load(&budget, &options)
@@ -102,11 +109,23 @@ fn mutated_files_never_panic_or_leak_charges() {
             }
             Err(e) => assert!(!e.to_string().is_empty()),
         }
-        assert_eq!(budget.used_bytes(), 0, "iteration {iter}: charge left behind");
+        assert_eq!(
+            budget.used_bytes(),
+            0,
+            "iteration {iter}: charge left behind"
+        );
         // The binary on a sample of the inputs: exit 0 or 1, never a panic (101).
         if iter % 50 == 0 {
-            let out = Command::new(env!("CARGO_BIN_EXE_srs-inspect")).arg(&path).args(["--check", "full"]).output().unwrap();
-            assert!(matches!(out.status.code(), Some(0 | 1)), "iteration {iter}: status {:?}", out.status);
+            let out = Command::new(env!("CARGO_BIN_EXE_srs-inspect"))
+                .arg(&path)
+                .args(["--check", "full"])
+                .output()
+                .unwrap();
+            assert!(
+                matches!(out.status.code(), Some(0 | 1)),
+                "iteration {iter}: status {:?}",
+                out.status
+            );
         }
     }
     eprintln!("{n} mutated files, {n_ok} still valid");

@@ -10,7 +10,13 @@ use srs_store::{read_verifying_key, LoadOptions, ParamsFile, PointCheck};
 
 const GIB: u64 = 1 << 30;
 
-fn check_roundtrip(seed: u64, n_inputs: usize, n_squarings: usize, check: PointCheck, chunk_bytes: u64) {
+fn check_roundtrip(
+    seed: u64,
+    n_inputs: usize,
+    n_squarings: usize,
+    check: PointCheck,
+    chunk_bytes: u64,
+) {
     let params = generate(seed, n_inputs, n_squarings);
     let bytes = to_bytes(&params);
     let dir = TempDir::new("roundtrip");
@@ -19,7 +25,11 @@ fn check_roundtrip(seed: u64, n_inputs: usize, n_squarings: usize, check: PointC
     assert_eq!(file.layout().file_bytes(), bytes.len() as u64);
     assert_eq!(file.layout().ic().n_points() as usize, params.vk.ic.len());
     let budget = Budget::fixed(GIB);
-    let options = LoadOptions { check, chunk_bytes, ..LoadOptions::default() };
+    let options = LoadOptions {
+        check,
+        chunk_bytes,
+        ..LoadOptions::default()
+    };
     let plan = file.plan(&options);
     let loaded = file.load(&budget, &options).expect("load");
     assert_same(&loaded, &bytes);
@@ -63,10 +73,19 @@ fn verifying_key_alone_matches_reference() {
 
 #[test]
 fn committed_fixture_loads_and_matches_reference() {
-    let bytes = std::fs::read(fixture_path()).expect("fixture exists (PINION_WRITE_FIXTURES=1 regenerates it)");
+    let bytes = std::fs::read(fixture_path())
+        .expect("fixture exists (PINION_WRITE_FIXTURES=1 regenerates it)");
     let file = ParamsFile::open(fixture_path()).expect("open fixture");
     let budget = Budget::fixed(GIB);
-    let loaded = file.load(&budget, &LoadOptions { check: PointCheck::Full, ..LoadOptions::default() }).unwrap();
+    let loaded = file
+        .load(
+            &budget,
+            &LoadOptions {
+                check: PointCheck::Full,
+                ..LoadOptions::default()
+            },
+        )
+        .unwrap();
     assert_same(&loaded, &bytes);
     assert_eq!(loaded.vk().ic.len(), FIXTURE_INPUTS + 1);
 }
@@ -81,5 +100,8 @@ fn fixture_is_reproducible() {
         std::fs::write(fixture_path(), &bytes).unwrap();
     }
     let committed = std::fs::read(fixture_path()).expect("fixture exists");
-    assert!(committed == bytes, "fixture is stale: run PINION_WRITE_FIXTURES=1 cargo test -p srs-store --test roundtrip");
+    assert!(
+        committed == bytes,
+        "fixture is stale: run PINION_WRITE_FIXTURES=1 cargo test -p srs-store --test roundtrip"
+    );
 }

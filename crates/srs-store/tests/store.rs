@@ -14,7 +14,11 @@ use srs_store::{LoadOptions, ParamsFile, SrsError, SrsSpec, SrsStore, StoreConfi
 const GIB: u64 = 1 << 30;
 
 fn cfg(min_idle: Duration) -> StoreConfig {
-    StoreConfig { min_idle, reserve_timeout: Some(Duration::ZERO), ..StoreConfig::default() }
+    StoreConfig {
+        min_idle,
+        reserve_timeout: Some(Duration::ZERO),
+        ..StoreConfig::default()
+    }
 }
 
 fn h_ptr(h: &srs_store::SrsHandle) -> usize {
@@ -25,10 +29,21 @@ fn h_ptr(h: &srs_store::SrsHandle) -> usize {
 fn two_files(dir: &TempDir, seed: u64) -> (SrsSpec, SrsSpec, u64, u64) {
     let mut rng = rng(seed);
     let shape = (rng.random_range(1..3), rng.random_range(8..30));
-    let a = dir.write("a.params", &to_bytes(&generate(rng.random(), shape.0, shape.1)));
-    let b = dir.write("b.params", &to_bytes(&generate(rng.random(), shape.0, shape.1)));
+    let a = dir.write(
+        "a.params",
+        &to_bytes(&generate(rng.random(), shape.0, shape.1)),
+    );
+    let b = dir.write(
+        "b.params",
+        &to_bytes(&generate(rng.random(), shape.0, shape.1)),
+    );
     let plan = ParamsFile::open(&a).unwrap().plan(&LoadOptions::default());
-    (SrsSpec::new("a", a), SrsSpec::new("b", b), plan.peak_bytes(), plan.destination_bytes)
+    (
+        SrsSpec::new("a", a),
+        SrsSpec::new("b", b),
+        plan.peak_bytes(),
+        plan.destination_bytes,
+    )
 }
 
 #[test]
@@ -49,9 +64,15 @@ fn concurrent_requests_share_one_load() {
             })
         })
         .collect();
-    let handles: Vec<_> = handles.into_iter().map(|t| t.join().expect("no panic")).collect();
+    let handles: Vec<_> = handles
+        .into_iter()
+        .map(|t| t.join().expect("no panic"))
+        .collect();
     let first = h_ptr(&handles[0]);
-    assert!(handles.iter().all(|h| h_ptr(h) == first), "all callers share one copy");
+    assert!(
+        handles.iter().all(|h| h_ptr(h) == first),
+        "all callers share one copy"
+    );
     assert_eq!(budget.used_bytes(), steady, "charged once");
     // A later call is a hit on the same memory.
     let again = store.get_or_load(&spec).unwrap();
@@ -86,7 +107,10 @@ fn concurrent_requests_for_a_bad_file_all_fail() {
     for r in results {
         let err = r.unwrap_err();
         assert!(
-            matches!(err, SrsError::SectionTruncated { .. } | SrsError::ConcurrentLoadFailed { .. }),
+            matches!(
+                err,
+                SrsError::SectionTruncated { .. } | SrsError::ConcurrentLoadFailed { .. }
+            ),
             "{err}"
         );
     }
@@ -148,19 +172,30 @@ fn explicit_evict_frees_when_the_last_handle_drops() {
     let store = SrsStore::new(budget.clone(), cfg(Duration::from_secs(3600)));
     let h = store.get_or_load(&a).unwrap();
     let h2 = h.clone();
-    assert_eq!(store.evict("a", false).unwrap(), 0, "held: nothing freed yet");
+    assert_eq!(
+        store.evict("a", false).unwrap(),
+        0,
+        "held: nothing freed yet"
+    );
     assert_eq!(store.tier_of("a"), Some(Tier::Mapped));
     assert_eq!(budget.used_bytes(), steady, "holders keep the memory");
     drop(h);
     assert_eq!(budget.used_bytes(), steady);
     drop(h2);
-    assert_eq!(budget.used_bytes(), 0, "last handle returns the reservation");
+    assert_eq!(
+        budget.used_bytes(),
+        0,
+        "last handle returns the reservation"
+    );
     // Unheld explicit eviction frees at once; to disk drops the mapping too.
     store.preload(&a).unwrap();
     assert_eq!(store.evict("a", true).unwrap(), steady);
     assert_eq!(store.tier_of("a"), Some(Tier::Disk));
     assert_eq!(budget.used_bytes(), 0);
-    assert!(matches!(store.evict("nope", false), Err(SrsError::UnknownCircuit { .. })));
+    assert!(matches!(
+        store.evict("nope", false),
+        Err(SrsError::UnknownCircuit { .. })
+    ));
 }
 
 #[test]
@@ -205,9 +240,15 @@ fn gpu_destinations_are_typed_errors() {
     let (mut a, _, _, _) = two_files(&dir, seed);
     let budget = Budget::fixed(GIB);
     let store = SrsStore::new(budget.clone(), StoreConfig::default());
-    for d in [srs_store::Destination::Pinned, srs_store::Destination::Device] {
+    for d in [
+        srs_store::Destination::Pinned,
+        srs_store::Destination::Device,
+    ] {
         a.options.destination = d;
-        assert!(matches!(store.get_or_load(&a), Err(SrsError::GpuUnavailable { .. })));
+        assert!(matches!(
+            store.get_or_load(&a),
+            Err(SrsError::GpuUnavailable { .. })
+        ));
         assert_eq!(budget.used_bytes(), 0);
     }
 }

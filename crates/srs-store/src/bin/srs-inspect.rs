@@ -21,11 +21,16 @@ fn parse_args() -> Result<Args, String> {
     let mut json = false;
     let mut it = std::env::args_os().skip(1);
     while let Some(arg) = it.next() {
-        let arg = arg.into_string().map_err(|a| format!("argument {a:?} is not utf-8"))?;
+        let arg = arg
+            .into_string()
+            .map_err(|a| format!("argument {a:?} is not utf-8"))?;
         match arg.as_str() {
             "--json" => json = true,
             "--check" => {
-                let v = it.next().and_then(|v| v.into_string().ok()).ok_or("--check needs a value")?;
+                let v = it
+                    .next()
+                    .and_then(|v| v.into_string().ok())
+                    .ok_or("--check needs a value")?;
                 check = v.parse()?;
             }
             "-h" | "--help" => return Err(String::new()),
@@ -35,7 +40,11 @@ fn parse_args() -> Result<Args, String> {
             _ => path = Some(arg),
         }
     }
-    Ok(Args { path: path.ok_or("missing FILE")?, check, json })
+    Ok(Args {
+        path: path.ok_or("missing FILE")?,
+        check,
+        json,
+    })
 }
 
 fn check_name(c: PointCheck) -> &'static str {
@@ -55,17 +64,32 @@ fn main() -> ExitCode {
                 let _ = writeln!(e, "srs-inspect: {msg}");
             }
             let _ = writeln!(e, "{USAGE}");
-            return if msg.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) };
+            return if msg.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(2)
+            };
         }
     };
     let mut out = std::io::stdout().lock();
-    let options = LoadOptions { check: args.check, ..LoadOptions::default() };
-    let result = ParamsFile::open(&args.path).and_then(|f| f.check_points(args.check, &options).map(|()| f));
+    let options = LoadOptions {
+        check: args.check,
+        ..LoadOptions::default()
+    };
+    let result =
+        ParamsFile::open(&args.path).and_then(|f| f.check_points(args.check, &options).map(|()| f));
     match result {
         Ok(file) => {
             let layout = file.layout();
             let plan = file.plan(&options);
-            let sections = [Section::Ic, Section::H, Section::L, Section::A, Section::BG1, Section::BG2];
+            let sections = [
+                Section::Ic,
+                Section::H,
+                Section::L,
+                Section::A,
+                Section::BG1,
+                Section::BG2,
+            ];
             if args.json {
                 let secs: Vec<_> = sections
                     .iter()

@@ -15,9 +15,15 @@ use srs_store::{LoadedParams, VerifyingKeyRepr};
 
 /// Seed from `PINION_SEED`, else the clock; printed so a failure replays.
 pub fn seed() -> u64 {
-    let seed = std::env::var("PINION_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
-    });
+    let seed = std::env::var("PINION_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
     eprintln!("seed = {seed}");
     seed
 }
@@ -39,12 +45,22 @@ impl Circuit<Scalar> for Chain {
         for j in 0..self.n_inputs {
             let x = cs.alloc_input(|| format!("x{j}"), || Ok(Scalar::from(j as u64 + 1)))?;
             let t = cs.alloc(|| format!("t{j}"), || Ok(Scalar::from(3 * (j as u64 + 1))))?;
-            cs.enforce(|| format!("x{j}*a=t{j}"), |lc| lc + x, |lc| lc + a, |lc| lc + t);
+            cs.enforce(
+                || format!("x{j}*a=t{j}"),
+                |lc| lc + x,
+                |lc| lc + a,
+                |lc| lc + t,
+            );
         }
         let mut v = a;
         for i in 0..self.n_squarings {
             let next = cs.alloc(|| format!("v{i}"), || Ok(Scalar::from(0u64)))?;
-            cs.enforce(|| format!("sq{i}"), |lc| lc + v, |lc| lc + v, |lc| lc + next);
+            cs.enforce(
+                || format!("sq{i}"),
+                |lc| lc + v,
+                |lc| lc + v,
+                |lc| lc + next,
+            );
             v = next;
         }
         Ok(())
@@ -53,8 +69,14 @@ impl Circuit<Scalar> for Chain {
 
 pub fn generate(seed: u64, n_inputs: usize, n_squarings: usize) -> Parameters<Bls12> {
     let mut rng = rng(seed);
-    groth16::generate_random_parameters::<Bls12, _, _>(Chain { n_inputs, n_squarings }, &mut rng)
-        .expect("parameter generation")
+    groth16::generate_random_parameters::<Bls12, _, _>(
+        Chain {
+            n_inputs,
+            n_squarings,
+        },
+        &mut rng,
+    )
+    .expect("parameter generation")
 }
 
 pub fn to_bytes(params: &Parameters<Bls12>) -> Vec<u8> {
@@ -68,8 +90,12 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> Self {
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        let p = std::env::temp_dir().join(format!("pinion-srs-{tag}-{}-{nanos}", std::process::id()));
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let p =
+            std::env::temp_dir().join(format!("pinion-srs-{tag}-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&p).expect("create temp dir");
         TempDir(p)
     }
@@ -90,13 +116,29 @@ impl Drop for TempDir {
 }
 
 fn same_g1(what: &str, i: usize, ours: &G1AffineRepr, theirs: &G1Affine) {
-    assert_eq!(*ours, G1AffineRepr::from_affine(theirs), "{what}[{i}] repr differs");
-    assert_eq!(ours.to_affine().expect("valid point"), *theirs, "{what}[{i}] point differs");
+    assert_eq!(
+        *ours,
+        G1AffineRepr::from_affine(theirs),
+        "{what}[{i}] repr differs"
+    );
+    assert_eq!(
+        ours.to_affine().expect("valid point"),
+        *theirs,
+        "{what}[{i}] point differs"
+    );
 }
 
 fn same_g2(what: &str, i: usize, ours: &G2AffineRepr, theirs: &G2Affine) {
-    assert_eq!(*ours, G2AffineRepr::from_affine(theirs), "{what}[{i}] repr differs");
-    assert_eq!(ours.to_affine().expect("valid point"), *theirs, "{what}[{i}] point differs");
+    assert_eq!(
+        *ours,
+        G2AffineRepr::from_affine(theirs),
+        "{what}[{i}] repr differs"
+    );
+    assert_eq!(
+        ours.to_affine().expect("valid point"),
+        *theirs,
+        "{what}[{i}] point differs"
+    );
 }
 
 pub fn assert_same_vk(vk: &VerifyingKeyRepr, r: &groth16::VerifyingKey<Bls12>) {
