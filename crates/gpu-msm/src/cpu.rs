@@ -17,12 +17,19 @@ const SCALAR_BITS: usize = 256;
 /// Scalars classified per parallel task; a multiple of 64 so a task starts on a mask word.
 const CLASSIFY_BLOCK: usize = 1 << 12;
 
+/// Default for [`CpuMsmConfig::scalars_in_flight`]: the term list stays under 160 MiB.
+pub const DEFAULT_SCALARS_IN_FLIGHT: usize = 1 << 22;
+
 /// Tuning knobs of the CPU backend.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuMsmConfig {
     /// Fixed window size in bits; `None` picks one per MSM from the number of
     /// scalars that are neither 0 nor 1.
     pub window_bits: Option<u32>,
+    /// Scalars classified and bucketed at once (`None`: [`DEFAULT_SCALARS_IN_FLIGHT`]);
+    /// rounded up to a multiple of 4096. Bounds the transient term list (40 bytes per
+    /// scalar other than 0 and 1); each extra slice costs one bucket reduction per window.
+    pub scalars_in_flight: Option<usize>,
 }
 
 /// The CPU backend: signed-digit Pippenger over the rayon global pool.
@@ -47,6 +54,11 @@ impl CpuMsm {
                 });
             }
         }
+        if config.scalars_in_flight == Some(0) {
+            return Err(MsmError::BadSliceLength {
+                scalars_in_flight: 0,
+            });
+        }
         Ok(Self { config })
     }
 
@@ -65,11 +77,19 @@ impl CpuMsm {
         G: Curve<Scalar = Scalar>,
     {
         check_shapes(bases.len(), scalars.len(), density)?;
+        let slice_len = self
+            .config
+            .scalars_in_flight
+            .unwrap_or(DEFAULT_SCALARS_IN_FLIGHT)
+            .div_ceil(CLASSIFY_BLOCK)
+            .max(1)
+            * CLASSIFY_BLOCK;
         Ok(pippenger::<G>(
             bases,
             scalars,
             density,
             self.config.window_bits,
+            slice_len,
         ))
     }
 }
@@ -192,18 +212,45 @@ pub(crate) fn choose_window(n_terms: usize) -> usize {
 
 /// Σ scalars[i]·base(i) where base(i) is `bases[i]`, or with a mask the base of the
 /// i-th scalar's rank among the set bits. Shapes are checked by the caller.
+///
+/// Scalars are taken in slices of `slice_len` (a multiple of `CLASSIFY_BLOCK`) so the
+/// classified terms (40 bytes each) stay bounded however large n is; each slice costs
+/// one extra bucket reduction per window, small next to the slice's bucket additions.
 fn pippenger<G>(
     bases: &[G::Affine],
     scalars: &[Scalar],
     density: Option<&DensityMask>,
     window_bits: Option<u32>,
+    slice_len: usize,
 ) -> G
 where
     G: Curve<Scalar = Scalar>,
 {
-    let (ones_sum, terms) = classify::<G>(bases, scalars, density);
+    let mut total = G::identity();
+    let mut base_offset = 0;
+    for (k, slice) in scalars.chunks(slice_len).enumerate() {
+        let scalar_offset = k * slice_len;
+        let (ones_sum, terms) = classify::<G>(bases, slice, density, scalar_offset, base_offset);
+        total += ones_sum + windowed::<G>(bases, &terms, window_bits);
+        base_offset += match density {
+            None => slice.len(),
+            Some(mask) => mask.words()
+                [scalar_offset / 64..(scalar_offset + slice.len()).div_ceil(64)]
+                .iter()
+                .map(|w| w.count_ones() as usize)
+                .sum(),
+        };
+    }
+    total
+}
+
+/// The windowed part: Σ term·base over terms that are neither 0 nor 1.
+fn windowed<G>(bases: &[G::Affine], terms: &[Term], window_bits: Option<u32>) -> G
+where
+    G: Curve<Scalar = Scalar>,
+{
     if terms.is_empty() {
-        return ones_sum;
+        return G::identity();
     }
     let c = window_bits.map_or_else(|| choose_window(terms.len()), |c| c as usize);
     let n_win = n_windows(c);
@@ -220,7 +267,7 @@ where
         .into_par_iter()
         .map(|unit| {
             let (w, chunk) = (unit / n_chunks, unit % n_chunks);
-            let lo = chunk * chunk_len;
+            let lo = (chunk * chunk_len).min(terms.len());
             let hi = (lo + chunk_len).min(terms.len());
             (w, window_sum::<G>(bases, &terms[lo..hi], w, c))
         })
@@ -237,7 +284,7 @@ where
         }
         acc += s;
     }
-    acc + ones_sum
+    acc
 }
 
 /// Bucket sum of one window over some terms: Σ digit·base.
@@ -292,24 +339,31 @@ where
 }
 
 /// Splits scalars into zeros (dropped), ones (summed here) and the rest (returned with
-/// their base index). Parallel over blocks; a block's first base index is its prefix
+/// their base index). `scalars` starts at scalar `scalar_offset` (a multiple of 64) and
+/// base `base_offset`. Parallel over blocks; a block's first base index is its prefix
 /// count of set mask bits.
 fn classify<G>(
     bases: &[G::Affine],
     scalars: &[Scalar],
     density: Option<&DensityMask>,
+    scalar_offset: usize,
+    base_offset: usize,
 ) -> (G, Vec<Term>)
 where
     G: Curve<Scalar = Scalar>,
 {
     let n_blocks = scalars.len().div_ceil(CLASSIFY_BLOCK);
     let block_base: Vec<usize> = match density {
-        None => (0..n_blocks).map(|b| b * CLASSIFY_BLOCK).collect(),
+        None => (0..n_blocks)
+            .map(|b| base_offset + b * CLASSIFY_BLOCK)
+            .collect(),
         Some(mask) => {
             let words_per_block = CLASSIFY_BLOCK / 64;
+            let first_word = scalar_offset / 64;
+            let last_word = (scalar_offset + scalars.len()).div_ceil(64);
             let mut starts = Vec::with_capacity(n_blocks);
-            let mut count = 0usize;
-            for block in mask.words().chunks(words_per_block) {
+            let mut count = base_offset;
+            for block in mask.words()[first_word..last_word].chunks(words_per_block) {
                 starts.push(count);
                 count += block.iter().map(|w| w.count_ones() as usize).sum::<usize>();
             }
@@ -327,7 +381,7 @@ where
             let mut base = first_base;
             for (j, s) in block.iter().enumerate() {
                 if let Some(mask) = density {
-                    if !mask.get(b * CLASSIFY_BLOCK + j) {
+                    if !mask.get(scalar_offset + b * CLASSIFY_BLOCK + j) {
                         continue;
                     }
                 }

@@ -55,6 +55,12 @@ pub enum MsmError {
         /// Largest supported window.
         max_bits: u32,
     },
+    /// `scalars_in_flight` must be at least 1.
+    #[error("scalars_in_flight must be at least 1, got {scalars_in_flight}")]
+    BadSliceLength {
+        /// The configured value.
+        scalars_in_flight: usize,
+    },
     /// A density mask built from words had bits set past its length.
     #[error("density mask of {len} bits has bits set past its end (word {word_index})")]
     DensityTrailingBits {

@@ -45,8 +45,9 @@
 //!
 //! # Cost model (CPU)
 //! About `⌈256/c⌉·(m + 2^c)` mixed/projective additions for `m` scalars other than 0 and 1,
-//! plus one addition per scalar equal to 1. Memory: 40 bytes per such scalar plus
-//! `2^(c-1)` projective points per window in flight (one per busy thread).
+//! plus one addition per scalar equal to 1. Memory: 40 bytes per such scalar, at most
+//! [`DEFAULT_SCALARS_IN_FLIGHT`] of them at once (configurable), plus `2^(c-1)` projective
+//! points per window in flight (one per busy thread). Nothing proportional to the bases.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -55,7 +56,7 @@ mod density;
 mod error;
 pub mod reference;
 
-pub use cpu::{CpuMsm, CpuMsmConfig, MAX_WINDOW_BITS};
+pub use cpu::{CpuMsm, CpuMsmConfig, DEFAULT_SCALARS_IN_FLIGHT, MAX_WINDOW_BITS};
 pub use density::DensityMask;
 pub use error::MsmError;
 

@@ -59,6 +59,7 @@ fn backends() -> Vec<CpuMsm> {
         v.push(
             CpuMsm::with_config(CpuMsmConfig {
                 window_bits: Some(c),
+                ..Default::default()
             })
             .unwrap(),
         );
@@ -266,7 +267,8 @@ fn bad_shapes_are_errors() {
     );
     assert_eq!(
         CpuMsm::with_config(CpuMsmConfig {
-            window_bits: Some(0)
+            window_bits: Some(0),
+            ..Default::default()
         })
         .err(),
         Some(MsmError::BadWindow {
@@ -275,7 +277,38 @@ fn bad_shapes_are_errors() {
         })
     );
     assert!(CpuMsm::with_config(CpuMsmConfig {
-        window_bits: Some(25)
+        window_bits: Some(25),
+        ..Default::default()
     })
     .is_err());
+}
+
+#[test]
+fn sliced_scalars_equal_one_pass() {
+    // Slices of 4096 scalars: offsets of bases and mask bits must carry across slices.
+    let mut rng = rng();
+    let sliced = CpuMsm::with_config(CpuMsmConfig {
+        scalars_in_flight: Some(1),
+        ..Default::default()
+    })
+    .unwrap();
+    let n = 2 * 4096 + 100;
+    let mask = DensityMask::from_bools((0..n).map(|_| rng.random_range(0..4u32) != 0));
+    let g1 = points::<G1Projective>(&mut rng, mask.count_ones());
+    let scalars = groth16_shaped(&mut rng, n);
+    let want: G1Projective = naive_msm(&g1, &scalars, Some(&mask));
+    assert_eq!(sliced.msm_g1(&g1, &scalars, Some(&mask)).unwrap(), want);
+    let full = points::<G1Projective>(&mut rng, n);
+    let want: G1Projective = naive_msm(&full, &scalars, None);
+    assert_eq!(sliced.msm_g1(&full, &scalars, None).unwrap(), want);
+    assert_eq!(
+        CpuMsm::with_config(CpuMsmConfig {
+            scalars_in_flight: Some(0),
+            ..Default::default()
+        })
+        .err(),
+        Some(MsmError::BadSliceLength {
+            scalars_in_flight: 0
+        })
+    );
 }
