@@ -264,6 +264,27 @@ fn cgroup_dir(mount: &Mount, cgroup_path: &str) -> (PathBuf, Option<String>) {
     }
 }
 
+/// The mount of the right type whose root contains `cgroup_path` (the longest such root);
+/// else the first of the right type. Containers can show several mounts of one hierarchy.
+fn pick_mount<'a>(
+    mounts: &'a [Mount],
+    cgroup_path: &str,
+    kind: impl Fn(&Mount) -> bool,
+) -> Option<&'a Mount> {
+    let contains = |m: &&Mount| {
+        m.root == "/"
+            || cgroup_path
+                .strip_prefix(m.root.as_str())
+                .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+    };
+    mounts
+        .iter()
+        .filter(|m| kind(m))
+        .filter(contains)
+        .max_by_key(|m| m.root.len())
+        .or_else(|| mounts.iter().find(|m| kind(m)))
+}
+
 /// Directories from `leaf` up to and including `top`.
 fn chain(leaf: &Path, top: &Path) -> Vec<PathBuf> {
     let mut out = vec![leaf.to_path_buf()];
@@ -326,7 +347,7 @@ pub fn detect_limits(root: &Path) -> Result<Limits, BudgetError> {
         .iter()
         .find(|l| l.hierarchy_id == "0" && l.controllers.is_empty())
     {
-        match mounts.iter().find(|m| m.fstype == "cgroup2") {
+        match pick_mount(&mounts, &line.path, |m| m.fstype == "cgroup2") {
             None => notes.push("cgroup v2 listed in /proc/self/cgroup but not mounted".into()),
             Some(m) => {
                 let (leaf, note) = cgroup_dir(m, &line.path);
@@ -380,9 +401,9 @@ pub fn detect_limits(root: &Path) -> Result<Limits, BudgetError> {
         .iter()
         .find(|l| l.controllers.iter().any(|c| c == "memory"))
     {
-        let mount = mounts
-            .iter()
-            .find(|m| m.fstype == "cgroup" && m.super_options.split(',').any(|o| o == "memory"));
+        let mount = pick_mount(&mounts, &line.path, |m| {
+            m.fstype == "cgroup" && m.super_options.split(',').any(|o| o == "memory")
+        });
         match mount {
             None => notes.push("cgroup v1 memory controller listed but not mounted".into()),
             Some(m) => {

@@ -538,3 +538,25 @@ mod usage {
         assert_eq!(b.snapshot().cap_bytes, limit - margin);
     }
 }
+
+#[test]
+fn the_mount_containing_the_cgroup_is_chosen() {
+    let mut rng = seeded_rng("the_mount_containing_the_cgroup_is_chosen");
+    let limit = pages(&mut rng, GIB, 8 * GIB);
+    let t = Tree::new("twomounts");
+    t.write("/proc/self/cgroup", "0::/pods/p1/c1\n")
+        .write(
+            "/proc/self/mountinfo",
+            "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n\
+             30 22 0:26 /other /mnt/other-cgroup rw - cgroup2 cgroup2 rw\n\
+             31 22 0:26 /pods/p1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+        )
+        .write("/sys/fs/cgroup/c1/memory.max", &format!("{limit}\n"))
+        .meminfo(64 * GIB, 60 * GIB, 50 * GIB);
+    check_winner(
+        &t,
+        SourceKind::CgroupV2Max,
+        limit,
+        "/sys/fs/cgroup/c1/memory.max",
+    );
+}
