@@ -54,7 +54,9 @@ impl CacheConfig {
 
 /// Cache key: a circuit id (also the file name stem, `[A-Za-z0-9._-]`) and, when known, the
 /// fingerprint its matrices must have. With `fingerprint: None` whatever is cached under the
-/// id is used (its file must still be internally consistent).
+/// id is used (its file must still be internally consistent): put the circuit's version in
+/// the id, or pin the fingerprint, so a changed circuit cannot pick up an old file. (Witness
+/// synthesis catches a changed shape, not changed coefficients.)
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CircuitKey {
     /// Stable circuit name, for example `porep-32g-partition-v1`.
@@ -134,6 +136,17 @@ impl Inner {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn publish_gauge(&self, slots: &HashMap<String, Slot>) {
+        let bytes: u64 = slots
+            .values()
+            .map(|s| match s {
+                Slot::Ready(e) => e.reservation.bytes(),
+                Slot::Loading => 0,
+            })
+            .sum();
+        metrics::gauge!("pinion_pce_cached_bytes").set(bytes as f64);
+    }
+
     /// Drops evictable entries, oldest idle first, until `at_least` bytes are freed. The
     /// reservations are dropped after the lock is released.
     fn evict(&self, at_least: u64) -> u64 {
@@ -160,6 +173,7 @@ impl Inner {
                     out.push(e);
                 }
             }
+            self.publish_gauge(&slots);
             out
         };
         let mut freed = 0;
@@ -277,8 +291,11 @@ impl PceCache {
                             source: PceSource::Memory,
                         });
                     }
-                    // Another version of the circuit: replace it (holders keep theirs).
-                    slots.insert(key.id.clone(), Slot::Loading);
+                    // Another version of the circuit: replace it (holders keep theirs). The
+                    // old entry is dropped after the lock, since that may release bytes.
+                    let old = slots.insert(key.id.clone(), Slot::Loading);
+                    drop(slots);
+                    drop(old);
                     break;
                 }
                 Some(Slot::Loading) => {
@@ -286,11 +303,11 @@ impl PceCache {
                 }
                 None => {
                     slots.insert(key.id.clone(), Slot::Loading);
+                    drop(slots);
                     break;
                 }
             }
         }
-        drop(slots);
         metrics::counter!("pinion_pce_cache_misses_total").increment(1);
         let mut guard = LoadingGuard {
             inner,
@@ -304,7 +321,11 @@ impl PceCache {
             entry: entry.clone(),
             source,
         };
-        inner.lock().insert(key.id.clone(), Slot::Ready(entry));
+        {
+            let mut slots = inner.lock();
+            slots.insert(key.id.clone(), Slot::Ready(entry));
+            inner.publish_gauge(&slots);
+        }
         guard.armed = false;
         inner.changed.notify_all();
         Ok(handle)

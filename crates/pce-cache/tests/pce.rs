@@ -275,3 +275,59 @@ fn disk_round_trip_is_identical() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn evaluation_converts_into_caller_layout() {
+    let mut rng = rng(seed("convert"));
+    let circuit = RandomR1cs::random(rng.random_range(1..2000usize), false, true, &mut rng);
+    let pce = Pce::record(circuit.clone()).unwrap();
+    let w = pce.synthesize_witness(circuit).unwrap();
+    let n = pce.shape().n_rows as usize;
+    let (mut a, mut b, mut c) = (
+        vec![Scalar::ZERO; n],
+        vec![Scalar::ZERO; n],
+        vec![Scalar::ZERO; n],
+    );
+    pce.evaluate_into(&w.inputs, &w.aux, &mut a, &mut b, &mut c)
+        .unwrap();
+    // canonical little-endian bytes, into buffers with padding
+    let pad = rng.random_range(0..300usize);
+    let mut out: Vec<Vec<[u8; 32]>> = (0..3).map(|_| vec![[0xff; 32]; n + pad]).collect();
+    let [oa, ob, oc] = &mut out[..] else {
+        unreachable!()
+    };
+    pce.evaluate_into_with(
+        &w.inputs,
+        &w.aux,
+        pce_cache::AbcMut {
+            a: oa,
+            b: ob,
+            c: oc,
+        },
+        [0u8; 32],
+        |s| s.to_bytes(),
+    )
+    .unwrap();
+    for (got, want) in out.iter().zip([&a, &b, &c]) {
+        assert!(got[..n]
+            .iter()
+            .zip(want.iter())
+            .all(|(g, w)| *g == w.to_bytes()));
+        assert!(got[n..].iter().all(|g| *g == [0u8; 32]));
+    }
+}
+
+/// SHA-256 at benchmark size (39 blocks, about 2^20 constraints); `PINION_SLOW_TESTS=1` enables it.
+#[test]
+fn slow_sha256_benchmark_size_matches() {
+    if std::env::var("PINION_SLOW_TESTS").as_deref() != Ok("1") {
+        eprintln!("slow test disabled (set PINION_SLOW_TESTS=1)");
+        return;
+    }
+    let mut rng = rng(seed("slow sha256"));
+    let pce = assert_pce_matches(Sha256Circuit::random(39, &mut rng));
+    let w = pce
+        .synthesize_witness(Sha256Circuit::random(39, &mut rng))
+        .unwrap();
+    pce.check(&w.inputs, &w.aux).unwrap();
+}
