@@ -1037,15 +1037,16 @@ impl Future for ReserveFuture {
             }));
         }
         if this.queued.is_none() {
-            let label = this.label.clone().unwrap_or(Cow::Borrowed(""));
-            match this
-                .budget
-                .admit(this.bytes, this.category, label, this.priority)
+            let (bytes, category, priority) = (this.bytes, this.category, this.priority);
+            let mut first = this.budget.admit_once(bytes, category, priority);
+            if matches!(first, Err(BudgetError::WouldBlock { .. }))
+                && this.budget.inner.drift.is_some()
             {
-                Ok(r) => {
-                    this.done = true;
-                    return Poll::Ready(Ok(r));
-                }
+                let _ = this.budget.inner.refresh(false);
+                first = this.budget.admit_once(bytes, category, priority);
+            }
+            match first {
+                Ok(()) => return Poll::Ready(Ok(this.reservation())),
                 Err(e @ BudgetError::TooLarge { .. }) => {
                     this.done = true;
                     this.budget.inner.metrics.refused();
