@@ -4,7 +4,8 @@
 //
 // Binary ops:  <f>_<op>(const T* a, const T* b, T* out, uint32_t n)   op = add, sub, mul
 // Unary ops:   <f>_<op>(const T* a, T* out, uint32_t n)               op = neg, sqr, inv
-// Throughput:  <f>_mul_chain (and fp64_mul_chain: Fp with 64-bit limbs)(const T* a, const T* b, T* out, uint32_t n, uint32_t iters)
+// Throughput:  <f>_mul_chain (variants: fp_ab_ and fr_ab_mul_chain use fe_mul_ab,
+//   fp64_mul_chain uses 64-bit limbs)(const T* a, const T* b, T* out, uint32_t n, uint32_t iters)
 //   each thread keeps independent accumulators x_k in registers and does iters rounds of
 //   x_k = x_k * b[i] (dependent within a chain, independent across chains), then writes
 //   the product of the chains: out[i] = prod_k x_k, so the work cannot be optimised away
@@ -71,5 +72,8 @@ FIELD_KERNELS(fp2, Fp2, fp2_load, fp2_store, fp2_add, fp2_sub, fp2_neg, fp2_mul,
 MUL_CHAIN_KERNEL(fp, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fe_mul<FpParams>)
 MUL_CHAIN_KERNEL(fr, Fr, 4, fe_load<FrParams>, fe_store<FrParams>, fe_mul<FrParams>)
 MUL_CHAIN_KERNEL(fp2, Fp2, 2, fp2_load, fp2_store, fp2_mul)
+// The two-accumulator product (fe_mul_ab), for the comparison with fe_mul.
+MUL_CHAIN_KERNEL(fp_ab, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fe_mul_ab<FpParams>)
+MUL_CHAIN_KERNEL(fr_ab, Fr, 4, fe_load<FrParams>, fe_store<FrParams>, fe_mul_ab<FrParams>)
 // The 64-bit-limb variant (include/field64.cuh), same chains and result as fp_mul_chain.
 MUL_CHAIN_KERNEL(fp64, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fp_mul_u64)

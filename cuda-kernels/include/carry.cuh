@@ -31,6 +31,7 @@ inline uint32_t emu_mad(uint32_t a, uint32_t b, uint32_t c, bool hi, bool cin, b
   const uint64_t p = (uint64_t)a * b;
   return emu_add(hi ? (uint32_t)(p >> 32) : (uint32_t)p, c, cin, cout);
 }
+inline uint32_t mul_hi(uint32_t a, uint32_t b) { return (uint32_t)(((uint64_t)a * b) >> 32); }
 inline uint32_t add_cc(uint32_t a, uint32_t b) { return emu_add(a, b, false, true); }
 inline uint32_t addc_cc(uint32_t a, uint32_t b) { return emu_add(a, b, true, true); }
 inline uint32_t addc(uint32_t a, uint32_t b) { return emu_add(a, b, true, false); }
@@ -42,6 +43,8 @@ inline uint32_t madc_lo_cc(uint32_t a, uint32_t b, uint32_t c) { return emu_mad(
 inline uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t c) { return emu_mad(a, b, c, true, true, true); }
 inline uint32_t madc_hi(uint32_t a, uint32_t b, uint32_t c) { return emu_mad(a, b, c, true, true, false); }
 #else
+// High half of a*b (no carry flag involved).
+__device__ __forceinline__ uint32_t mul_hi(uint32_t a, uint32_t b) { return __umulhi(a, b); }
 
 __device__ __forceinline__ uint32_t add_cc(uint32_t a, uint32_t b) {
   uint32_t r;

@@ -4,11 +4,13 @@
 // x*R mod m, fully reduced (< m), with R = 2^(32N): N = 12 (R = 2^384) for Fp and N = 8
 // (R = 2^256) for Fr. A host `[u64; 6]` is read as 12 little-endian u32 words.
 //
-// Multiplication is CIOS (one row a*b_i, one row m*p, shift) with 32-bit limbs. Each row
-// is split into two carry chains, even and odd limb indices: the lo/hi halves of
-// a[j]*b_i for even j tile the words [0, N) without overlap, the odd ones [1, N], so each
-// chain is an unbroken `mad.lo.cc / madc.hi.cc` sequence. Cost per product: 4*N^2 IMAD
-// plus ~3N carry fix-ups and one final conditional subtraction.
+// Multiplication is CIOS (one row a*b_i, one row m*q, shift by a word) with 32-bit limbs.
+// Each row is split by limb parity: the lo/hi halves of a[j]*b_i for even j tile the
+// words [0, N) without overlap, the odd ones [1, N], so each is an unbroken
+// `mad.lo.cc / madc.hi.cc` chain that ptxas turns into N/2 `IMAD.WIDE` (64-bit
+// multiply-accumulate). Cost per product: 2*N^2 wide IMADs plus carry fix-ups and one
+// final conditional subtraction; fe_mul and fe_mul_ab differ in how the accumulator
+// moves down a word per step (see each).
 //
 // Bounds used (both moduli have 4m < R): with a, b < m the CIOS accumulator stays below
 // 2m < 2^(32N) at the start of each iteration, and below 2^(32(N+1)) inside it, so the
@@ -175,7 +177,10 @@ __device__ __forceinline__ Fe<P> fe_neg(const Fe<P>& a) {
   return r;
 }
 
-// Montgomery product a*b*R^-1 mod m, for a, b < m; result < m.
+// Montgomery product a*b*R^-1 mod m, for a, b < m; result < m. One accumulator t,
+// shifted down a word per step. The shift misaligns the register pairs of the fused
+// wide multiplies, so ptxas adds ~390 moves (Fp), which cost little: it is the faster
+// variant in the throughput kernels.
 template <class P>
 __device__ __forceinline__ Fe<P> fe_mul(const Fe<P>& a, const Fe<P>& b) {
   constexpr int N = P::N;
@@ -205,6 +210,62 @@ __device__ __forceinline__ Fe<P> fe_mul(const Fe<P>& a, const Fe<P>& b) {
   uint32_t lo[N];
 #pragma unroll
   for (int j = 0; j < N; ++j) lo[j] = t[j];
+  Fe<P> r;
+  detail::reduce_once<P>(r.l, lo);
+  return r;
+}
+
+// fe_mul_ab: the product with two accumulators, so that every lo/hi pair lands in an aligned
+// register pair (ptxas fuses such a pair into one IMAD.WIDE): T = A + B * 2^32, where A
+// takes the even-indexed limbs' products and B (one word up) the odd ones. After each
+// reduction step A[0] is zero and the next A is B + A / 2^32, an add chain, instead of a
+// one-word shift of a single accumulator that misaligns the pairs every iteration.
+// Bounds: A' = B + A/2^32 is the CIOS accumulator (< 2m < 2^(32N)), so B <= A' fits N
+// words and neither B's chain nor the merge carries out.
+//
+// Same result as fe_mul. Measured on the H200 (cuda-kernels/NOTES.md): fewer
+// instructions (Fp 518 vs 776) and registers, yet slower in the single-field
+// throughput kernels (Fp -8%, Fr -14%) and faster inside Fp2 (+17%), so both are kept
+// and each caller uses the one measured faster for it.
+template <class P>
+__device__ __forceinline__ Fe<P> fe_mul_ab(const Fe<P>& a, const Fe<P>& b) {
+  constexpr int N = P::N;
+  uint32_t m[N];
+  P::modulus(m);
+  uint32_t A[N + 1], B[N];
+#pragma unroll
+  for (int j = 0; j <= N; ++j) A[j] = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const uint32_t bi = b.l[i];
+    detail::mul_add_row<N, 0>(A, a.l, bi);
+    A[N] = cc::addc(0, 0);
+    // B starts empty each step: plain products, no carries between the pairs.
+#pragma unroll
+    for (int j = 1; j < N; j += 2) {
+      B[j - 1] = a.l[j] * bi;
+      B[j] = cc::mul_hi(a.l[j], bi);
+    }
+    const uint32_t q = A[0] * P::INV;
+    detail::mul_add_row<N, 0>(A, m, q);
+    A[N] = cc::addc(A[N], 0);
+    B[0] = cc::mad_lo_cc(m[1], q, B[0]);
+    B[1] = cc::madc_hi_cc(m[1], q, B[1]);
+#pragma unroll
+    for (int j = 3; j < N; j += 2) {
+      B[j - 1] = cc::madc_lo_cc(m[j], q, B[j - 1]);
+      B[j] = cc::madc_hi_cc(m[j], q, B[j]);
+    }
+    // A = B + A / 2^32 (A[0] is zero)
+    A[0] = cc::add_cc(B[0], A[1]);
+#pragma unroll
+    for (int k = 1; k < N - 1; ++k) A[k] = cc::addc_cc(B[k], A[k + 1]);
+    A[N - 1] = cc::addc(B[N - 1], A[N]);
+    A[N] = 0;
+  }
+  uint32_t lo[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) lo[j] = A[j];
   Fe<P> r;
   detail::reduce_once<P>(r.l, lo);
   return r;

@@ -107,6 +107,11 @@ entries! {
     Fp2Inv => (FieldTest, "fp2_inv"),
     /// `fp2_mul_chain(a, b, out, n, iters)`: 2 chains (benchmark).
     Fp2MulChain => (FieldTest, "fp2_mul_chain"),
+    /// `fp_ab_mul_chain(a, b, out, n, iters)`: as `fp_mul_chain` with the two-accumulator
+    /// product `fe_mul_ab` (benchmark).
+    FpAbMulChain => (FieldTest, "fp_ab_mul_chain"),
+    /// `fr_ab_mul_chain(a, b, out, n, iters)`: as `fr_mul_chain` with `fe_mul_ab` (benchmark).
+    FrAbMulChain => (FieldTest, "fr_ab_mul_chain"),
     /// `fp64_mul_chain(a, b, out, n, iters)`: as `fp_mul_chain` with 64-bit limbs (benchmark).
     Fp64MulChain => (FieldTest, "fp64_mul_chain"),
 }
