@@ -1,5 +1,6 @@
 //! Field multiplication throughput on device 0: Fp, Fr and Fp2 multiplications per
-//! second from the `*_mul_chain` kernels (independent chains of dependent products held
+//! second (and the product variants: two-accumulator, 64-bit limbs) from the
+//! `*_mul_chain` kernels (independent chains of dependent products held
 //! in registers; no memory traffic inside the loop).
 //!
 //! Timed with CUDA events (created with `CU_EVENT_DEFAULT`, so they record time) around
@@ -8,7 +9,7 @@
 //!
 //! Usage: `cargo run --release -p gpu-device --example field_bench [iters]`.
 
-use gpu_device::field::{self, FieldKind};
+use gpu_device::field::{self, ChainKernel, FieldKind};
 use gpu_device::{Gpu, GpuError};
 
 const RUNS: usize = 9;
@@ -67,27 +68,13 @@ fn run() -> Result<(), GpuError> {
     // Enough threads for several waves of full occupancy on every SM.
     let n = info.sm_count as usize * 2048 * 4;
     let mut rows = Vec::new();
-    // (label, field, 64-bit limbs)
-    let variants = [
-        ("fp", FieldKind::Fp, false),
-        ("fr", FieldKind::Fr, false),
-        ("fp2", FieldKind::Fp2, false),
-        ("fp (64-bit limbs)", FieldKind::Fp, true),
-    ];
-    for (label, kind, limbs64) in variants {
-        let launch = |a: &_, b: &_, out: &mut _| {
-            if limbs64 {
-                field::fp64_mul_chain(&gpu, a, b, out, iters)
-            } else {
-                field::mul_chain(&gpu, kind, a, b, out, iters)
-            }
-        };
+    for kernel in ChainKernel::ALL {
+        let (kind, label) = (kernel.field(), kernel.label());
+        let launch = |a: &_, b: &_, out: &mut _| field::mul_chain(&gpu, kernel, a, b, out, iters);
         let a = gpu.upload(&random_words(kind, n, &mut seed), "bench a")?;
         let b = gpu.upload(&random_words(kind, n, &mut seed), "bench b")?;
         let mut out = gpu.alloc_zeros::<u32>(n * kind.words(), "bench out")?;
-        let k = u64::from(kind.mul_chain().1);
-        let muls_per_elem = 2 * (k - 1) + k * u64::from(iters);
-        let total_muls = muls_per_elem * n as u64;
+        let total_muls = kernel.muls_per_element(iters) * n as u64;
         for _ in 0..WARMUP {
             launch(&a, &b, &mut out)?;
         }

@@ -44,15 +44,6 @@ impl FieldKind {
             FieldKind::Fp2 => "fp2",
         }
     }
-
-    /// The multiplication-chain benchmark kernel and its number of independent chains.
-    pub const fn mul_chain(self) -> (Entry, u32) {
-        match self {
-            FieldKind::Fp => (Entry::FpMulChain, 4),
-            FieldKind::Fr => (Entry::FrMulChain, 4),
-            FieldKind::Fp2 => (Entry::Fp2MulChain, 2),
-        }
-    }
 }
 
 /// Two-input operations.
@@ -211,46 +202,98 @@ pub fn unary(
     Ok(())
 }
 
-/// The throughput kernel: per element, `k` chains (see [`FieldKind::mul_chain`]) x_0 = a,
+/// The multiplication-chain (throughput) kernels: which field, which product, how many
+/// independent chains per thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ChainKernel {
+    /// Fp, `fe_mul` (one accumulator), 4 chains.
+    Fp,
+    /// Fr, `fe_mul`, 4 chains.
+    Fr,
+    /// Fp2 (Karatsuba over `fe_mul_ab`), 2 chains.
+    Fp2,
+    /// Fp, `fe_mul_ab` (two accumulators), 4 chains.
+    FpAb,
+    /// Fr, `fe_mul_ab`, 4 chains.
+    FrAb,
+    /// Fp with 64-bit limbs, 4 chains.
+    Fp64,
+}
+
+impl ChainKernel {
+    /// Every chain kernel.
+    pub const ALL: [ChainKernel; 6] = [
+        ChainKernel::Fp,
+        ChainKernel::Fr,
+        ChainKernel::Fp2,
+        ChainKernel::FpAb,
+        ChainKernel::FrAb,
+        ChainKernel::Fp64,
+    ];
+
+    /// The kernel's entry point.
+    pub const fn entry(self) -> Entry {
+        match self {
+            ChainKernel::Fp => Entry::FpMulChain,
+            ChainKernel::Fr => Entry::FrMulChain,
+            ChainKernel::Fp2 => Entry::Fp2MulChain,
+            ChainKernel::FpAb => Entry::FpAbMulChain,
+            ChainKernel::FrAb => Entry::FrAbMulChain,
+            ChainKernel::Fp64 => Entry::Fp64MulChain,
+        }
+    }
+
+    /// The field its buffers hold.
+    pub const fn field(self) -> FieldKind {
+        match self {
+            ChainKernel::Fp | ChainKernel::FpAb | ChainKernel::Fp64 => FieldKind::Fp,
+            ChainKernel::Fr | ChainKernel::FrAb => FieldKind::Fr,
+            ChainKernel::Fp2 => FieldKind::Fp2,
+        }
+    }
+
+    /// Independent chains per thread.
+    pub const fn chains(self) -> u32 {
+        match self {
+            ChainKernel::Fp2 => 2,
+            _ => 4,
+        }
+    }
+
+    /// A short label for tables.
+    pub const fn label(self) -> &'static str {
+        match self {
+            ChainKernel::Fp => "fp",
+            ChainKernel::Fr => "fr",
+            ChainKernel::Fp2 => "fp2",
+            ChainKernel::FpAb => "fp (fe_mul_ab)",
+            ChainKernel::FrAb => "fr (fe_mul_ab)",
+            ChainKernel::Fp64 => "fp (64-bit limbs)",
+        }
+    }
+
+    /// Field multiplications per element for `iters` rounds: (k - 1) to start the chains,
+    /// k per round, (k - 1) to combine them (Fp2: each is 3 Fp products).
+    pub const fn muls_per_element(self, iters: u32) -> u64 {
+        let k = self.chains() as u64;
+        2 * (k - 1) + k * iters as u64
+    }
+}
+
+/// The throughput kernel: per element, k = [`ChainKernel::chains`] chains x_0 = a,
 /// x_j = x_{j-1} * b, then `iters` rounds of x_j *= b, then out = x_0 * ... * x_{k-1}.
-/// Field multiplications per element: (k - 1) + k * iters + (k - 1) (Fp2: each is 3 Fp
-/// products).
 pub fn mul_chain(
     gpu: &Gpu,
-    field: FieldKind,
+    kernel: ChainKernel,
     a: &DeviceBuffer<u32>,
     b: &DeviceBuffer<u32>,
     out: &mut DeviceBuffer<u32>,
     iters: u32,
 ) -> Result<(), GpuError> {
-    launch_chain(gpu, field, field.mul_chain().0, a, b, out, iters)
-}
-
-/// [`mul_chain`] for Fp computed with 64-bit limbs (`fp64_mul_chain`, 4 chains): the
-/// same results, for the 32- vs 64-bit limb comparison.
-pub fn fp64_mul_chain(
-    gpu: &Gpu,
-    a: &DeviceBuffer<u32>,
-    b: &DeviceBuffer<u32>,
-    out: &mut DeviceBuffer<u32>,
-    iters: u32,
-) -> Result<(), GpuError> {
-    launch_chain(gpu, FieldKind::Fp, Entry::Fp64MulChain, a, b, out, iters)
-}
-
-fn launch_chain(
-    gpu: &Gpu,
-    field: FieldKind,
-    entry: Entry,
-    a: &DeviceBuffer<u32>,
-    b: &DeviceBuffer<u32>,
-    out: &mut DeviceBuffer<u32>,
-    iters: u32,
-) -> Result<(), GpuError> {
-    let n = n_elements(field, a, "input a (u32 words)")?;
+    let n = n_elements(kernel.field(), a, "input a (u32 words)")?;
     same_len(a, b, "input b (u32 words)")?;
     same_len(a, out, "output (u32 words)")?;
-    let f = gpu.function(entry)?;
+    let f = gpu.function(kernel.entry())?;
     let stream = gpu.stream();
     let mut launch = stream.launch_builder(&f);
     launch
@@ -260,8 +303,7 @@ fn launch_chain(
         .arg(&n)
         .arg(&iters);
     // SAFETY: signature (const T*, const T*, T*, uint32_t, uint32_t) with T the element
-    // type of `field` (callers pair each entry with its field); the buffers hold n
-    // elements each (checked above).
+    // type of `kernel.field()`; the buffers hold n elements each (checked above).
     unsafe { launch.launch(launch_config(n)) }.map_err(GpuError::driver("cuLaunchKernel"))?;
     Ok(())
 }
@@ -285,11 +327,18 @@ mod tests {
                 let op_name = format!("{op:?}").to_lowercase();
                 assert!(name.ends_with(&op_name), "{name} vs {op_name}");
             }
-            assert!(field
-                .mul_chain()
-                .0
-                .name()
-                .starts_with(&format!("{}_mul_chain", field.name())));
+        }
+    }
+
+    #[test]
+    fn chain_kernels_match_their_field() {
+        for k in ChainKernel::ALL {
+            let name = k.entry().name();
+            assert!(
+                name.starts_with(k.field().name()) && name.ends_with("_mul_chain"),
+                "{name}"
+            );
+            assert_eq!(k.muls_per_element(0), 2 * (u64::from(k.chains()) - 1));
         }
     }
 
