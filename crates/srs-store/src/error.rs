@@ -140,11 +140,14 @@ pub enum SrsError {
         /// Bytes requested.
         requested_bytes: u64,
     },
-    /// A pinned or device destination was asked for, but no GPU path is available.
-    #[error("gpu destination unavailable: {reason}")]
-    GpuUnavailable {
-        /// Why.
-        reason: String,
+    /// A GPU operation (pinned allocation, device allocation under the VRAM budget, copy)
+    /// failed while loading a section.
+    #[error("gpu error loading {section}: {source}")]
+    Gpu {
+        /// Section being loaded.
+        section: Section,
+        /// What `gpu-device` or the driver said.
+        source: gpu_device::GpuError,
     },
     /// Another caller was loading the same circuit and its load failed.
     #[error("concurrent load of circuit {circuit_id} failed: {reason}")]

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Instant;
 
+use std::marker::PhantomData;
+
 use bls_repr::{G1AffineRepr, G2AffineRepr};
+use gpu_device::{DeviceBuffer, Gpu, GpuError, PinnedBuffer};
 use memmap2::{Advice, Mmap, UncheckedAdvice};
 use memory_budget::{Budget, Category, Reservation};
 use rayon::prelude::*;
@@ -57,15 +60,28 @@ pub enum PageCache {
 }
 
 /// Where the loaded bases live.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default)]
 pub enum Destination {
     /// Ordinary (pageable) host memory.
     #[default]
     Host,
-    /// Page-locked host memory from `gpu-device` (not wired yet: returns `GpuUnavailable`).
-    Pinned,
-    /// Device memory under the VRAM budget (not wired yet: returns `GpuUnavailable`).
-    Device,
+    /// Page-locked host memory from `gpu-device` (portable, not write-combined), paid for
+    /// by the load's host reservation.
+    Pinned(Gpu),
+    /// Device memory charged to the GPU's VRAM budget; the host holds only one staging
+    /// window during the load.
+    Device(Gpu),
+}
+
+impl Destination {
+    /// Short lowercase name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Destination::Host => "host",
+            Destination::Pinned(_) => "pinned",
+            Destination::Device(_) => "device",
+        }
+    }
 }
 
 /// Default window of file converted at a time.
@@ -101,10 +117,14 @@ impl Default for LoadOptions {
 /// What a load will charge, computed from the headers alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoadPlan {
-    /// Steady size once loaded: bulk sections plus the verifying key.
+    /// Host bytes held once loaded: the bulk sections (host and pinned destinations) plus
+    /// the verifying key.
     pub destination_bytes: u64,
-    /// Extra bytes resident only during the load (one window of mapped file pages).
+    /// Extra host bytes resident only during the load: two windows of mapped file pages
+    /// (the one converted and the one prefetched), plus a staging window for a device load.
     pub transient_bytes: u64,
+    /// Bytes charged to the VRAM budget (device destination only).
+    pub device_bytes: u64,
 }
 
 impl LoadPlan {
@@ -141,31 +161,80 @@ impl VerifyingKeyRepr {
     }
 }
 
-/// Bases in some memory. Only host memory exists for now; pinned and device variants
-/// come with `gpu-device`.
+/// Bases in some memory. Pinned and device buffers hold the same bytes as `[T]` (the
+/// `bls-repr` layout), stored as `u64` limbs because that is what the driver copies.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Bases<T> {
     /// Ordinary host memory.
     Host(Vec<T>),
+    /// Page-locked host memory (`n_points` points of `T`).
+    Pinned {
+        /// The buffer, `n_points * size_of::<T>() / 8` limbs.
+        buffer: PinnedBuffer<u64>,
+        /// Number of points.
+        n_points: usize,
+        /// The point type.
+        marker: PhantomData<T>,
+    },
+    /// Device memory (`n_points` points of `T`).
+    Device {
+        /// The buffer, `n_points * size_of::<T>() / 8` limbs, charged to the VRAM budget.
+        buffer: DeviceBuffer<u64>,
+        /// Number of points.
+        n_points: usize,
+        /// The point type.
+        marker: PhantomData<T>,
+    },
 }
 
-impl<T> Bases<T> {
-    /// The points, when they are in host memory.
+impl<T: bytemuck::Pod> Bases<T> {
+    /// The points, when they are readable from the host (host or pinned memory; for pinned
+    /// memory this waits for any copy queued on it).
     pub fn as_host(&self) -> Option<&[T]> {
         match self {
             Bases::Host(v) => Some(v),
+            Bases::Pinned { buffer, .. } => buffer.as_slice().ok().map(bytemuck::cast_slice),
+            Bases::Device { .. } => None,
+        }
+    }
+    /// The pinned buffer, if the points are in pinned memory.
+    pub fn as_pinned(&self) -> Option<&PinnedBuffer<u64>> {
+        match self {
+            Bases::Pinned { buffer, .. } => Some(buffer),
+            _ => None,
+        }
+    }
+    /// The device buffer, if the points are in device memory.
+    pub fn as_device(&self) -> Option<&DeviceBuffer<u64>> {
+        match self {
+            Bases::Device { buffer, .. } => Some(buffer),
+            _ => None,
         }
     }
     /// Number of points.
     pub fn len(&self) -> usize {
         match self {
             Bases::Host(v) => v.len(),
+            Bases::Pinned { n_points, .. } | Bases::Device { n_points, .. } => *n_points,
         }
     }
     /// Whether there are no points.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// Host bytes this holds a reservation for (pinned buffers carry their own).
+    fn pinned_reserved_bytes(&self) -> u64 {
+        match self {
+            Bases::Pinned { buffer, .. } => buffer.reservation().bytes(),
+            _ => 0,
+        }
+    }
+    fn device_bytes(&self) -> u64 {
+        match self {
+            Bases::Device { buffer, .. } => buffer.reserved_bytes(),
+            _ => 0,
+        }
     }
 }
 
@@ -238,16 +307,30 @@ impl LoadedParams {
         &self.b_g2
     }
     /// Where the bases live.
-    pub fn destination(&self) -> Destination {
-        self.destination
+    pub fn destination(&self) -> &Destination {
+        &self.destination
     }
     /// Figures from the load.
     pub fn stats(&self) -> LoadStats {
         self.stats
     }
-    /// Bytes currently charged to the budget for this entry.
+    /// Host bytes currently charged to the budget for this entry (including the
+    /// reservations that pinned buffers carry).
     pub fn charged_bytes(&self) -> u64 {
         self.reservation.bytes()
+            + self.h.pinned_reserved_bytes()
+            + self.l.pinned_reserved_bytes()
+            + self.a.pinned_reserved_bytes()
+            + self.b_g1.pinned_reserved_bytes()
+            + self.b_g2.pinned_reserved_bytes()
+    }
+    /// Bytes charged to the VRAM budget (device destination).
+    pub fn device_bytes(&self) -> u64 {
+        self.h.device_bytes()
+            + self.l.device_bytes()
+            + self.a.device_bytes()
+            + self.b_g1.device_bytes()
+            + self.b_g2.device_bytes()
     }
 }
 
@@ -304,9 +387,19 @@ impl ParamsFile {
         // Two windows of mapped pages (the one converted and the one prefetched), plus a
         // page either side of each from rounding to page bounds.
         let window = effective_chunk_bytes(options.chunk_bytes, 192).min(self.layout.file_bytes());
-        LoadPlan {
-            destination_bytes: self.layout.loaded_bulk_bytes() + vk_bytes,
-            transient_bytes: 2 * window + 4 * page_size(),
+        let mapped = 2 * window + 4 * page_size();
+        let bulk = self.layout.loaded_bulk_bytes();
+        match options.destination {
+            Destination::Host | Destination::Pinned(_) => LoadPlan {
+                destination_bytes: bulk + vk_bytes,
+                transient_bytes: mapped,
+                device_bytes: 0,
+            },
+            Destination::Device(_) => LoadPlan {
+                destination_bytes: vk_bytes,
+                transient_bytes: mapped + window.min(bulk),
+                device_bytes: bulk,
+            },
         }
     }
 
@@ -367,9 +460,9 @@ impl ParamsFile {
         self.verifying_key()?;
         for span in self.layout.bulk() {
             if span.section().is_g2() {
-                self.stream::<G2Kind>(span, None, check, options)?;
+                self.stream::<G2Kind>(span, Out::Discard, check, options)?;
             } else {
-                self.stream::<G1Kind>(span, None, check, options)?;
+                self.stream::<G1Kind>(span, Out::Discard, check, options)?;
             }
         }
         Ok(())
@@ -379,7 +472,6 @@ impl ParamsFile {
     /// converts, and shrinks the reservation to the steady size.
     pub fn load(&self, budget: &Budget, options: &LoadOptions) -> Result<LoadedParams> {
         self.layout.check_expected(&options.expected)?;
-        check_destination(options.destination)?;
         let plan = self.plan(options);
         let label = format!("srs {}", self.path.display());
         let reservation = budget
@@ -401,7 +493,6 @@ impl ParamsFile {
         options: &LoadOptions,
     ) -> Result<LoadedParams> {
         self.layout.check_expected(&options.expected)?;
-        check_destination(options.destination)?;
         let plan = self.plan(options);
         if reservation.bytes() < plan.peak_bytes() {
             return Err(SrsError::ReservationTooSmall {
@@ -414,29 +505,42 @@ impl ParamsFile {
         let _ = self.map.advise(Advice::Sequential);
         let vk = self.verifying_key()?;
         let [h, l, a, b_g1, b_g2] = self.layout.bulk();
-        let h = self.load_section::<G1Kind>(h, options)?;
-        let l = self.load_section::<G1Kind>(l, options)?;
-        let a = self.load_section::<G1Kind>(a, options)?;
-        let b_g1 = self.load_section::<G1Kind>(b_g1, options)?;
-        let b_g2 = self.load_section::<G2Kind>(b_g2, options)?;
+        let h = self.load_section::<G1Kind>(h, options, &mut reservation)?;
+        let l = self.load_section::<G1Kind>(l, options, &mut reservation)?;
+        let a = self.load_section::<G1Kind>(a, options, &mut reservation)?;
+        let b_g1 = self.load_section::<G1Kind>(b_g1, options, &mut reservation)?;
+        let b_g2 = self.load_section::<G2Kind>(b_g2, options, &mut reservation)?;
+        if let Destination::Device(gpu) = &options.destination {
+            gpu.synchronize().map_err(|source| SrsError::Gpu {
+                section: Section::BG2,
+                source,
+            })?;
+        }
         let seconds = started.elapsed().as_secs_f64();
-        reservation.shrink_to(plan.destination_bytes);
+        // Pinned buffers took their share of the reservation with them; what is left covers
+        // the verifying key (plus host bases for a host destination).
+        let split_off = h.pinned_reserved_bytes()
+            + l.pinned_reserved_bytes()
+            + a.pinned_reserved_bytes()
+            + b_g1.pinned_reserved_bytes()
+            + b_g2.pinned_reserved_bytes();
+        reservation.shrink_to(plan.destination_bytes.saturating_sub(split_off));
         let stats = LoadStats {
             file_bytes: self.layout.file_bytes(),
             seconds,
             peak_charged_bytes,
-            steady_charged_bytes: reservation.bytes(),
+            steady_charged_bytes: reservation.bytes() + split_off,
         };
         crate::metrics::record_load(&stats);
         Ok(LoadedParams {
             layout: self.layout,
             vk,
-            h: Bases::Host(h),
-            l: Bases::Host(l),
-            a: Bases::Host(a),
-            b_g1: Bases::Host(b_g1),
-            b_g2: Bases::Host(b_g2),
-            destination: options.destination,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+            destination: options.destination.clone(),
             stats,
             reservation,
         })
@@ -446,14 +550,60 @@ impl ParamsFile {
         &self,
         span: SectionSpan,
         options: &LoadOptions,
-    ) -> Result<Vec<K::Repr>> {
+        reservation: &mut Reservation,
+    ) -> Result<Bases<K::Repr>> {
         let n = span.n_points() as usize;
-        let mut out = alloc_host::<K::Repr>(n).ok_or(SrsError::Alloc {
-            section: span.section(),
-            requested_bytes: span.data_bytes(),
-        })?;
-        self.stream::<K>(span, Some(&mut out), options.check, options)?;
-        Ok(out)
+        let section = span.section();
+        let gpu_err = |source| SrsError::Gpu { section, source };
+        match &options.destination {
+            Destination::Host => {
+                let mut out = alloc_host::<K::Repr>(n).ok_or(SrsError::Alloc {
+                    section,
+                    requested_bytes: span.data_bytes(),
+                })?;
+                self.stream::<K>(span, Out::Slice(&mut out), options.check, options)?;
+                Ok(Bases::Host(out))
+            }
+            Destination::Pinned(gpu) => {
+                let share = reservation.split(span.data_bytes());
+                let mut buffer = gpu
+                    .alloc_pinned::<u64>(n * K::LIMBS, share)
+                    .map_err(gpu_err)?;
+                let limbs = buffer.as_mut_slice().map_err(gpu_err)?;
+                let out: &mut [K::Repr] = bytemuck::cast_slice_mut(limbs);
+                self.stream::<K>(span, Out::Slice(out), options.check, options)?;
+                Ok(Bases::Pinned {
+                    buffer,
+                    n_points: n,
+                    marker: PhantomData,
+                })
+            }
+            Destination::Device(gpu) => {
+                let label = format!("srs {} {}", self.path.display(), section);
+                let mut buffer = gpu
+                    .alloc_zeros::<u64>(n * K::LIMBS, &label)
+                    .map_err(gpu_err)?;
+                let mut sink = |start: usize, points: &[K::Repr]| -> Result<()> {
+                    let limbs: &[u64] = bytemuck::cast_slice(points);
+                    let at = start * K::LIMBS;
+                    let mut view = buffer.slice_mut().slice_mut(at..at + limbs.len());
+                    gpu.stream().memcpy_htod(limbs, &mut view).map_err(|code| {
+                        gpu_err(GpuError::Driver {
+                            call: "cuMemcpyHtoDAsync",
+                            code,
+                        })
+                    })?;
+                    // The staging window is reused for the next window: wait for the copy.
+                    gpu.synchronize().map_err(gpu_err)
+                };
+                self.stream::<K>(span, Out::Sink(&mut sink), options.check, options)?;
+                Ok(Bases::Device {
+                    buffer,
+                    n_points: n,
+                    marker: PhantomData,
+                })
+            }
+        }
     }
 
     /// Converts a section window by window, into `out` when given (else into a scratch
@@ -463,7 +613,7 @@ impl ParamsFile {
     fn stream<K: PointKind>(
         &self,
         span: SectionSpan,
-        mut out: Option<&mut [K::Repr]>,
+        mut out: Out<'_, K::Repr>,
         check: PointCheck,
         options: &LoadOptions,
     ) -> Result<()> {
@@ -488,13 +638,13 @@ impl ParamsFile {
         for (k, &(start, end)) in windows.iter().enumerate() {
             let next = windows.get(k + 1).copied();
             let (from, to) = byte_range(start, end);
-            let (dst, dst_next): (&mut [K::Repr], &mut [K::Repr]) = match out.as_deref_mut() {
-                Some(o) => {
+            let (dst, dst_next): (&mut [K::Repr], &mut [K::Repr]) = match &mut out {
+                Out::Slice(o) => {
                     let (head, tail) = o.split_at_mut(end);
                     let next_len = next.map_or(0, |(s, e)| e - s);
                     (&mut head[start..], &mut tail[..next_len])
                 }
-                None => {
+                Out::Sink(_) | Out::Discard => {
                     scratch.clear();
                     scratch.resize(end - start, K::Repr::default());
                     (&mut scratch[..], &mut [][..])
@@ -519,6 +669,9 @@ impl ParamsFile {
             });
             self.release_window(from, to - from, options.page_cache);
             res?;
+            if let Out::Sink(sink) = &mut out {
+                sink(start, &scratch)?;
+            }
         }
         Ok(())
     }
@@ -561,13 +714,14 @@ impl ParamsFile {
     }
 }
 
-pub(crate) fn check_destination(destination: Destination) -> Result<()> {
-    match destination {
-        Destination::Host => Ok(()),
-        Destination::Pinned | Destination::Device => Err(SrsError::GpuUnavailable {
-            reason: format!("{destination:?} destination is not wired to gpu-device yet"),
-        }),
-    }
+/// Where a stream's converted windows go.
+enum Out<'a, T> {
+    /// Straight into host-visible memory.
+    Slice(&'a mut [T]),
+    /// Into a reused staging window, handed to the sink (first index, points) after each.
+    Sink(&'a mut dyn FnMut(usize, &[T]) -> Result<()>),
+    /// Nowhere (check only).
+    Discard,
 }
 
 fn effective_chunk_bytes(chunk_bytes: u64, point_bytes: u64) -> u64 {
@@ -633,6 +787,8 @@ fn advise_huge_pages<T>(v: &[T]) {
 pub(crate) trait PointKind {
     type Repr: bytemuck::Pod + Default + Send + Sync;
     const BYTES: usize;
+    /// u64 limbs per point in the `bls-repr` layout.
+    const LIMBS: usize = std::mem::size_of::<Self::Repr>() / 8;
     /// Parses the strict `.params` encoding (no curve check).
     fn parse(bytes: &[u8]) -> std::result::Result<Self::Repr, String>;
     fn is_identity(repr: &Self::Repr) -> bool;

@@ -59,11 +59,11 @@ impl Tier {
         self as usize
     }
 
-    fn of(destination: Destination) -> Tier {
+    fn of(destination: &Destination) -> Tier {
         match destination {
             Destination::Host => Tier::Host,
-            Destination::Pinned => Tier::Pinned,
-            Destination::Device => Tier::Device,
+            Destination::Pinned(_) => Tier::Pinned,
+            Destination::Device(_) => Tier::Device,
         }
     }
 }
@@ -234,6 +234,9 @@ impl State {
         let mut out = [0u64; 5];
         for e in self.entries.values() {
             match &e.slot {
+                Slot::Resident(r) if r.tier == Tier::Device => {
+                    out[r.tier.index()] += r.params.device_bytes()
+                }
                 Slot::Resident(r) => out[r.tier.index()] += r.params.charged_bytes(),
                 Slot::Mapped(f) => out[Tier::Mapped.index()] += f.layout().file_bytes(),
                 Slot::Loading(_) | Slot::Disk => {}
@@ -259,7 +262,8 @@ impl Inner {
 /// Store figures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StoreStats {
-    /// Bytes per tier, indexed like [`Tier::ALL`] (resident tiers: charged bytes; mapped: file bytes).
+    /// Bytes per tier, indexed like [`Tier::ALL`] (device: VRAM bytes; pinned and host:
+    /// charged host bytes; mapped: file bytes).
     pub tier_bytes: [u64; 5],
     /// Entries known.
     pub n_entries: usize,
@@ -290,21 +294,31 @@ impl Evictor for StoreEvictor {
 
     fn evict(&self, at_least_bytes: u64) -> u64 {
         match self.inner.upgrade() {
-            Some(inner) => evict_idle(&inner, at_least_bytes),
+            Some(inner) => evict_idle(
+                &inner,
+                at_least_bytes,
+                &HOST_TIERS,
+                LoadedParams::charged_bytes,
+            ),
             None => 0,
         }
     }
 }
 
-/// Demotes idle, unheld resident entries (least recently used first) to `Mapped` until
-/// `at_least_bytes` are freed. Entries are dropped after the store lock is released.
-fn evict_idle(inner: &Inner, at_least_bytes: u64) -> u64 {
+/// Demotes idle, unheld resident entries of `tiers` (least recently used first) to
+/// `Mapped` until `at_least_bytes` (as measured by `bytes_of`) are freed. Entries are
+/// dropped after the store lock is released.
+fn evict_idle(
+    inner: &Inner,
+    at_least_bytes: u64,
+    tiers: &[Tier],
+    bytes_of: fn(&LoadedParams) -> u64,
+) -> u64 {
     let mut victims = Vec::new();
     let mut freed = 0u64;
     {
         let mut st = inner.lock();
-        // Host-budget tiers only: device entries are charged to a VRAM budget.
-        for tier in [Tier::Host, Tier::Pinned] {
+        for &tier in tiers {
             let candidates: Vec<String> = st.lru[tier.index()]
                 .iter()
                 .rev()
@@ -328,7 +342,7 @@ fn evict_idle(inner: &Inner, at_least_bytes: u64) -> u64 {
                 else {
                     continue;
                 };
-                freed += r.params.charged_bytes();
+                freed += bytes_of(&r.params);
                 victims.push(r);
                 st.set_tier(&id, Some(Tier::Mapped));
                 crate::metrics::evicted("budget");
@@ -339,6 +353,32 @@ fn evict_idle(inner: &Inner, at_least_bytes: u64) -> u64 {
     }
     drop(victims);
     freed
+}
+
+/// Host-budget tiers: pinned and pageable host entries.
+const HOST_TIERS: [Tier; 2] = [Tier::Host, Tier::Pinned];
+
+/// Evicts device entries for a GPU's VRAM budget.
+struct DeviceEvictor {
+    inner: Weak<Inner>,
+}
+
+impl Evictor for DeviceEvictor {
+    fn name(&self) -> &str {
+        "srs-store-device"
+    }
+
+    fn evict(&self, at_least_bytes: u64) -> u64 {
+        match self.inner.upgrade() {
+            Some(inner) => evict_idle(
+                &inner,
+                at_least_bytes,
+                &[Tier::Device],
+                LoadedParams::device_bytes,
+            ),
+            None => 0,
+        }
+    }
 }
 
 fn trim_mapped(st: &mut State, max: usize) {
@@ -392,7 +432,7 @@ impl SrsStore {
             if let Some(e) = st.entries.get(id) {
                 if e.fingerprint == fp && e.path == spec.path {
                     match &e.slot {
-                        Slot::Resident(r) if r.tier == Tier::of(spec.options.destination) => {
+                        Slot::Resident(r) if r.tier == Tier::of(&spec.options.destination) => {
                             let r = Arc::clone(r);
                             let hold = r.usage.hold();
                             st.lru[r.tier.index()].promote(id);
@@ -476,7 +516,6 @@ impl SrsStore {
         spec: &SrsSpec,
         reuse_file: Option<Arc<ParamsFile>>,
     ) -> Result<Arc<Resident>> {
-        crate::load::check_destination(spec.options.destination)?;
         let file = match reuse_file {
             Some(f) => f,
             None => Arc::new(ParamsFile::open(&spec.path)?),
@@ -546,6 +585,7 @@ impl SrsStore {
             Slot::Resident(r) => {
                 crate::metrics::evicted("explicit");
                 match Arc::try_unwrap(r) {
+                    Ok(r) if r.tier == Tier::Device => r.params.device_bytes(),
                     Ok(r) => r.params.charged_bytes(),
                     Err(_) => 0,
                 }
@@ -557,7 +597,22 @@ impl SrsStore {
 
     /// Asks the store to free `at_least_bytes` from idle, unheld entries, as the budget would.
     pub fn evict_idle(&self, at_least_bytes: u64) -> u64 {
-        evict_idle(&self.inner, at_least_bytes)
+        evict_idle(
+            &self.inner,
+            at_least_bytes,
+            &HOST_TIERS,
+            LoadedParams::charged_bytes,
+        )
+    }
+
+    /// Registers an evictor with `gpu`'s VRAM budget so device-tier entries are demoted
+    /// (idle and unheld only) when a VRAM reservation does not fit. Call once per GPU the
+    /// store loads onto; dropping the returned registration unregisters it.
+    pub fn register_device_budget(&self, gpu: &gpu_device::Gpu) -> EvictorRegistration {
+        let evictor: Arc<dyn Evictor> = Arc::new(DeviceEvictor {
+            inner: Arc::downgrade(&self.inner),
+        });
+        gpu.vram_budget().register_evictor(evictor)
     }
 
     /// The verifying key, without loading the rest: from memory when resident, else read and

@@ -232,23 +232,3 @@ fn rewritten_file_is_reloaded() {
     drop(old);
     assert_eq!(budget.used_bytes(), new.charged_bytes());
 }
-
-#[test]
-fn gpu_destinations_are_typed_errors() {
-    let seed = seed();
-    let dir = TempDir::new("gpu");
-    let (mut a, _, _, _) = two_files(&dir, seed);
-    let budget = Budget::fixed(GIB);
-    let store = SrsStore::new(budget.clone(), StoreConfig::default());
-    for d in [
-        srs_store::Destination::Pinned,
-        srs_store::Destination::Device,
-    ] {
-        a.options.destination = d;
-        assert!(matches!(
-            store.get_or_load(&a),
-            Err(SrsError::GpuUnavailable { .. })
-        ));
-        assert_eq!(budget.used_bytes(), 0);
-    }
-}
