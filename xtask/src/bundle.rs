@@ -1,7 +1,8 @@
 //! `cargo xtask gpu-bundle`: everything the GPU machine needs, with no Rust toolchain there.
 //!
 //! `bundle/tests/` holds the release builds of every GPU test group (`tests/gpu_*.rs`),
-//! `bundle/bench/` every benchmark example (`examples/*_bench.rs`), and `bundle/run.sh` runs
+//! `bundle/bench/` every benchmark example (`examples/*_bench.rs`), `bundle/bin/` the workspace's
+//! binaries (memprobe, srs-inspect, ...), and `bundle/run.sh` runs
 //! them: `run.sh` (tests), `run.sh bench`, `run.sh all`. It ends with one line,
 //! `gpu-bundle: N passed, M failed`, counting test cases (and bench programs in bench mode).
 
@@ -19,6 +20,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     }
     std::fs::create_dir_all(out.join("tests"))?;
     std::fs::create_dir_all(out.join("bench"))?;
+    std::fs::create_dir_all(out.join("bin"))?;
 
     let groups = crate::testing::gpu_groups(root)?;
     let mut cmd = Command::new("cargo");
@@ -43,13 +45,21 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         "build",
         "--release",
         "--workspace",
+        "--exclude",
+        "xtask",
         "--examples",
+        "--bins",
         "--message-format=json-render-diagnostics",
     ]);
-    let benches: Vec<PathBuf> = executables(cmd, false)?
-        .into_iter()
-        .filter(|p| p.file_name().unwrap().to_string_lossy().ends_with("_bench"))
+    let built = executables(cmd, false)?;
+    // Examples live in `.../examples/`; binaries (memprobe, srs-inspect, ...) one level up.
+    let is_example = |p: &PathBuf| p.parent().is_some_and(|d| d.ends_with("examples"));
+    let benches: Vec<PathBuf> = built
+        .iter()
+        .filter(|p| is_example(p) && p.file_name().unwrap().to_string_lossy().ends_with("_bench"))
+        .cloned()
         .collect();
+    let bins: Vec<PathBuf> = built.iter().filter(|p| !is_example(p)).cloned().collect();
 
     for t in &tests {
         let name = t.file_name().unwrap().to_string_lossy();
@@ -60,6 +70,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     for b in &benches {
         std::fs::copy(b, out.join("bench").join(b.file_name().unwrap()))?;
     }
+    for b in &bins {
+        std::fs::copy(b, out.join("bin").join(b.file_name().unwrap()))?;
+    }
     let script = out.join("run.sh");
     std::fs::write(&script, RUNNER)?;
     #[cfg(unix)]
@@ -69,9 +82,10 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     }
     let size: u64 = walk_size(&out)?;
     println!(
-        "gpu-bundle: {} test group(s), {} bench program(s), {:.1} MiB in {}",
+        "gpu-bundle: {} test group(s), {} bench program(s), {} tool(s), {:.1} MiB in {}",
         tests.len(),
         benches.len(),
+        bins.len(),
         size as f64 / (1 << 20) as f64,
         out.display()
     );
