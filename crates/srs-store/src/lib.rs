@@ -9,10 +9,14 @@
 //!   arithmetic before anything proportional to the file is allocated: the counts must
 //!   account for every byte (G1 = 96, G2 = 192 bytes per point), else a typed error names the
 //!   section and byte offset.
-//! - A load charges its peak (destination + one window of mapped pages) to the budget before
-//!   the first byte is copied, converts window by window in parallel, unmaps each window's
-//!   pages behind it, and shrinks the reservation to the steady size at the end. Any error
-//!   drops everything allocated and charged so far.
+//! - A load charges its peak (destination + two windows of mapped pages: the one being
+//!   converted and the one being prefetched) to the budget before the first byte is copied,
+//!   converts window by window in parallel, unmaps each window's pages behind it, and
+//!   shrinks the reservation to the steady size at the end. Any error drops everything
+//!   allocated and charged so far.
+//! - Destinations ([`Destination`]): pageable host memory; pinned host memory from
+//!   `gpu-device` (paid for by a share of the load's host reservation); device memory charged
+//!   to the GPU's VRAM budget, filled through one reused host staging window.
 //! - Every point's encoding is parsed strictly and points at infinity are rejected (as the
 //!   reference reader does); curve and subgroup checks are selectable ([`PointCheck`]).
 //!   Failures name the section, index and byte offset. Bad input never panics.
@@ -21,8 +25,9 @@
 //!   configured minimum, explicit `preload`/`evict`, and the verifying key without a load.
 //!
 //! # Non-goals
-//! - Pinned and device destinations are typed but not wired to `gpu-device` yet: asking for
-//!   them returns [`SrsError::GpuUnavailable`].
+//! - No direct disk-to-VRAM path (GPUDirect Storage): device loads stage through host memory.
+//! - The store's device tier is evicted by the VRAM budget only once
+//!   [`SrsStore::register_device_budget`] has been called for that GPU.
 //! - Files are treated as immutable while open (rewriting a mapped file is not detected
 //!   until the next `get_or_load` compares fingerprints).
 //! - No compressed-point files and no writing of parameter files.
@@ -32,7 +37,9 @@
 //! with [`PointCheck::None`] it is bound by memory bandwidth and the Fp conversion to
 //! Montgomery form; `Curve` adds a few field multiplications per point; `Full` adds a
 //! subgroup check (tens of microseconds per point), which dominates for large files.
-//! Resident memory during a load stays near destination + `chunk_bytes`.
+//! Fresh destination pages are zero-filled by the kernel on first touch; on this VM that is
+//! as costly as the conversion itself (see the benchmark). Resident memory during a load
+//! stays near destination + 2 x `chunk_bytes` (64 MiB each by default).
 
 #![warn(missing_docs)]
 

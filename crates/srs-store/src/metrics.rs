@@ -42,3 +42,23 @@ pub(crate) fn miss() {
 pub(crate) fn evicted(reason: &'static str) {
     metrics::counter!(EVICTIONS_TOTAL, "reason" => reason).increment(1);
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_are_prefixed() {
+        let names = [
+            super::LOADS_TOTAL,
+            super::LOAD_SECONDS,
+            super::LOAD_BYTES_PER_SECOND,
+            super::PEAK_CHARGED_BYTES,
+            super::TIER_BYTES,
+            super::HITS_TOTAL,
+            super::MISSES_TOTAL,
+            super::EVICTIONS_TOTAL,
+        ];
+        for n in names {
+            assert!(n.starts_with("pinion_srs_"), "{n}");
+        }
+    }
+}
