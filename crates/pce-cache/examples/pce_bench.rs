@@ -7,6 +7,9 @@
 //! ```text
 //! cargo run --release -p pce-cache --example pce_bench -- [--constraints N | --blocks N] [--reps R] [--dir D]
 //! ```
+//! Phases are repeated `--reps` times (default 5), interleaved; medians are reported.
+//! ```text
+//! ```
 //! The last line is a JSON object with the same figures.
 
 use std::time::{Duration, Instant};
@@ -56,7 +59,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut blocks = None;
     let mut constraints: u64 = 1 << 20;
-    let mut reps = 3;
+    let mut reps = 5;
     let mut dir = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -82,6 +85,11 @@ fn parse_args() -> Result<Args, String> {
         reps: reps.max(1),
         dir,
     })
+}
+
+fn median(ts: &mut [Duration]) -> Duration {
+    ts.sort();
+    ts[ts.len() / 2]
 }
 
 fn best<T>(reps: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
@@ -113,15 +121,22 @@ fn main() {
         message,
     };
     println!(
-        "pce_bench: sha256 over {} blocks, {} rayon threads, best of {}",
+        "pce_bench: sha256 over {} blocks, {} rayon threads, {} interleaved reps, medians",
         args.blocks,
         rayon::current_num_threads(),
         args.reps
     );
 
+    // Recorded against a budget to report the extraction's charged peak.
+    let budget = memory_budget::Budget::fixed(u64::MAX / 4);
+    let reservation = budget
+        .try_reserve(0, memory_budget::Category::Pce, "bench")
+        .expect("reserve");
     let t = Instant::now();
-    let pce = Pce::record(circuit.clone()).expect("record");
+    let (pce, reservation) =
+        pce_cache::Recorder::record(circuit.clone(), Some(reservation)).expect("record");
     let extraction = t.elapsed();
+    let peak_bytes = reservation.map_or(0, |r| r.bytes());
     let shape = pce.shape();
     println!(
         "shape: {} constraints, {} rows, {} inputs, {} aux",
@@ -144,27 +159,68 @@ fn main() {
         pce.bytes_per_nonzero(),
         40.0
     );
-    println!("extraction: {:.3} s", extraction.as_secs_f64());
+    println!(
+        "extraction: {:.3} s; charged peak {} bytes, resident after {} bytes",
+        extraction.as_secs_f64(),
+        peak_bytes,
+        pce.resident_bytes()
+    );
 
-    let (t_full, full) = best(args.reps, || {
-        FullSynthesis::run(circuit.clone()).expect("full")
-    });
-    println!("full_synthesis: {:.3} s", t_full.as_secs_f64());
-    let (t_wit, w) = best(args.reps, || {
-        pce.synthesize_witness(circuit.clone()).expect("witness")
-    });
-    println!("witness_only_synthesis: {:.3} s", t_wit.as_secs_f64());
+    // Interleaved repetitions, so a change in machine load hits every phase alike; the
+    // figures are medians (minimum in brackets).
     let n = shape.n_rows as usize;
     let (mut a, mut b, mut c) = (
         vec![Scalar::ZERO; n],
         vec![Scalar::ZERO; n],
         vec![Scalar::ZERO; n],
     );
-    let (t_mv, ()) = best(args.reps, || {
-        pce.evaluate_into(&w.inputs, &w.aux, &mut a, &mut b, &mut c)
-            .expect("evaluate")
-    });
-    println!("matvec: {:.3} s", t_mv.as_secs_f64());
+    let (mut full_ts, mut wit_ts, mut mv_ts, mut pipe_ts) = (vec![], vec![], vec![], vec![]);
+    let (mut a2, mut b2, mut c2) = (
+        vec![Scalar::ZERO; n],
+        vec![Scalar::ZERO; n],
+        vec![Scalar::ZERO; n],
+    );
+    let mut full = None;
+    let mut w = None;
+    for _ in 0..args.reps {
+        let t = Instant::now();
+        full = Some(FullSynthesis::run(circuit.clone()).expect("full"));
+        full_ts.push(t.elapsed());
+        let t = Instant::now();
+        let wit = pce.synthesize_witness(circuit.clone()).expect("witness");
+        wit_ts.push(t.elapsed());
+        let t = Instant::now();
+        pce.evaluate_into(&wit.inputs, &wit.aux, &mut a, &mut b, &mut c)
+            .expect("evaluate");
+        mv_ts.push(t.elapsed());
+        let t = Instant::now();
+        pce.synthesize_and_evaluate(circuit.clone(), &mut a2, &mut b2, &mut c2)
+            .expect("synthesize_and_evaluate");
+        pipe_ts.push(t.elapsed());
+        w = Some(wit);
+    }
+    let (full, w) = (full.expect("reps >= 1"), w.expect("reps >= 1"));
+    let (t_full, t_wit, t_mv, t_pipe) = (
+        median(&mut full_ts),
+        median(&mut wit_ts),
+        median(&mut mv_ts),
+        median(&mut pipe_ts),
+    );
+    let show = |name: &str, t: Duration, ts: &[Duration]| {
+        println!(
+            "{name}: {:.3} s (min {:.3})",
+            t.as_secs_f64(),
+            ts.iter().min().copied().unwrap_or_default().as_secs_f64()
+        )
+    };
+    show("full_synthesis", t_full, &full_ts);
+    show("witness_only_synthesis", t_wit, &wit_ts);
+    show("matvec", t_mv, &mv_ts);
+    show("witness_and_matvec_overlapped", t_pipe, &pipe_ts);
+    assert!(
+        a2 == full.a && b2 == full.b && c2 == full.c,
+        "pipelined a/b/c differ"
+    );
     for m in MatrixId::ALL {
         let (plus, minus, other) = pce.n_nonzeros_by_kind(m);
         let mut out = vec![Scalar::ZERO; n];
@@ -184,10 +240,12 @@ fn main() {
         "pce a/b/c differ from full synthesis"
     );
     let speedup = t_full.as_secs_f64() / (t_wit + t_mv).as_secs_f64();
+    let speedup_overlapped = t_full.as_secs_f64() / t_pipe.as_secs_f64();
     println!(
-        "witness+matvec: {:.3} s; speedup over full synthesis: {:.2}x (target >= 2x)",
+        "witness+matvec: {:.3} s; speedup over full synthesis: {:.2}x sequential, {:.2}x overlapped (target >= 2x)",
         (t_wit + t_mv).as_secs_f64(),
-        speedup
+        speedup,
+        speedup_overlapped
     );
 
     // Disk: write, checked mmap load, evaluation from the map.
@@ -219,16 +277,20 @@ fn main() {
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_dir(&dir);
     println!(
-        "{{\"bench\":\"pce_sha256\",\"blocks\":{},\"n_constraints\":{},\"n_nonzeros\":{},\"bytes_per_nonzero\":{:.3},\"extraction_s\":{:.4},\"witness_s\":{:.4},\"matvec_s\":{:.4},\"full_synthesis_s\":{:.4},\"speedup\":{:.3},\"file_bytes\":{},\"load_checked_s\":{:.4},\"matvec_mapped_s\":{:.4},\"threads\":{}}}",
+        "{{\"bench\":\"pce_sha256\",\"blocks\":{},\"n_constraints\":{},\"n_nonzeros\":{},\"bytes_per_nonzero\":{:.3},\"extraction_s\":{:.4},\"extraction_peak_bytes\":{},\"resident_bytes\":{},\"witness_s\":{:.4},\"matvec_s\":{:.4},\"full_synthesis_s\":{:.4},\"speedup\":{:.3},\"overlapped_s\":{:.4},\"speedup_overlapped\":{:.3},\"file_bytes\":{},\"load_checked_s\":{:.4},\"matvec_mapped_s\":{:.4},\"threads\":{}}}",
         args.blocks,
         shape.n_constraints,
         pce.n_nonzeros(),
         pce.bytes_per_nonzero(),
         extraction.as_secs_f64(),
+        peak_bytes,
+        pce.resident_bytes(),
         t_wit.as_secs_f64(),
         t_mv.as_secs_f64(),
         t_full.as_secs_f64(),
         speedup,
+        t_pipe.as_secs_f64(),
+        speedup_overlapped,
         file_bytes,
         t_load.as_secs_f64(),
         t_mv_mapped.as_secs_f64(),

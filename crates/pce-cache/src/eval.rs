@@ -11,7 +11,7 @@ use crate::{Pce, PceError};
 const MIN_BLOCKS_PER_TASK: usize = 8;
 
 /// Read-only view of one matrix with its codes resolved to a concrete width.
-struct View<'a, K> {
+pub(crate) struct View<'a, K> {
     block_ptr: &'a [u64],
     row_len: &'a [u8],
     long_row: &'a [u64],
@@ -20,14 +20,20 @@ struct View<'a, K> {
     codes: &'a [K],
 }
 
-/// The witness split as groth16 keeps it; column `< n_inputs` reads `inputs`.
-#[derive(Copy, Clone)]
-struct Wit<'a> {
-    inputs: &'a [Scalar],
-    aux: &'a [Scalar],
+/// Where the evaluator reads witness values from.
+pub(crate) trait WitnessRead: Copy + Sync {
+    /// Value of column `col` (inputs, then aux).
+    fn get(&self, col: u32) -> Scalar;
 }
 
-impl Wit<'_> {
+/// The witness split as groth16 keeps it; column `< n_inputs` reads `inputs`.
+#[derive(Copy, Clone)]
+pub(crate) struct Wit<'a> {
+    pub(crate) inputs: &'a [Scalar],
+    pub(crate) aux: &'a [Scalar],
+}
+
+impl WitnessRead for Wit<'_> {
     #[inline(always)]
     fn get(&self, col: u32) -> Scalar {
         let col = col as usize;
@@ -40,7 +46,7 @@ impl Wit<'_> {
     }
 }
 
-trait Code: Copy + Send + Sync {
+pub(crate) trait Code: Copy + Send + Sync {
     fn idx(self) -> usize;
 }
 impl Code for u8 {
@@ -65,10 +71,10 @@ impl Code for u32 {
 impl<K: Code> View<'_, K> {
     /// Evaluates the rows of block `blk` into `out` (one slot per row of the block).
     #[inline]
-    fn eval_block<T>(
+    fn eval_block<T, W: WitnessRead>(
         &self,
         blk: usize,
-        w: Wit<'_>,
+        w: W,
         table: &CoeffTable,
         out: &mut [T],
         convert: &(impl Fn(Scalar) -> T + Sync),
@@ -156,7 +162,7 @@ impl Pce {
         Ok(())
     }
 
-    fn check_out(&self, what: &'static str, len: usize) -> Result<(), PceError> {
+    pub(crate) fn check_out(&self, what: &'static str, len: usize) -> Result<(), PceError> {
         if (len as u64) < self.shape().n_rows {
             return Err(PceError::ShapeMismatch {
                 what,
@@ -294,7 +300,7 @@ pub fn first_unsatisfied_row(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option
 }
 
 /// A block evaluator for any output type (dispatches over the three code widths).
-enum AnyView<'a> {
+pub(crate) enum AnyView<'a> {
     U8(View<'a, u8>),
     U16(View<'a, u16>),
     U32(View<'a, u32>),
@@ -302,10 +308,10 @@ enum AnyView<'a> {
 
 impl AnyView<'_> {
     #[inline]
-    fn eval_dyn<T>(
+    pub(crate) fn eval_dyn<T, W: WitnessRead>(
         &self,
         blk: usize,
-        w: Wit<'_>,
+        w: W,
         table: &CoeffTable,
         out: &mut [T],
         convert: &(impl Fn(Scalar) -> T + Sync),
@@ -322,7 +328,7 @@ impl AnyView<'_> {
     }
 }
 
-fn any_view(m: &Matrix) -> AnyView<'_> {
+pub(crate) fn any_view(m: &Matrix) -> AnyView<'_> {
     macro_rules! view {
         ($codes:expr) => {
             View {

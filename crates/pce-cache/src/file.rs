@@ -590,6 +590,7 @@ fn parse(
         checksums: entries.iter().map(|e| e.sum).collect(),
         fingerprint: fp,
         source: Some(path.to_path_buf()),
+        needs: crate::pipeline::Needs::new(),
     };
     validate(&pce, path)?;
     Ok(pce)

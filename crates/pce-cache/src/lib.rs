@@ -10,6 +10,9 @@
 //! 3. **Evaluate** ([`Pce::evaluate_into`], [`Pce::evaluate_into_with`]): `a = A·w`,
 //!    `b = B·w`, `c = C·w` straight into caller buffers (for example pinned memory), rayon
 //!    over blocks of [`ROW_BLOCK`] rows, ±1 coefficients without a multiplication.
+//!    [`Pce::synthesize_and_evaluate`] does 2 and 3 at once: the circuit writes aux values in
+//!    place while another thread evaluates every row block whose variables already exist
+//!    (it gains only when a core is free; results are identical).
 //! 4. **Densities** ([`Pce::densities`]): which `a_query`/`b_g1_query`/`b_g2_query` bases the
 //!    MSMs use, computed once at recording.
 //!
@@ -63,6 +66,7 @@ mod cache;
 mod error;
 mod eval;
 mod file;
+mod pipeline;
 mod record;
 pub mod reference;
 mod storage;
@@ -115,6 +119,7 @@ pub struct Pce {
     checksums: Vec<[u8; 32]>,
     fingerprint: Fingerprint,
     source: Option<PathBuf>,
+    needs: pipeline::Needs,
 }
 
 impl Pce {
@@ -134,6 +139,7 @@ impl Pce {
             checksums: Vec::new(),
             fingerprint: Fingerprint([0; 32]),
             source: None,
+            needs: pipeline::Needs::new(),
         };
         let sections = pce.section_refs();
         let checksums: Vec<[u8; 32]> = sections

@@ -207,11 +207,23 @@ fn bad_shapes_are_typed_errors() {
         .evaluate_into(&w.inputs, &w.aux[1..], &mut ok, &mut ok2, &mut ok3)
         .unwrap_err();
     assert!(matches!(e, PceError::ShapeMismatch { .. }), "{e}");
-    // a circuit with another shape is refused by witness synthesis
-    let e = pce
-        .synthesize_witness(MimcCircuit::random(6, &mut rng))
-        .unwrap_err();
-    assert!(matches!(e, PceError::ShapeMismatch { .. }), "{e}");
+    // a circuit with another shape is refused by witness synthesis, pipelined or not
+    for rounds in [4, 6] {
+        let e = pce
+            .synthesize_witness(MimcCircuit::random(rounds, &mut rng))
+            .unwrap_err();
+        assert!(matches!(e, PceError::ShapeMismatch { .. }), "{e}");
+        let (mut x, mut y, mut z) = (ok.clone(), ok.clone(), ok.clone());
+        let e = pce
+            .synthesize_and_evaluate(
+                MimcCircuit::random(rounds, &mut rng),
+                &mut x,
+                &mut y,
+                &mut z,
+            )
+            .unwrap_err();
+        assert!(matches!(e, PceError::ShapeMismatch { .. }), "{e}");
+    }
 }
 
 #[test]

@@ -352,7 +352,7 @@ pub fn assert_pce_matches<C: Circuit<Scalar> + Clone>(circuit: C) -> Pce {
 
 pub fn assert_pce_matches_with<C: Circuit<Scalar> + Clone>(pce: &Pce, circuit: C) {
     let full = FullSynthesis::run(circuit.clone()).expect("full synthesis");
-    let w = pce.synthesize_witness(circuit).expect("witness");
+    let w = pce.synthesize_witness(circuit.clone()).expect("witness");
     assert_eq!(w.inputs, full.inputs, "inputs");
     assert_eq!(w.aux, full.aux, "aux");
     let shape = pce.shape();
@@ -384,6 +384,13 @@ pub fn assert_pce_matches_with<C: Circuit<Scalar> + Clone>(pce: &Pce, circuit: C
         "a_input density is full in groth16"
     );
     assert_eq!(d.a_input().len(), full.inputs.len());
+    // overlapped synthesis + evaluation gives the same witness and vectors
+    let (mut a2, mut b2, mut c2) = (vec![junk; n], vec![junk; n], vec![junk; n]);
+    let w2 = pce
+        .synthesize_and_evaluate(circuit.clone(), &mut a2, &mut b2, &mut c2)
+        .expect("synthesize_and_evaluate");
+    assert_eq!(w2, w, "pipelined witness");
+    assert!(a2 == a && b2 == b && c2 == c, "pipelined a/b/c");
     // per-matrix evaluation agrees too
     let mut one = vec![Scalar::ZERO; full.a.len()];
     pce.evaluate_matrix_into(pce_cache::MatrixId::B, &w.inputs, &w.aux, &mut one)
