@@ -4,7 +4,7 @@
 //
 // Binary ops:  <f>_<op>(const T* a, const T* b, T* out, uint32_t n)   op = add, sub, mul
 // Unary ops:   <f>_<op>(const T* a, T* out, uint32_t n)               op = neg, sqr, inv
-// Throughput:  <f>_mul_chain (variants: fp_ab_ and fr_ab_mul_chain use fe_mul_ab,
+// Throughput:  <f>_mul_chain, <f>_sqr_chain (squarings in the rounds; variants: fp_ab_ and fr_ab_mul_chain use fe_mul_ab,
 //   fp64_mul_chain uses 64-bit limbs)(const T* a, const T* b, T* out, uint32_t n, uint32_t iters)
 //   each thread keeps independent accumulators x_k in registers and does iters rounds of
 //   x_k = x_k * b[i] (dependent within a chain, independent across chains), then writes
@@ -72,6 +72,29 @@ FIELD_KERNELS(fp2, Fp2, fp2_load, fp2_store, fp2_add, fp2_sub, fp2_neg, fp2_mul,
 MUL_CHAIN_KERNEL(fp, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fe_mul<FpParams>)
 MUL_CHAIN_KERNEL(fr, Fr, 4, fe_load<FrParams>, fe_store<FrParams>, fe_mul<FrParams>)
 MUL_CHAIN_KERNEL(fp2, Fp2, 2, fp2_load, fp2_store, fp2_mul)
+// Squaring chains: the same start, then iters rounds of x_k = x_k^2 (fe_sqr).
+#define SQR_CHAIN_KERNEL(PFX, T, K, LOAD, STORE, MUL, SQR)                                   \
+  extern "C" __global__ void PFX##_sqr_chain(const T* a, const T* b, T* out, uint32_t n,    \
+                                              uint32_t iters) {                              \
+    GRID_STRIDE(i, n) {                                                                      \
+      const T y = LOAD(b + i);                                                               \
+      T x[K];                                                                                \
+      x[0] = LOAD(a + i);                                                                    \
+      _Pragma("unroll") for (int k = 1; k < K; ++k) x[k] = MUL(x[k - 1], y);                 \
+      _Pragma("unroll 1") for (uint32_t it = 0; it < iters; ++it) {                          \
+        _Pragma("unroll") for (int k = 0; k < K; ++k) x[k] = SQR(x[k]);                      \
+      }                                                                                      \
+      T acc = x[0];                                                                          \
+      _Pragma("unroll") for (int k = 1; k < K; ++k) acc = MUL(acc, x[k]);                    \
+      STORE(out + i, acc);                                                                   \
+    }                                                                                        \
+  }
+
+SQR_CHAIN_KERNEL(fp, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fe_mul<FpParams>,
+                 fe_sqr<FpParams>)
+SQR_CHAIN_KERNEL(fr, Fr, 4, fe_load<FrParams>, fe_store<FrParams>, fe_mul<FrParams>,
+                 fe_sqr<FrParams>)
+
 // The two-accumulator product (fe_mul_ab), for the comparison with fe_mul.
 MUL_CHAIN_KERNEL(fp_ab, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fe_mul_ab<FpParams>)
 MUL_CHAIN_KERNEL(fr_ab, Fr, 4, fe_load<FrParams>, fe_store<FrParams>, fe_mul_ab<FrParams>)

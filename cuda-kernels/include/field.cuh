@@ -271,9 +271,87 @@ __device__ __forceinline__ Fe<P> fe_mul_ab(const Fe<P>& a, const Fe<P>& b) {
   return r;
 }
 
+// Montgomery square a^2*R^-1 mod m, for a < m; result < m. Same result as fe_mul(a, a)
+// with about a quarter fewer wide multiplies (Fp: 222 instead of 288):
+//  1. S = sum over i < j of a_i a_j 2^(32(i+j)), row by row; row i is two parity chains.
+//     After row i the partial sum is below a_{<=i} * a < 2^(32(N+i+1)), so a row's carry
+//     never leaves word i+N: one chain ends there, the other carries into it.
+//  2. t = 2S + sum of a_i^2 2^(64i) = a^2 (2N words; a^2 < 2^(64N), no carry out).
+//  3. With t = L + U*R: REDC(L) by shifted one-word steps (as in fe_mul, without the a*b
+//     rows) gives r <= m, then r + U <= 2m - 1 < 2^(32N) (U < m since a^2 < m*R), and one
+//     conditional subtraction reduces it.
 template <class P>
 __device__ __forceinline__ Fe<P> fe_sqr(const Fe<P>& a) {
-  return fe_mul<P>(a, a);
+  constexpr int N = P::N;
+  uint32_t t[2 * N];
+#pragma unroll
+  for (int k = 0; k < 2 * N; ++k) t[k] = 0;
+  // 1. off-diagonal products
+#pragma unroll
+  for (int i = 0; i < N - 1; ++i) {
+    const uint32_t ai = a.l[i];
+    // Parity of j whose chain ends at word i+N (contains j = N-1) and the other one.
+    constexpr int LAST = (N - 1) & 1;
+    // Chain over j = i+1+q, q = 0, 2, ... with parity != LAST ends at word i+N-1.
+    const int j0_other = ((i + 1) & 1) == LAST ? i + 2 : i + 1;
+    const int j0_last = ((i + 1) & 1) == LAST ? i + 1 : i + 2;
+    if (j0_other < N) {
+      t[i + j0_other] = cc::mad_lo_cc(ai, a.l[j0_other], t[i + j0_other]);
+      t[i + j0_other + 1] = cc::madc_hi_cc(ai, a.l[j0_other], t[i + j0_other + 1]);
+#pragma unroll
+      for (int j = j0_other + 2; j < N; j += 2) {
+        t[i + j] = cc::madc_lo_cc(ai, a.l[j], t[i + j]);
+        t[i + j + 1] = cc::madc_hi_cc(ai, a.l[j], t[i + j + 1]);
+      }
+      t[i + N] = cc::addc(t[i + N], 0);
+    }
+    if (j0_last < N) {
+      t[i + j0_last] = cc::mad_lo_cc(ai, a.l[j0_last], t[i + j0_last]);
+      t[i + j0_last + 1] = cc::madc_hi_cc(ai, a.l[j0_last], t[i + j0_last + 1]);
+#pragma unroll
+      for (int j = j0_last + 2; j < N; j += 2) {
+        t[i + j] = cc::madc_lo_cc(ai, a.l[j], t[i + j]);
+        t[i + j + 1] = cc::madc_hi_cc(ai, a.l[j], t[i + j + 1]);
+      }
+    }
+  }
+  // 2. double and add the diagonal
+  t[0] = cc::add_cc(t[0], t[0]);
+#pragma unroll
+  for (int k = 1; k < 2 * N - 1; ++k) t[k] = cc::addc_cc(t[k], t[k]);
+  t[2 * N - 1] = cc::addc(t[2 * N - 1], t[2 * N - 1]);
+  t[0] = cc::mad_lo_cc(a.l[0], a.l[0], t[0]);
+  t[1] = cc::madc_hi_cc(a.l[0], a.l[0], t[1]);
+#pragma unroll
+  for (int i = 1; i < N; ++i) {
+    t[2 * i] = cc::madc_lo_cc(a.l[i], a.l[i], t[2 * i]);
+    t[2 * i + 1] = cc::madc_hi_cc(a.l[i], a.l[i], t[2 * i + 1]);
+  }
+  // 3. REDC of the low half, then add the high half
+  uint32_t m[N];
+  P::modulus(m);
+  uint32_t r[N + 1];
+#pragma unroll
+  for (int k = 0; k < N; ++k) r[k] = t[k];
+  r[N] = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const uint32_t q = r[0] * P::INV;
+    detail::mul_add_row<N, 0>(r, m, q);
+    r[N] = cc::addc(r[N], 0);
+    detail::mul_add_row<N, 1>(r, m, q);
+#pragma unroll
+    for (int k = 0; k < N; ++k) r[k] = r[k + 1];
+    r[N] = 0;
+  }
+  uint32_t s[N];
+  s[0] = cc::add_cc(r[0], t[N]);
+#pragma unroll
+  for (int k = 1; k < N - 1; ++k) s[k] = cc::addc_cc(r[k], t[N + k]);
+  s[N - 1] = cc::addc(r[N - 1], t[2 * N - 1]);
+  Fe<P> out;
+  detail::reduce_once<P>(out.l, s);
+  return out;
 }
 
 // a^(m-2) = a^-1 by Fermat; the inverse of zero is defined as zero. Left-to-right

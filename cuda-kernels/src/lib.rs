@@ -107,6 +107,11 @@ entries! {
     Fp2Inv => (FieldTest, "fp2_inv"),
     /// `fp2_mul_chain(a, b, out, n, iters)`: 2 chains (benchmark).
     Fp2MulChain => (FieldTest, "fp2_mul_chain"),
+    /// `fp_sqr_chain(a, b, out, n, iters)`: 4 chains started like `fp_mul_chain`, then
+    /// `iters` rounds of squaring (benchmark).
+    FpSqrChain => (FieldTest, "fp_sqr_chain"),
+    /// `fr_sqr_chain(a, b, out, n, iters)`: as `fp_sqr_chain` over Fr (benchmark).
+    FrSqrChain => (FieldTest, "fr_sqr_chain"),
     /// `fp_ab_mul_chain(a, b, out, n, iters)`: as `fp_mul_chain` with the two-accumulator
     /// product `fe_mul_ab` (benchmark).
     FpAbMulChain => (FieldTest, "fp_ab_mul_chain"),

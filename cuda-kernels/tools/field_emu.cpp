@@ -59,6 +59,8 @@ static void run(const char* name, int n) {
     printf("%s sub", name); print(a); print(b); print(fe_sub(a, b)); printf("\n");
     printf("%s mul", name); print(a); print(b); print(fe_mul(a, b)); printf("\n");
     printf("%s mul", name); print(a); print(b); print(fe_mul_ab(a, b)); printf("\n");
+    printf("%s mul", name); print(a); print(a); print(fe_sqr(a)); printf("\n");
+    printf("%s mul", name); print(b); print(b); print(fe_sqr(b)); printf("\n");
     if constexpr (P::N == 12) {
       printf("%s mul", name); print(a); print(b); print(fp_mul_u64(a, b)); printf("\n");
     }
