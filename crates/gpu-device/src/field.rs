@@ -218,14 +218,20 @@ pub enum ChainKernel {
     FrAb,
     /// Fp with 64-bit limbs, 4 chains.
     Fp64,
+    /// Fp squarings (`fe_sqr`) in the rounds, 4 chains.
+    FpSqr,
+    /// Fr squarings in the rounds, 4 chains.
+    FrSqr,
 }
 
 impl ChainKernel {
     /// Every chain kernel.
-    pub const ALL: [ChainKernel; 6] = [
+    pub const ALL: [ChainKernel; 8] = [
         ChainKernel::Fp,
         ChainKernel::Fr,
         ChainKernel::Fp2,
+        ChainKernel::FpSqr,
+        ChainKernel::FrSqr,
         ChainKernel::FpAb,
         ChainKernel::FrAb,
         ChainKernel::Fp64,
@@ -240,14 +246,18 @@ impl ChainKernel {
             ChainKernel::FpAb => Entry::FpAbMulChain,
             ChainKernel::FrAb => Entry::FrAbMulChain,
             ChainKernel::Fp64 => Entry::Fp64MulChain,
+            ChainKernel::FpSqr => Entry::FpSqrChain,
+            ChainKernel::FrSqr => Entry::FrSqrChain,
         }
     }
 
     /// The field its buffers hold.
     pub const fn field(self) -> FieldKind {
         match self {
-            ChainKernel::Fp | ChainKernel::FpAb | ChainKernel::Fp64 => FieldKind::Fp,
-            ChainKernel::Fr | ChainKernel::FrAb => FieldKind::Fr,
+            ChainKernel::Fp | ChainKernel::FpAb | ChainKernel::Fp64 | ChainKernel::FpSqr => {
+                FieldKind::Fp
+            }
+            ChainKernel::Fr | ChainKernel::FrAb | ChainKernel::FrSqr => FieldKind::Fr,
             ChainKernel::Fp2 => FieldKind::Fp2,
         }
     }
@@ -269,7 +279,14 @@ impl ChainKernel {
             ChainKernel::FpAb => "fp (fe_mul_ab)",
             ChainKernel::FrAb => "fr (fe_mul_ab)",
             ChainKernel::Fp64 => "fp (64-bit limbs)",
+            ChainKernel::FpSqr => "fp sqr",
+            ChainKernel::FrSqr => "fr sqr",
         }
+    }
+
+    /// Whether the rounds square (x_j = x_j^2) rather than multiply by b.
+    pub const fn squares(self) -> bool {
+        matches!(self, ChainKernel::FpSqr | ChainKernel::FrSqr)
     }
 
     /// Field multiplications per element for `iters` rounds: (k - 1) to start the chains,
@@ -281,7 +298,8 @@ impl ChainKernel {
 }
 
 /// The throughput kernel: per element, k = [`ChainKernel::chains`] chains x_0 = a,
-/// x_j = x_{j-1} * b, then `iters` rounds of x_j *= b, then out = x_0 * ... * x_{k-1}.
+/// x_j = x_{j-1} * b, then `iters` rounds of x_j *= b (x_j = x_j^2 for the squaring
+/// kernels, see [`ChainKernel::squares`]), then out = x_0 * ... * x_{k-1}.
 pub fn mul_chain(
     gpu: &Gpu,
     kernel: ChainKernel,
@@ -334,8 +352,13 @@ mod tests {
     fn chain_kernels_match_their_field() {
         for k in ChainKernel::ALL {
             let name = k.entry().name();
+            let suffix = if k.squares() {
+                "_sqr_chain"
+            } else {
+                "_mul_chain"
+            };
             assert!(
-                name.starts_with(k.field().name()) && name.ends_with("_mul_chain"),
+                name.starts_with(k.field().name()) && name.ends_with(suffix),
                 "{name}"
             );
             assert_eq!(k.muls_per_element(0), 2 * (u64::from(k.chains()) - 1));
