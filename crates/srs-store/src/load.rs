@@ -793,7 +793,7 @@ pub(crate) trait PointKind {
     fn parse(bytes: &[u8]) -> std::result::Result<Self::Repr, String>;
     fn is_identity(repr: &Self::Repr) -> bool;
     /// Returns (on_curve, in_subgroup) as far as `check` asks (unchecked parts are `true`).
-    fn check(bytes: &[u8], check: PointCheck) -> (bool, bool);
+    fn check(repr: &Self::Repr, bytes: &[u8], check: PointCheck) -> (bool, bool);
 }
 
 pub(crate) struct G1Kind;
@@ -809,22 +809,24 @@ impl PointKind for G1Kind {
     fn is_identity(repr: &G1AffineRepr) -> bool {
         repr.is_identity()
     }
-    fn check(bytes: &[u8], check: PointCheck) -> (bool, bool) {
-        if check == PointCheck::None {
-            return (true, true);
+    fn check(repr: &G1AffineRepr, bytes: &[u8], check: PointCheck) -> (bool, bool) {
+        match check {
+            PointCheck::None => (true, true),
+            // The curve equation on the converted limbs: no second conversion.
+            PointCheck::Curve => (repr.is_on_curve(), true),
+            PointCheck::Full => {
+                if !repr.is_on_curve() {
+                    return (false, false);
+                }
+                let Ok(arr) = <&[u8; 96]>::try_from(bytes) else {
+                    return (false, false);
+                };
+                let p = bls12_381::G1Affine::from_uncompressed_unchecked(arr);
+                let in_subgroup =
+                    bool::from(p.is_some()) && bool::from(p.unwrap().is_torsion_free());
+                (true, in_subgroup)
+            }
         }
-        let Ok(arr) = <&[u8; 96]>::try_from(bytes) else {
-            return (false, false);
-        };
-        let p = bls12_381::G1Affine::from_uncompressed_unchecked(arr);
-        if bool::from(p.is_none()) {
-            return (false, false);
-        }
-        let p = p.unwrap();
-        let on_curve = bool::from(p.is_on_curve());
-        let in_subgroup =
-            check != PointCheck::Full || (on_curve && bool::from(p.is_torsion_free()));
-        (on_curve, in_subgroup)
     }
 }
 
@@ -838,22 +840,24 @@ impl PointKind for G2Kind {
     fn is_identity(repr: &G2AffineRepr) -> bool {
         repr.is_identity()
     }
-    fn check(bytes: &[u8], check: PointCheck) -> (bool, bool) {
-        if check == PointCheck::None {
-            return (true, true);
+    fn check(repr: &G2AffineRepr, bytes: &[u8], check: PointCheck) -> (bool, bool) {
+        match check {
+            PointCheck::None => (true, true),
+            // The curve equation on the converted limbs: no second conversion.
+            PointCheck::Curve => (repr.is_on_curve(), true),
+            PointCheck::Full => {
+                if !repr.is_on_curve() {
+                    return (false, false);
+                }
+                let Ok(arr) = <&[u8; 192]>::try_from(bytes) else {
+                    return (false, false);
+                };
+                let p = bls12_381::G2Affine::from_uncompressed_unchecked(arr);
+                let in_subgroup =
+                    bool::from(p.is_some()) && bool::from(p.unwrap().is_torsion_free());
+                (true, in_subgroup)
+            }
         }
-        let Ok(arr) = <&[u8; 192]>::try_from(bytes) else {
-            return (false, false);
-        };
-        let p = bls12_381::G2Affine::from_uncompressed_unchecked(arr);
-        if bool::from(p.is_none()) {
-            return (false, false);
-        }
-        let p = p.unwrap();
-        let on_curve = bool::from(p.is_on_curve());
-        let in_subgroup =
-            check != PointCheck::Full || (on_curve && bool::from(p.is_torsion_free()));
-        (on_curve, in_subgroup)
     }
 }
 
@@ -861,8 +865,8 @@ impl PointKind for G2Kind {
 const TASK_POINTS: usize = 8192;
 
 /// Converts `src` (encoded points) into `dst` in parallel. `first_index` and `first_offset`
-/// locate `src[0]` for error reports. On failure reports the lowest failing index among the
-/// tasks that ran (any failure stops the others early).
+/// locate `src[0]` for error reports. On failure reports one failing point (the first one a
+/// task found; any failure stops the other tasks early).
 pub(crate) fn convert_points<K: PointKind>(
     src: &[u8],
     dst: &mut [K::Repr],
@@ -888,7 +892,7 @@ pub(crate) fn convert_points<K: PointKind>(
                 offset,
             });
         }
-        let (on_curve, in_subgroup) = K::check(bytes, check);
+        let (on_curve, in_subgroup) = K::check(&repr, bytes, check);
         if !on_curve {
             return Err(SrsError::NotOnCurve {
                 section,
