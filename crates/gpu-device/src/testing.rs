@@ -19,9 +19,15 @@ use crate::{Gpu, GpuError};
 ///
 /// A driver that is present but fails (a broken install, a device that cannot be
 /// opened) panics with the error: a GPU test must never pass silently on a GPU machine.
+/// With `PINION_REQUIRE_GPU=1` (set by `cargo xtask test` on a machine with a driver, and by
+/// the GPU bundle's runner) a missing driver or device panics too, instead of skipping.
 pub fn gpu_or_skip(group: &str) -> Option<Gpu> {
+    let required = std::env::var("PINION_REQUIRE_GPU").is_ok_and(|v| v == "1");
     match Gpu::open(0) {
         Ok(gpu) => Some(gpu),
+        Err(e @ (GpuError::NoDriver | GpuError::NoDevice { .. })) if required => {
+            panic!("GPU test group {group}: PINION_REQUIRE_GPU=1 but no GPU is usable: {e}")
+        }
         Err(GpuError::NoDriver) => {
             skip_line(&format!("skipped: no CUDA driver ({group})"));
             None
