@@ -440,6 +440,27 @@ fn parse(
     }
 
     if verify {
+        // Bytes outside every section (header padding, alignment gaps, a tail) carry nothing
+        // and no checksum covers them: they must be zero.
+        let mut ranges: Vec<(usize, usize)> = entries
+            .iter()
+            .map(|e| (e.offset, e.offset + e.byte_len))
+            .collect();
+        ranges.sort_unstable();
+        let mut at = table_end;
+        for (start, end) in ranges.into_iter().chain([(bytes.len(), bytes.len())]) {
+            if start > at {
+                if let Some(i) = bytes[at..start].iter().position(|&b| b != 0) {
+                    return Err(PceError::malformed(
+                        path,
+                        "padding",
+                        (at + i) as u64,
+                        "non-zero byte outside every section",
+                    ));
+                }
+            }
+            at = at.max(end);
+        }
         let bad = entries.par_iter().enumerate().find_map_first(|(k, e)| {
             let got: [u8; 32] = Sha256::digest(&bytes[e.offset..e.offset + e.byte_len]).into();
             (got != e.sum).then_some(k)
@@ -913,6 +934,27 @@ mod tests {
             );
         }
         assert!(header_bytes >= table_end);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Random byte flips anywhere: `load` refuses them all; `load_unchecked` may accept a
+    /// flip inside a section, and then evaluation must still not panic.
+    #[test]
+    fn random_flips_never_panic() {
+        let (dir, _pce, bytes) = fixture("flips");
+        let mut rng = Rng(seed() | 1);
+        for _ in 0..100 {
+            let mut bad = bytes.clone();
+            for _ in 0..1 + rng.below(3) {
+                let i = rng.below(bad.len() as u64) as usize;
+                bad[i] ^= 1 + rng.below(255) as u8;
+            }
+            let (checked, unchecked) = load_bytes(&dir, "flip.pce", &bad);
+            assert!(checked.is_err(), "a corrupted file passed the checked load");
+            if let Ok(p) = unchecked {
+                exercise(&p);
+            }
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -45,8 +45,9 @@
 //! ([`Pce::bytes_per_nonzero`]; the reference implementation: ~36).
 //! `u32` columns limit a circuit to 2^32 - 1 variables (inputs + aux; recording fails with
 //! [`PceError::TooManyColumns`] beyond); the largest Filecoin circuits have under 2^28.
-//! Per-row `u64` pointers were rejected: SHA-256 rows average about 3 non-zeros per matrix
-//! row, so they alone would cost ~2.7 bytes per non-zero.
+//! Per-row `u64` pointers were rejected: SHA-256 rows hold under 2 non-zeros per matrix on
+//! average, so they alone would cost 4.4 bytes per non-zero (10.3 in all, over the 9-byte
+//! target).
 //!
 //! Evaluation costs one field addition per non-zero plus, per distinct coefficient of a row,
 //! nothing (±1), up to four doublings (±2..±16) or one multiplication; it streams the
