@@ -198,6 +198,32 @@ impl Flight {
     }
 }
 
+/// Finishes a flight whose leader unwound, so waiters do not wait forever.
+struct LeaderGuard<'a> {
+    inner: &'a Inner,
+    id: &'a str,
+    flight: &'a Arc<Flight>,
+    armed: bool,
+}
+
+impl Drop for LeaderGuard<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        {
+            let mut st = self.inner.lock();
+            let ours = matches!(st.entries.get(self.id), Some(Entry { slot: Slot::Loading(f), .. }) if Arc::ptr_eq(f, self.flight));
+            if ours {
+                st.entries.remove(self.id);
+                st.set_tier(self.id, None);
+            }
+        }
+        self.flight
+            .finish(Err("the loading thread panicked".to_string()));
+    }
+}
+
 #[derive(Debug)]
 enum Slot {
     Loading(Arc<Flight>),
@@ -479,8 +505,16 @@ impl SrsStore {
             (flight, reuse_file)
         };
 
-        // Load with no store lock held: reserving may run our own evictor.
-        let outcome = self.load_entry(spec, reuse_file);
+        // Load with no store lock held: reserving may run our own evictor. The guard wakes
+        // waiters and clears the entry should the load unwind.
+        let mut guard = LeaderGuard {
+            inner: &self.inner,
+            id,
+            flight: &flight,
+            armed: true,
+        };
+        let outcome = self.load_entry(spec, reuse_file.clone());
+        guard.armed = false;
         let mut st = self.inner.lock();
         let still_ours = matches!(st.entries.get(id), Some(Entry { slot: Slot::Loading(f), .. }) if Arc::ptr_eq(f, &flight));
         let result = match outcome {
@@ -500,8 +534,19 @@ impl SrsStore {
             }
             Err(err) => {
                 if still_ours {
-                    st.entries.remove(id);
-                    st.set_tier(id, None);
+                    // A mapped entry keeps its mapping; anything else is forgotten.
+                    match reuse_file {
+                        Some(file) => {
+                            if let Some(e) = st.entries.get_mut(id) {
+                                e.slot = Slot::Mapped(file);
+                            }
+                            st.set_tier(id, Some(Tier::Mapped));
+                        }
+                        None => {
+                            st.entries.remove(id);
+                            st.set_tier(id, None);
+                        }
+                    }
                 }
                 flight.finish(Err(err.to_string()));
                 Err(err)

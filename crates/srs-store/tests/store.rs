@@ -141,6 +141,11 @@ fn budget_evicts_idle_unheld_entries_only() {
     assert_eq!(store.tier_of("b"), Some(Tier::Host));
     assert_eq!(budget.used_bytes(), steady);
     assert_same(&hb, &std::fs::read(&b.path).unwrap());
+    // `b` is held, so reloading `a` does not fit; `a` keeps its mapping.
+    let err = store.get_or_load(&a).unwrap_err();
+    assert!(matches!(err, SrsError::Budget { .. }), "{err}");
+    assert_eq!(store.tier_of("a"), Some(Tier::Mapped));
+    assert_eq!(budget.used_bytes(), steady);
     drop(hb);
     // A mapped entry reloads from its open mapping.
     let ha = store.get_or_load(&a).unwrap();
