@@ -89,6 +89,12 @@ impl<K: Code> View<'_, K> {
                 li += 1;
             }
             let end = p + len;
+            // Most rows of B (and many of A and C) are a single +1 term.
+            if len == 1 && self.codes[p].idx() == 0 {
+                *slot = convert(w.get(self.cols[p]));
+                p = end;
+                continue;
+            }
             // Terms are grouped by code: sum each group, then apply its coefficient once.
             let mut acc = Scalar::ZERO;
             let mut run = Scalar::ZERO;
