@@ -4,7 +4,12 @@
 //! targets: peak RSS <= 1.1 x loaded size + 256 MiB, and >= 1 GiB/s from page cache.
 //!
 //! `cargo run --release -p srs-store --example srs_load_bench -- [--size-gib F]
-//!  [--dir PATH] [--check none|curve|full] [--chunk-mib N] [--runs N] [--keep]`
+//!  [--dir PATH] [--check none|curve|full] [--chunk-mib N] [--runs N] [--keep]
+//!  [--dest host|pinned|device]`
+//!
+//! `--dest pinned|device` needs a CUDA device (GPU 0); peak RSS is then compared with the
+//! host-side loaded size (bases for pinned, the verifying key and one staging window for
+//! device).
 //!
 //! Points: section s, index i holds (k_s + i) * G for a per-section start k_s, computed by
 //! repeated addition in parallel batches and batch-normalised: cheap, distinct and valid.
@@ -15,10 +20,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use gpu_device::Gpu;
 use group::Curve;
 use memory_budget::Budget;
 use rayon::prelude::*;
-use srs_store::{LoadOptions, PageCache, ParamsFile, PointCheck};
+use srs_store::{Destination, LoadOptions, PageCache, ParamsFile, PointCheck};
 
 const MIB: u64 = 1 << 20;
 const GIB: f64 = (1u64 << 30) as f64;
@@ -151,6 +157,7 @@ fn main() {
     let mut chunk_mib = 64u64;
     let mut runs = 3usize;
     let mut keep = false;
+    let mut dest = "host".to_string();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
@@ -161,6 +168,7 @@ fn main() {
             "--chunk-mib" => chunk_mib = val().parse().expect("number"),
             "--runs" => runs = val().parse().expect("number"),
             "--keep" => keep = true,
+            "--dest" => dest = val(),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -186,19 +194,27 @@ fn main() {
     warm_page_cache(&path).expect("warm page cache");
 
     let file = ParamsFile::open(&path).expect("open");
+    let destination = match dest.as_str() {
+        "host" => Destination::Host,
+        "pinned" => Destination::Pinned(Gpu::open(0).expect("open GPU 0")),
+        "device" => Destination::Device(Gpu::open(0).expect("open GPU 0")),
+        other => panic!("unknown destination {other}, expected host, pinned or device"),
+    };
     let options = LoadOptions {
         check,
         chunk_bytes: chunk_mib * MIB,
         page_cache: PageCache::Keep,
+        destination,
         ..LoadOptions::default()
     };
     let plan = file.plan(&options);
     let budget = Budget::fixed(plan.peak_bytes());
     let n_threads = rayon::current_num_threads();
     println!(
-        "file {:.3} GiB, loaded size {:.3} GiB, charge peak {:.3} GiB, check {:?}, chunk {} MiB, {} threads",
+        "file {:.3} GiB, loaded size {:.3} GiB (host; {:.3} GiB device), charge peak {:.3} GiB, check {:?}, dest {dest}, chunk {} MiB, {} threads",
         file.layout().file_bytes() as f64 / GIB,
         plan.destination_bytes as f64 / GIB,
+        plan.device_bytes as f64 / GIB,
         plan.peak_bytes() as f64 / GIB,
         check,
         chunk_mib,
