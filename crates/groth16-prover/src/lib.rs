@@ -1,1 +1,70 @@
-//! placeholder: groth16-prover
+//! The Groth16 prover over BLS12-381: circuits in, `groth16::Proof<Bls12>` out, byte for
+//! byte what `groth16::create_proof` gives for the same parameters, witness and (r, s).
+//!
+//! # Flow of one proof
+//! 1. **Synthesis** ([`Synthesis`]): with a PCE (`pce-cache`, recorded once per circuit
+//!    shape), witness-only synthesis and three sparse mat-vecs give the witness and a, b,
+//!    c; without one, a, b, c are evaluated while the circuit runs, as groth16 does. Both
+//!    append groth16's `input_i · 0 = 0` rows and use groth16's densities.
+//! 2. **Witness check**: a·b = c on every row. A failing row is
+//!    [`ProverError::Unsatisfied`] (the reference crate would return a proof that does not
+//!    verify).
+//! 3. **H** and the **MSMs** through a [`ProverBackend`]: H is gpu-ntt's `h_poly` (bellman's
+//!    `EvaluationDomain` pipeline, truncated to m − 1 coefficients); the A and B MSMs skip the
+//!    bases the densities mark unused, exactly as groth16 slices its queries.
+//! 4. **Assembly** with (r, s) ([`Randomness`]: given, or drawn like
+//!    `groth16::create_random_proof`), then the optional **self-check** ([`SelfCheck`],
+//!    on by default for batches): `groth16::verify_proof` with the prepared verifying key;
+//!    a failure names the partition.
+//!
+//! # Guarantees
+//! - Proofs equal the reference's for the same inputs (exact group arithmetic; the tests
+//!   compare `Proof::write` bytes on several circuits and pairs (r, s)).
+//! - **Memory**: each proof charges its working set to the [`memory_budget::Budget`]
+//!   (`Category::WorkingSet`) before allocating it, sized from the circuit's real
+//!   dimensions: on the PCE path witness + a, b, c (padded to the domain m) + the MSM
+//!   scratch, all before synthesis; on the plain path the charge grows before each buffer
+//!   does (a `Vec` reallocation is charged for old + new). After H the charge shrinks to
+//!   witness + h + MSM scratch, after the MSMs to the public inputs, and it is returned
+//!   when the proof is done. [`ProofOutput::peak_charged_bytes`] is the most it held. The
+//!   CPU backend's NTT twiddle table is charged for the backend's life (`Category::Other`);
+//!   a key built from `srs-store` charges its converted bases (`Category::Srs`).
+//! - A batch runs its partitions one after another, so its peak is one partition's.
+//! - Bad input is a typed [`ProverError`] naming sizes, query and partition; never a panic.
+//!
+//! # Backends
+//! [`BackendChoice::Auto`] and [`BackendChoice::Cpu`] give [`CpuBackend`] (rayon:
+//! `gpu_ntt::CpuNtt` and `gpu_msm::CpuMsm`, the MSMs one after another). **The GPU backend
+//! is not built yet**: [`BackendChoice::Gpu`] and [`GpuBackend::new`] return
+//! [`ProverError::BackendUnavailable`], and `Auto` never picks it.
+//!
+//! # Non-goals
+//! No witness generation beyond the circuit's own code; no parameter generation; no
+//! transfer timings or pinned staging pool yet (they come with the GPU backend).
+//!
+//! # Cost model (CPU)
+//! Synthesis: the circuit's own cost (witness-only with a PCE). a, b, c: one pass over the
+//! PCE's non-zeros. Witness check: m multiplications. H: 7 NTTs of size m. MSMs: see
+//! `gpu-msm` (0 and 1 scalars, most of a Groth16 witness, cost one addition or nothing).
+//! Memory: about `32·(n_inputs + n_aux) + 96·m` bytes during H, plus MSM scratch after.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod backend;
+mod charge;
+mod error;
+mod key;
+mod plain;
+mod prover;
+pub mod testing;
+
+pub use backend::{
+    backend_for, BackendChoice, BackendKind, CpuBackend, GpuBackend, MsmInputs, MsmOutputs,
+    MsmTimings, ProverBackend,
+};
+pub use error::ProverError;
+pub use key::{KeySource, ProvingKey};
+pub use prover::{
+    BatchOutput, ProofOutput, ProofShape, ProofTimings, Prover, ProverConfig, Randomness,
+    SelfCheck, Synthesis,
+};

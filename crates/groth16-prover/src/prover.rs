@@ -1,0 +1,609 @@
+//! The prover: synthesis (PCE or plain), the unsatisfied-witness check, H, the MSMs
+//! through a backend, assembly with (r, s), and the optional self-check.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bellman::Circuit;
+use bls12_381::{Bls12, G1Projective, G2Projective, Scalar};
+use ff::Field;
+use gpu_msm::DensityMask;
+use gpu_ntt::AbcEvaluations;
+use group::Curve;
+use memory_budget::Budget;
+use pce_cache::{Density, Pce};
+
+use crate::backend::{backend_for, BackendChoice, MsmInputs, ProverBackend};
+use crate::charge::{Charge, SCALAR_BYTES};
+use crate::{plain, ProverError, ProvingKey};
+
+/// How a proof gets its witness and its a, b, c.
+#[derive(Clone, Copy)]
+pub enum Synthesis<'a> {
+    /// Witness-only synthesis, then a, b, c by the PCE's mat-vec; densities from the PCE.
+    /// The PCE must have been recorded from a circuit of the same shape (record it once,
+    /// e.g. with `pce_cache::PceCache::get_or_extract`, and reuse it for every proof).
+    Pce(&'a Pce),
+    /// a, b, c evaluated while the circuit runs (as groth16 does); no PCE needed.
+    Plain,
+}
+
+impl std::fmt::Debug for Synthesis<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Synthesis::Pce(p) => write!(f, "Pce({})", p.fingerprint()),
+            Synthesis::Plain => write!(f, "Plain"),
+        }
+    }
+}
+
+/// The blinding pair of one proof.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Randomness {
+    /// Blinds A (and C).
+    pub r: Scalar,
+    /// Blinds B (and C).
+    pub s: Scalar,
+}
+
+impl Randomness {
+    /// A given pair.
+    pub fn new(r: Scalar, s: Scalar) -> Randomness {
+        Randomness { r, s }
+    }
+
+    /// Draws r, then s, from `rng`: the order of `groth16::create_random_proof`, so the
+    /// same rng state gives the same proof as the reference.
+    pub fn random<R: rand_core::Rng + ?Sized>(rng: &mut R) -> Randomness {
+        let r = Scalar::random(&mut *rng);
+        let s = Scalar::random(&mut *rng);
+        Randomness { r, s }
+    }
+}
+
+/// When proofs are verified against the verifying key before being returned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SelfCheck {
+    /// Never (fastest).
+    Never,
+    /// Batches only (the default): a partition that fails is named in the error.
+    #[default]
+    Batches,
+    /// Every proof.
+    Always,
+}
+
+/// Prover settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProverConfig {
+    /// Which backend computes H and the MSMs.
+    pub backend: BackendChoice,
+    /// When to verify proofs before returning them.
+    pub self_check: SelfCheck,
+}
+
+/// Wall time of each phase of one proof.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProofTimings {
+    /// The circuit's synthesis (witness-only on the PCE path; with a, b, c on the plain
+    /// path, where `abc_evaluation` is then zero).
+    pub synthesis: Duration,
+    /// a, b, c by the PCE's mat-vec.
+    pub abc_evaluation: Duration,
+    /// The a·b = c check on every row.
+    pub witness_check: Duration,
+    /// The H polynomial (7 NTTs).
+    pub h: Duration,
+    /// MSM over `h_query`.
+    pub msm_h: Duration,
+    /// MSM over `l_query`.
+    pub msm_l: Duration,
+    /// MSMs over `a_query`.
+    pub msm_a: Duration,
+    /// MSMs over `b_g1_query`.
+    pub msm_b_g1: Duration,
+    /// MSMs over `b_g2_query`.
+    pub msm_b_g2: Duration,
+    /// Mixing in r and s, conversion to affine.
+    pub assembly: Duration,
+    /// Verification with the verifying key (zero when not asked for).
+    pub self_check: Duration,
+    /// The whole proof, start to end.
+    pub total: Duration,
+}
+
+impl ProofTimings {
+    /// The five MSMs together.
+    pub fn msm_total(&self) -> Duration {
+        self.msm_h + self.msm_l + self.msm_a + self.msm_b_g1 + self.msm_b_g2
+    }
+}
+
+/// Sizes of a proven circuit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProofShape {
+    /// Public inputs, ONE included.
+    pub n_inputs: usize,
+    /// Auxiliary variables.
+    pub n_aux: usize,
+    /// Constraints the circuit enforced.
+    pub n_constraints: usize,
+    /// Rows: constraints plus one `input · 0 = 0` row per input.
+    pub n_rows: usize,
+    /// The H step's domain (next power of two of `n_rows`).
+    pub domain_size: usize,
+}
+
+/// One proof and what it cost.
+#[derive(Clone, Debug)]
+pub struct ProofOutput {
+    /// The proof, in the reference crate's type.
+    pub proof: groth16::Proof<Bls12>,
+    /// Phase timings.
+    pub timings: ProofTimings,
+    /// The most working-set bytes this proof held charged at once.
+    pub peak_charged_bytes: u64,
+    /// Sizes of the circuit.
+    pub shape: ProofShape,
+    /// Whether the proof was verified before being returned.
+    pub self_checked: bool,
+    /// Backend that computed H and the MSMs.
+    pub backend: &'static str,
+}
+
+/// The proofs of a batch, in partition order.
+#[derive(Clone, Debug)]
+pub struct BatchOutput {
+    /// One per partition.
+    pub proofs: Vec<ProofOutput>,
+    /// The whole batch.
+    pub total: Duration,
+    /// The most working-set bytes charged at once (partitions run one after another).
+    pub peak_charged_bytes: u64,
+}
+
+/// Proves circuits against one proving key. Cheap to share (`&self` methods); proofs
+/// of one prover may run concurrently, each charging its own working set.
+pub struct Prover {
+    key: Arc<ProvingKey>,
+    backend: Box<dyn ProverBackend>,
+    budget: Budget,
+    config: ProverConfig,
+}
+
+impl std::fmt::Debug for Prover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prover")
+            .field("key", &self.key)
+            .field("backend", &self.backend.name())
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// Densities as MSM masks.
+struct Masks {
+    a_aux: DensityMask,
+    b_input: DensityMask,
+    b_aux: DensityMask,
+}
+
+fn mask(d: &Density) -> DensityMask {
+    // pce-cache keeps bits past len clear, so this cannot fail; fall back to the bit
+    // walk rather than panic if that ever changes.
+    DensityMask::from_words(d.words().to_vec(), d.len())
+        .unwrap_or_else(|_| DensityMask::from_bools(d.iter()))
+}
+
+/// The witness and a, b, c (each padded to the domain size) of one proof.
+struct Evaluated {
+    inputs: Vec<Scalar>,
+    aux: Vec<Scalar>,
+    abc: AbcEvaluations,
+    masks: Masks,
+    shape: ProofShape,
+}
+
+fn domain_size(n_rows: usize) -> Result<usize, ProverError> {
+    Ok(gpu_ntt::h_domain_size(n_rows)?)
+}
+
+fn vec_bytes(v: &Vec<Scalar>) -> u64 {
+    v.capacity() as u64 * SCALAR_BYTES
+}
+
+impl Prover {
+    /// A prover over `key` whose working sets are charged to `budget`.
+    pub fn new(
+        key: Arc<ProvingKey>,
+        budget: Budget,
+        config: ProverConfig,
+    ) -> Result<Prover, ProverError> {
+        let backend = backend_for(config.backend, &budget)?;
+        Ok(Prover::with_backend(key, budget, config, backend))
+    }
+
+    /// A prover with a backend built by the caller (`config.backend` is then ignored).
+    pub fn with_backend(
+        key: Arc<ProvingKey>,
+        budget: Budget,
+        config: ProverConfig,
+        backend: Box<dyn ProverBackend>,
+    ) -> Prover {
+        Prover {
+            key,
+            backend,
+            budget,
+            config,
+        }
+    }
+
+    /// The proving key.
+    pub fn key(&self) -> &ProvingKey {
+        &self.key
+    }
+
+    /// The backend's name.
+    pub fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// The settings.
+    pub fn config(&self) -> ProverConfig {
+        self.config
+    }
+
+    /// Proves one circuit. Self-checked only under [`SelfCheck::Always`].
+    pub fn prove<C: Circuit<Scalar>>(
+        &self,
+        synthesis: Synthesis<'_>,
+        circuit: C,
+        randomness: Randomness,
+    ) -> Result<ProofOutput, ProverError> {
+        let check = self.config.self_check == SelfCheck::Always;
+        self.prove_one(synthesis, circuit, randomness, 0, None, check)
+    }
+
+    /// Proves one circuit with (r, s) drawn from `rng` as `groth16::create_random_proof`
+    /// draws them.
+    pub fn prove_random<C: Circuit<Scalar>, R: rand_core::Rng + ?Sized>(
+        &self,
+        synthesis: Synthesis<'_>,
+        circuit: C,
+        rng: &mut R,
+    ) -> Result<ProofOutput, ProverError> {
+        self.prove(synthesis, circuit, Randomness::random(rng))
+    }
+
+    /// Proves the partitions of one statement: circuits of the same shape, one (r, s)
+    /// each, one after another over the shared key. Self-checked unless
+    /// [`SelfCheck::Never`]; any failure names its partition.
+    pub fn prove_batch<C: Circuit<Scalar>>(
+        &self,
+        synthesis: Synthesis<'_>,
+        circuits: Vec<C>,
+        randomness: &[Randomness],
+    ) -> Result<BatchOutput, ProverError> {
+        if circuits.len() != randomness.len() {
+            return Err(ProverError::BatchLength {
+                n_circuits: circuits.len(),
+                n_randomness: randomness.len(),
+            });
+        }
+        let start = Instant::now();
+        let check = self.config.self_check != SelfCheck::Never;
+        let mut proofs: Vec<ProofOutput> = Vec::with_capacity(circuits.len());
+        for (partition, (circuit, rs)) in circuits.into_iter().zip(randomness).enumerate() {
+            let expected = proofs.first().map(|p| p.shape);
+            let out = self
+                .prove_one(synthesis, circuit, *rs, partition, expected, check)
+                .map_err(|e| match e {
+                    e @ (ProverError::SelfCheckFailed { .. }
+                    | ProverError::ShapeMismatch { .. }) => e,
+                    e => ProverError::Partition {
+                        partition,
+                        source: Box::new(e),
+                    },
+                })?;
+            proofs.push(out);
+        }
+        let peak_charged_bytes = proofs
+            .iter()
+            .map(|p| p.peak_charged_bytes)
+            .max()
+            .unwrap_or(0);
+        Ok(BatchOutput {
+            proofs,
+            total: start.elapsed(),
+            peak_charged_bytes,
+        })
+    }
+
+    /// Checks the key against the circuit's sizes before any large allocation.
+    fn check_key(
+        &self,
+        shape: &ProofShape,
+        masks_or_counts: (usize, usize, usize),
+    ) -> Result<(), ProverError> {
+        let (n_a_aux, n_b_in, n_b_aux) = masks_or_counts;
+        let key = &self.key;
+        let vk = key.vk();
+        if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+            return Err(ProverError::IdentityDelta);
+        }
+        if vk.ic.len() != shape.n_inputs {
+            return Err(ProverError::InputCountMismatch {
+                expected: shape.n_inputs,
+                found: vk.ic.len(),
+            });
+        }
+        let needs = [
+            ("h_query", key.h_query().len(), shape.domain_size - 1),
+            ("l_query", key.l_query().len(), shape.n_aux),
+            ("a_query", key.a_query().len(), shape.n_inputs + n_a_aux),
+            ("b_g1_query", key.b_g1_query().len(), n_b_in + n_b_aux),
+            ("b_g2_query", key.b_g2_query().len(), n_b_in + n_b_aux),
+        ];
+        for (query, found, needed) in needs {
+            if found < needed {
+                return Err(ProverError::KeyTooSmall {
+                    query,
+                    needed,
+                    found,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes the MSM phase holds: witness, h, and the backend's scratch.
+    fn msm_phase_bytes(&self, witness_bytes: u64, h_bytes: u64, shape: &ProofShape) -> u64 {
+        let n_max_terms = (shape.domain_size - 1).max(shape.n_aux).max(shape.n_inputs);
+        witness_bytes + h_bytes + self.backend.msm_scratch_bytes(n_max_terms)
+    }
+
+    /// PCE path: the whole working set is charged from the recorded shape before the
+    /// witness exists.
+    fn evaluate_pce<C: Circuit<Scalar>>(
+        &self,
+        pce: &Pce,
+        circuit: C,
+        timings: &mut ProofTimings,
+    ) -> Result<(Evaluated, Charge), ProverError> {
+        let s = pce.shape();
+        let n_rows = s.n_rows as usize;
+        let shape = ProofShape {
+            n_inputs: s.n_inputs as usize,
+            n_aux: s.n_aux as usize,
+            n_constraints: s.n_constraints as usize,
+            n_rows,
+            domain_size: domain_size(n_rows)?,
+        };
+        let d = pce.densities();
+        let masks = Masks {
+            a_aux: mask(d.a_aux()),
+            b_input: mask(d.b_input()),
+            b_aux: mask(d.b_aux()),
+        };
+        self.check_key(
+            &shape,
+            (
+                masks.a_aux.count_ones(),
+                masks.b_input.count_ones(),
+                masks.b_aux.count_ones(),
+            ),
+        )?;
+        let m = shape.domain_size as u64;
+        let witness_bytes = (shape.n_inputs + shape.n_aux) as u64 * SCALAR_BYTES;
+        let h_phase =
+            witness_bytes + 3 * m * SCALAR_BYTES + self.backend.h_scratch_bytes(shape.domain_size);
+        let msm_phase = self.msm_phase_bytes(witness_bytes, m * SCALAR_BYTES, &shape);
+        let charge = Charge::reserve(
+            &self.budget,
+            h_phase.max(msm_phase),
+            "groth16 proof working set",
+        )?;
+
+        let t = Instant::now();
+        let w = pce.synthesize_witness(circuit)?;
+        timings.synthesis = t.elapsed();
+
+        let t = Instant::now();
+        let m = shape.domain_size;
+        let (mut a, mut b, mut c) = (
+            vec![Scalar::ZERO; m],
+            vec![Scalar::ZERO; m],
+            vec![Scalar::ZERO; m],
+        );
+        pce.evaluate_into(&w.inputs, &w.aux, &mut a, &mut b, &mut c)?;
+        timings.abc_evaluation = t.elapsed();
+        Ok((
+            Evaluated {
+                inputs: w.inputs,
+                aux: w.aux,
+                abc: AbcEvaluations { a, b, c },
+                masks,
+                shape,
+            },
+            charge,
+        ))
+    }
+
+    /// Plain path: the sizes are unknown until the circuit has run, so the charge grows
+    /// before each buffer does.
+    fn evaluate_plain<C: Circuit<Scalar>>(
+        &self,
+        circuit: C,
+        timings: &mut ProofTimings,
+    ) -> Result<(Evaluated, Charge), ProverError> {
+        let mut charge = Charge::reserve(&self.budget, 0, "groth16 proof working set")?;
+        let t = Instant::now();
+        let asg = plain::synthesize(circuit, &mut charge, domain_size)?;
+        timings.synthesis = t.elapsed();
+        let n_rows = asg.n_constraints + asg.inputs.len();
+        let shape = ProofShape {
+            n_inputs: asg.inputs.len(),
+            n_aux: asg.aux.len(),
+            n_constraints: asg.n_constraints,
+            n_rows,
+            domain_size: asg.a.len(),
+        };
+        let masks = Masks {
+            a_aux: asg.a_aux,
+            b_input: asg.b_input,
+            b_aux: asg.b_aux,
+        };
+        self.check_key(
+            &shape,
+            (
+                masks.a_aux.count_ones(),
+                masks.b_input.count_ones(),
+                masks.b_aux.count_ones(),
+            ),
+        )?;
+        Ok((
+            Evaluated {
+                inputs: asg.inputs,
+                aux: asg.aux,
+                abc: AbcEvaluations {
+                    a: asg.a,
+                    b: asg.b,
+                    c: asg.c,
+                },
+                masks,
+                shape,
+            },
+            charge,
+        ))
+    }
+
+    fn prove_one<C: Circuit<Scalar>>(
+        &self,
+        synthesis: Synthesis<'_>,
+        circuit: C,
+        rs: Randomness,
+        partition: usize,
+        expected: Option<ProofShape>,
+        self_check: bool,
+    ) -> Result<ProofOutput, ProverError> {
+        let start = Instant::now();
+        let mut timings = ProofTimings::default();
+        let (ev, mut charge) = match synthesis {
+            Synthesis::Pce(pce) => self.evaluate_pce(pce, circuit, &mut timings)?,
+            Synthesis::Plain => self.evaluate_plain(circuit, &mut timings)?,
+        };
+        let Evaluated {
+            inputs,
+            aux,
+            abc,
+            masks,
+            shape,
+        } = ev;
+        if let Some(want) = expected {
+            for (what, e, f) in [
+                ("number of inputs", want.n_inputs, shape.n_inputs),
+                ("number of aux variables", want.n_aux, shape.n_aux),
+                (
+                    "number of constraints",
+                    want.n_constraints,
+                    shape.n_constraints,
+                ),
+            ] {
+                if e != f {
+                    return Err(ProverError::ShapeMismatch {
+                        partition,
+                        what,
+                        expected: e,
+                        found: f,
+                    });
+                }
+            }
+        }
+
+        // An unsatisfied witness would give a proof that does not verify: refuse it.
+        let t = Instant::now();
+        let bad_row = pce_cache::first_unsatisfied_row(&abc.a, &abc.b, &abc.c);
+        timings.witness_check = t.elapsed();
+        if let Some(row) = bad_row {
+            return Err(ProverError::Unsatisfied {
+                row,
+                n_constraints: shape.n_constraints,
+                n_rows: shape.n_rows,
+            });
+        }
+
+        let witness_bytes = (inputs.capacity() + aux.capacity()) as u64 * SCALAR_BYTES;
+        let t = Instant::now();
+        let h = self.backend.h_poly(abc)?;
+        timings.h = t.elapsed();
+        // b and c are gone; h lives in a's buffer until the H MSM is done.
+        charge.set(
+            self.msm_phase_bytes(witness_bytes, vec_bytes(&h), &shape),
+            "groth16 proof msm phase",
+        )?;
+
+        let sums = self.backend.msms(
+            &self.key,
+            &MsmInputs {
+                h: &h,
+                inputs: &inputs,
+                aux: &aux,
+                a_aux: &masks.a_aux,
+                b_input: &masks.b_input,
+                b_aux: &masks.b_aux,
+            },
+        )?;
+        drop(h);
+        drop(aux);
+        charge.set(inputs.capacity() as u64 * SCALAR_BYTES, "public inputs")?;
+        timings.msm_h = sums.timings.h;
+        timings.msm_l = sums.timings.l;
+        timings.msm_a = sums.timings.a;
+        timings.msm_b_g1 = sums.timings.b_g1;
+        timings.msm_b_g2 = sums.timings.b_g2;
+
+        let t = Instant::now();
+        let vk = self.key.vk();
+        let Randomness { r, s } = rs;
+        let g_a: G1Projective = vk.delta_g1 * r + vk.alpha_g1 + sums.a;
+        let g_b: G2Projective = vk.delta_g2 * s + vk.beta_g2 + sums.b_g2;
+        let g_c: G1Projective = vk.delta_g1 * (r * s)
+            + vk.alpha_g1 * s
+            + vk.beta_g1 * r
+            + sums.a * s
+            + sums.b_g1 * r
+            + sums.h
+            + sums.l;
+        let proof = groth16::Proof {
+            a: g_a.to_affine(),
+            b: g_b.to_affine(),
+            c: g_c.to_affine(),
+        };
+        timings.assembly = t.elapsed();
+
+        if self_check {
+            let t = Instant::now();
+            let verdict = groth16::verify_proof(self.key.prepared_vk(), &proof, &inputs[1..]);
+            timings.self_check = t.elapsed();
+            if let Err(reason) = verdict {
+                return Err(ProverError::SelfCheckFailed { partition, reason });
+            }
+        }
+        drop(inputs);
+        let peak_charged_bytes = charge.peak();
+        drop(charge);
+        timings.total = start.elapsed();
+        metrics::counter!("pinion_groth16_prover_proofs_total").increment(1);
+        metrics::histogram!("pinion_groth16_prover_proof_seconds")
+            .record(timings.total.as_secs_f64());
+        metrics::gauge!("pinion_groth16_prover_last_peak_bytes").set(peak_charged_bytes as f64);
+        Ok(ProofOutput {
+            proof,
+            timings,
+            peak_charged_bytes,
+            shape,
+            self_checked: self_check,
+            backend: self.backend.name(),
+        })
+    }
+}
