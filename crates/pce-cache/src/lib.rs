@@ -23,9 +23,10 @@
 //!   groth16's `create_proof` appends after synthesis; so `a`, `b`, `c` have
 //!   `n_rows = n_constraints + n_inputs` entries and equal groth16's `prover.a/b/c` element
 //!   by element. Inside a row, duplicate columns are merged and terms grouped by coefficient
-//!   (then column); field addition is exact and commutative, so the value is unchanged. Densities follow groth16's rule on the
-//!   terms as written: a variable is dense in A (over aux) or B (over inputs and aux) when
-//!   some term for it has a non-zero coefficient, even if terms cancel.
+//!   (then column); field addition is exact and commutative, so the value is unchanged.
+//!   Densities follow groth16's rule on the terms as written: a variable is dense in A (over
+//!   aux) or B (over inputs and aux) when some term for it has a non-zero coefficient, even
+//!   if terms cancel.
 //! - **Files are never trusted.** A cache file whose magic, version, header checksum, any
 //!   section checksum or fingerprint is wrong is rejected with a typed [`PceError`] (and the
 //!   cache re-extracts); even [`Pce::load_unchecked`] validates every index, so evaluation of
@@ -43,8 +44,9 @@
 //! coefficients: 0 is +1, 1 is -1, the rest ordered by frequency. A SHA-256 circuit takes
 //! 6.4 bytes per non-zero, row pointers and coefficient table included
 //! ([`Pce::bytes_per_nonzero`]; the reference implementation: ~36).
-//! `u32` columns limit a circuit to 2^32 - 1 variables (inputs + aux; recording fails with
-//! [`PceError::TooManyColumns`] beyond); the largest Filecoin circuits have under 2^28.
+//! `u32` columns limit a circuit to 2^32 - 1 variables (inputs + aux, and aux < 2^31 while
+//! recording; beyond, recording fails with [`PceError::TooManyColumns`]); the largest
+//! Filecoin circuits have under 2^28.
 //! Per-row `u64` pointers were rejected: SHA-256 rows hold under 2 non-zeros per matrix on
 //! average, so they alone would cost 4.4 bytes per non-zero (10.3 in all, over the 9-byte
 //! target).
