@@ -112,6 +112,17 @@ impl PceHandle {
     }
 }
 
+impl Clone for PceHandle {
+    /// Another hold on the same entry.
+    fn clone(&self) -> Self {
+        PceHandle {
+            _hold: self.entry.use_.hold(),
+            entry: self.entry.clone(),
+            source: self.source,
+        }
+    }
+}
+
 impl std::ops::Deref for PceHandle {
     type Target = Pce;
     fn deref(&self) -> &Pce {

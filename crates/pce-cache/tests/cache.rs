@@ -30,6 +30,14 @@ fn pce_used(budget: &Budget) -> u64 {
 }
 
 #[test]
+fn handles_and_pces_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<pce_cache::PceHandle>();
+    send_sync::<Pce>();
+    send_sync::<PceCache>();
+}
+
+#[test]
 fn concurrent_first_calls_extract_once() {
     let seed = seed("single flight");
     let mut rng = rng(seed);
@@ -91,6 +99,11 @@ fn evicted_entries_reload_from_disk_and_held_ones_stay() {
     // held: never evicted
     assert_eq!(cache.evict(u64::MAX), 0);
     assert!(cache.contains("mimc"));
+    // a clone is a hold of its own
+    let h2 = h.clone();
+    drop(h);
+    assert_eq!(cache.evict(u64::MAX), 0);
+    let h = h2;
     assert_eq!(pce_used(&budget), h.charged_bytes());
     drop(h);
     assert!(cache.evict(1) > 0);
