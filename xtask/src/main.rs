@@ -27,7 +27,15 @@ tasks:
   bench [--quick]     run the benchmark programs and print their figures
 ";
 
-fn main() -> Result<()> {
+fn main() {
+    // One line per cause, no backtrace: xtask's errors name the command that failed.
+    if let Err(e) = real_main() {
+        eprintln!("xtask: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let root = workspace_root();
     let (task, rest) = match args.split_first() {
