@@ -14,6 +14,7 @@ mod tests {
         ("gpu-msm", 3),
         ("gpu-ntt", 3),
         ("groth16-prover", 4),
+        ("pinion", 5),
     ];
 
     fn layer(name: &str) -> Option<u32> {
