@@ -5,6 +5,7 @@ use ff::Field;
 use group::{Curve, CurveAffine};
 use rayon::prelude::*;
 
+use crate::affine::{affine_flush_at, neg_y, AffineBuckets, ReprCurve};
 use crate::{check_batch, check_shapes, DensityMask, MsmBackend, MsmError};
 
 /// Largest window a [`CpuMsmConfig`] accepts. Buckets per window are `2^(c-1)`.
@@ -17,8 +18,22 @@ const SCALAR_BITS: usize = 256;
 /// Scalars classified per parallel task; a multiple of 64 so a task starts on a mask word.
 const CLASSIFY_BLOCK: usize = 1 << 12;
 
-/// Default for [`CpuMsmConfig::scalars_in_flight`]: the term list stays under 160 MiB.
-pub const DEFAULT_SCALARS_IN_FLIGHT: usize = 1 << 22;
+/// Default for [`CpuMsmConfig::scalars_in_flight`]: the term list (with coordinates,
+/// 128 bytes per G1 term, 224 per G2 term) stays under about 230 MiB.
+pub const DEFAULT_SCALARS_IN_FLIGHT: usize = 1 << 20;
+
+/// How buckets accumulate points.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BucketArith {
+    /// Whichever has the lower estimated cost for the number of terms (batch-affine
+    /// once there are enough buckets to amortise the batch inversion).
+    #[default]
+    Auto,
+    /// Projective buckets, bls12_381's complete mixed addition.
+    Projective,
+    /// Affine buckets with batched inversions (bls-repr arithmetic).
+    BatchAffine,
+}
 
 /// Tuning knobs of the CPU backend.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -30,6 +45,8 @@ pub struct CpuMsmConfig {
     /// rounded up to a multiple of 4096. Bounds the transient term list (40 bytes per
     /// scalar other than 0 and 1); each extra slice costs one bucket reduction per window.
     pub scalars_in_flight: Option<usize>,
+    /// Bucket arithmetic; results are identical, only speed differs.
+    pub buckets: BucketArith,
 }
 
 /// The CPU backend: signed-digit Pippenger over the rayon global pool.
@@ -74,7 +91,7 @@ impl CpuMsm {
         density: Option<&DensityMask>,
     ) -> Result<G, MsmError>
     where
-        G: Curve<Scalar = Scalar>,
+        G: ReprCurve,
     {
         check_shapes(bases.len(), scalars.len(), density)?;
         let slice_len = self
@@ -88,7 +105,7 @@ impl CpuMsm {
             bases,
             scalars,
             density,
-            self.config.window_bits,
+            &self.config,
             slice_len,
         ))
     }
@@ -202,12 +219,46 @@ fn n_windows(c: usize) -> usize {
     SCALAR_BITS.div_ceil(c)
 }
 
-/// Window minimising point additions: per window, one addition per term into a bucket
-/// and about `2^c` for the running-sum reduction (`2^(c-1)` buckets, two adds each).
-pub(crate) fn choose_window(n_terms: usize) -> usize {
-    (1..=MAX_WINDOW_BITS as usize)
-        .min_by_key(|&c| n_windows(c) as u128 * (n_terms as u128 + (1u128 << c)))
-        .unwrap_or(1)
+/// Estimated cost of the windowed part in base-field multiplications (measured on this
+/// project's 2-core box: a bls12_381 mixed addition ≈ 20, a projective addition ≈ 22,
+/// a batch-affine addition ≈ 8 plus its share of one ≈ 600-multiplication inversion).
+/// The running-sum reduction costs two additions per bucket, plus a conversion for
+/// affine buckets.
+fn estimated_cost(n_terms: usize, c: usize, affine: bool) -> u128 {
+    let m = n_terms as u128;
+    let n_buckets = 1u128 << (c - 1);
+    let per_window = if affine {
+        let add = 8 + 600 / affine_flush_at(1 << (c - 1)) as u128;
+        m * add + n_buckets * (10 + 20 + 22)
+    } else {
+        m * 20 + n_buckets * 44
+    };
+    n_windows(c) as u128 * per_window
+}
+
+/// Window size and bucket arithmetic of least estimated cost, within what `config` fixes.
+pub(crate) fn plan(n_terms: usize, config: &CpuMsmConfig) -> (usize, bool) {
+    let modes: &[bool] = match config.buckets {
+        BucketArith::Auto => &[false, true],
+        BucketArith::Projective => &[false],
+        BucketArith::BatchAffine => &[true],
+    };
+    let windows = match config.window_bits {
+        Some(c) => c as usize..=c as usize,
+        None => 1..=MAX_WINDOW_BITS as usize,
+    };
+    let mut best = (1, false);
+    let mut best_cost = u128::MAX;
+    for c in windows {
+        for &affine in modes {
+            let cost = estimated_cost(n_terms, c, affine);
+            if cost < best_cost {
+                best_cost = cost;
+                best = (c, affine);
+            }
+        }
+    }
+    best
 }
 
 /// Σ scalars[i]·base(i) where base(i) is `bases[i]`, or with a mask the base of the
@@ -220,18 +271,18 @@ fn pippenger<G>(
     bases: &[G::Affine],
     scalars: &[Scalar],
     density: Option<&DensityMask>,
-    window_bits: Option<u32>,
+    config: &CpuMsmConfig,
     slice_len: usize,
 ) -> G
 where
-    G: Curve<Scalar = Scalar>,
+    G: ReprCurve,
 {
     let mut total = G::identity();
     let mut base_offset = 0;
     for (k, slice) in scalars.chunks(slice_len).enumerate() {
         let scalar_offset = k * slice_len;
         let (ones_sum, terms) = classify::<G>(bases, slice, density, scalar_offset, base_offset);
-        total += ones_sum + windowed::<G>(bases, &terms, window_bits);
+        total += ones_sum + windowed::<G>(bases, terms, config);
         base_offset += match density {
             None => slice.len(),
             Some(mask) => mask.words()
@@ -245,16 +296,51 @@ where
 }
 
 /// The windowed part: Σ term·base over terms that are neither 0 nor 1.
-fn windowed<G>(bases: &[G::Affine], terms: &[Term], window_bits: Option<u32>) -> G
+fn windowed<G>(bases: &[G::Affine], terms: Vec<Term>, config: &CpuMsmConfig) -> G
 where
-    G: Curve<Scalar = Scalar>,
+    G: ReprCurve,
 {
     if terms.is_empty() {
         return G::identity();
     }
-    let c = window_bits.map_or_else(|| choose_window(terms.len()), |c| c as usize);
+    let (c, affine) = plan(terms.len(), config);
     let n_win = n_windows(c);
+    if affine {
+        // Each term carries its base's coordinates: window passes then read memory in
+        // order, and bases at infinity (which add nothing) are dropped here.
+        let aff: Vec<AffineTerm<G::F>> = terms
+            .par_iter()
+            .filter_map(|t| {
+                G::to_xy(&bases[t.base as usize]).map(|(x, y)| AffineTerm {
+                    limbs: t.limbs,
+                    base: t.base,
+                    x,
+                    y,
+                })
+            })
+            .collect();
+        drop(terms);
+        return split_windows::<G, _>(&aff, c, n_win, |chunk, w| {
+            window_sum_affine::<G>(bases, chunk, w, c)
+        });
+    }
+    split_windows::<G, _>(&terms, c, n_win, |chunk, w| {
+        window_sum::<G>(bases, chunk, w, c)
+    })
+}
 
+/// Runs `window(chunk, w)` for every window and chunk in parallel and combines the
+/// window sums by doubling.
+fn split_windows<G, T>(
+    terms: &[T],
+    c: usize,
+    n_win: usize,
+    window: impl Fn(&[T], usize) -> G + Sync,
+) -> G
+where
+    G: Curve<Scalar = Scalar>,
+    T: Sync,
+{
     // Split each window's terms into chunks only when windows alone cannot keep every
     // thread busy; each extra chunk costs one more bucket reduction.
     let threads = rayon::current_num_threads().max(1);
@@ -269,7 +355,7 @@ where
             let (w, chunk) = (unit / n_chunks, unit % n_chunks);
             let lo = (chunk * chunk_len).min(terms.len());
             let hi = (lo + chunk_len).min(terms.len());
-            (w, window_sum::<G>(bases, &terms[lo..hi], w, c))
+            (w, window(&terms[lo..hi], w))
         })
         .collect();
 
@@ -285,6 +371,35 @@ where
         acc += s;
     }
     acc
+}
+
+/// A term with its base's affine coordinates, for the batch-affine path.
+#[derive(Clone, Copy)]
+struct AffineTerm<F> {
+    limbs: [u64; 4],
+    base: u32,
+    x: F,
+    y: F,
+}
+
+/// Batch-affine bucket sum of one window: Σ digit·base.
+fn window_sum_affine<G: ReprCurve>(
+    bases: &[G::Affine],
+    terms: &[AffineTerm<G::F>],
+    w: usize,
+    c: usize,
+) -> G {
+    let mut buckets = AffineBuckets::<G>::new(1 << (c - 1));
+    for t in terms {
+        let d = signed_digit(&t.limbs, w, c);
+        if d == 0 {
+            continue;
+        }
+        let slot = (d.unsigned_abs() - 1) as usize;
+        let y = if d > 0 { t.y } else { neg_y(&t.y) };
+        buckets.add(slot, t.x, y, &bases[t.base as usize], d < 0);
+    }
+    buckets.reduce()
 }
 
 /// Bucket sum of one window over some terms: Σ digit·base.
@@ -454,13 +569,26 @@ mod tests {
     }
 
     #[test]
-    fn window_choice_grows_with_n() {
-        let mut last = 0;
+    fn plan_is_the_cheapest_choice() {
+        let auto = CpuMsmConfig::default();
         for log_n in 0..30 {
-            let c = choose_window(1 << log_n);
-            assert!(c >= last, "window shrank at 2^{log_n}");
+            let m = 1usize << log_n;
+            let (c, affine) = plan(m, &auto);
             assert!((1..=MAX_WINDOW_BITS as usize).contains(&c));
-            last = c;
+            let chosen = estimated_cost(m, c, affine);
+            for c2 in 1..=MAX_WINDOW_BITS as usize {
+                for a2 in [false, true] {
+                    assert!(chosen <= estimated_cost(m, c2, a2), "2^{log_n}: {c2} {a2}");
+                }
+            }
+            let fixed = CpuMsmConfig {
+                window_bits: Some(7),
+                buckets: BucketArith::Projective,
+                ..Default::default()
+            };
+            assert_eq!(plan(m, &fixed), (7, false));
         }
+        // Large MSMs amortise the inversions: batch-affine wins.
+        assert!(plan(1 << 16, &auto).1);
     }
 }

@@ -51,12 +51,13 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod affine;
 mod cpu;
 mod density;
 mod error;
 pub mod reference;
 
-pub use cpu::{CpuMsm, CpuMsmConfig, DEFAULT_SCALARS_IN_FLIGHT, MAX_WINDOW_BITS};
+pub use cpu::{BucketArith, CpuMsm, CpuMsmConfig, DEFAULT_SCALARS_IN_FLIGHT, MAX_WINDOW_BITS};
 pub use density::DensityMask;
 pub use error::MsmError;
 
