@@ -34,20 +34,27 @@
 //! # Backends
 //! - [`CpuMsm`] (now): Pippenger on the rayon pool. Scalars 0 are skipped and 1 are summed
 //!   directly (a Groth16 witness is mostly 0s and 1s); the rest go through signed-digit
-//!   windows of `c` bits (`⌈256/c⌉` windows, `2^(c-1)` buckets), `c` chosen per MSM from
-//!   the number of remaining scalars; buckets are projective and take affine bases by
-//!   mixed addition; each window is reduced by running sums, windows are combined by
-//!   doubling. Parallel over windows (and over chunks of terms when there are more threads
-//!   than windows).
+//!   windows of `c` bits (`⌈256/c⌉` windows, `2^(c-1)` buckets, each digit decoded on its
+//!   own from `c + 1` bits of the scalar). Buckets are batch-affine (one shared field
+//!   inversion per batch of independent additions, on `bls-repr`'s Montgomery
+//!   arithmetic since bls12_381 hides its base field; a point whose bucket is already in
+//!   the batch goes to a projective overflow bucket) or projective (bls12_381 mixed
+//!   addition); `c` and the bucket kind are picked per MSM from a cost model
+//!   ([`BucketArith`], [`CpuMsmConfig`]). Each window is reduced by running sums and the
+//!   windows are combined by doubling. Parallel over windows, and over chunks of terms
+//!   when there are more threads than windows.
 //! - A CUDA backend (later, behind the same trait): same scalars and masks, bases either
 //!   resident on the device or streamed; it will add a way to hand it device-resident
 //!   bases without changing these methods' meaning. Until then this crate has no GPU code.
 //!
 //! # Cost model (CPU)
-//! About `⌈256/c⌉·(m + 2^c)` mixed/projective additions for `m` scalars other than 0 and 1,
-//! plus one addition per scalar equal to 1. Memory: 40 bytes per such scalar, at most
-//! [`DEFAULT_SCALARS_IN_FLIGHT`] of them at once (configurable), plus `2^(c-1)` projective
-//! points per window in flight (one per busy thread). Nothing proportional to the bases.
+//! About `⌈256/c⌉·(m + 2^c)` point additions for `m` scalars other than 0 and 1 (a
+//! batch-affine addition ≈ 8 field multiplications, a projective one ≈ 20), plus one
+//! mixed addition per scalar equal to 1. Memory: 40 bytes per such scalar (128 for G1 and
+//! 224 for G2 with batch-affine buckets, which copy the base's coordinates next to the
+//! scalar), at most [`DEFAULT_SCALARS_IN_FLIGHT`] of them at once (configurable), plus
+//! `2^(c-1)` buckets per window in flight (one window per busy thread). Nothing
+//! proportional to the bases.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
