@@ -63,8 +63,48 @@ impl Charge {
         }
     }
 
+    /// Bytes held now.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> u64 {
+        self.reservation.bytes()
+    }
+
     /// The most this charge ever held.
     pub(crate) fn peak(&self) -> u64 {
         self.peak
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peak_is_remembered_and_bytes_return_on_drop() {
+        let budget = Budget::fixed(1000);
+        let mut c = Charge::reserve(&budget, 100, "t").unwrap();
+        c.grow(300, "t").unwrap();
+        c.release(250);
+        c.set(50, "t").unwrap();
+        assert_eq!((c.bytes(), c.peak()), (50, 400));
+        c.set(700, "t").unwrap();
+        assert_eq!(c.peak(), 700);
+        assert!(matches!(
+            c.grow(301, "more"),
+            Err(ProverError::Budget {
+                requested_bytes: 301,
+                ..
+            })
+        ));
+        assert_eq!(budget.used_bytes(), 700, "a refused growth changes nothing");
+        drop(c);
+        assert_eq!(budget.used_bytes(), 0);
+        assert!(matches!(
+            Charge::reserve(&budget, 2000, "too big"),
+            Err(ProverError::Budget {
+                requested_bytes: 2000,
+                ..
+            })
+        ));
     }
 }

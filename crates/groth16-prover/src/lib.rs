@@ -17,6 +17,36 @@
 //!    on by default for batches): `groth16::verify_proof` with the prepared verifying key;
 //!    a failure names the partition.
 //!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use groth16_prover::testing::MimcChain;
+//! use groth16_prover::{Prover, ProverConfig, ProvingKey, Randomness, Synthesis};
+//! use memory_budget::Budget;
+//! use rand::SeedableRng;
+//!
+//! let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+//! let circuit = MimcChain::new(10, 1);
+//! let params =
+//!     groth16::generate_random_parameters::<bls12_381::Bls12, _, _>(circuit.clone(), &mut rng)?;
+//! let budget = Budget::fixed(1 << 30);
+//! let prover = Prover::new(
+//!     Arc::new(ProvingKey::from_parameters(&params)),
+//!     budget.clone(),
+//!     ProverConfig::default(),
+//! )?;
+//! // Record the circuit once; every later proof is witness-only synthesis + mat-vec.
+//! let pce = pce_cache::Pce::record(circuit.clone())?;
+//! let rs = Randomness::random(&mut rng);
+//! let out = prover.prove(Synthesis::Pce(&pce), circuit.clone(), rs)?;
+//! let reference = groth16::create_proof(circuit.clone(), &params, rs.r, rs.s)?;
+//! assert!(out.proof == reference);
+//! groth16::verify_proof(prover.key().prepared_vk(), &out.proof, &[circuit.output()])?;
+//! println!("{:?}, peak {} bytes", out.timings, out.peak_charged_bytes);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Guarantees
 //! - Proofs equal the reference's for the same inputs (exact group arithmetic; the tests
 //!   compare `Proof::write` bytes on several circuits and pairs (r, s)).

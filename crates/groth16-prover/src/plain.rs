@@ -284,3 +284,79 @@ pub(crate) fn synthesize<C: Circuit<Scalar>>(
     }
     Ok(asg)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{MimcChain, RandomR1cs, Sha256Circuit};
+    use memory_budget::{Budget, Category};
+    use pce_cache::reference::FullSynthesis;
+
+    /// Plain synthesis against pce-cache's independent full-synthesis oracle: same
+    /// witness, same a, b, c (then zero padding), same densities; every byte charged.
+    fn check<C: Circuit<Scalar> + Clone>(name: &str, circuit: C) {
+        let budget = Budget::fixed(1 << 30);
+        let mut charge = Charge::reserve(&budget, 0, "test").unwrap();
+        let got = synthesize(circuit.clone(), &mut charge, |n| Ok(n.next_power_of_two())).unwrap();
+        let want = FullSynthesis::run(circuit).unwrap();
+        assert_eq!(got.inputs, want.inputs, "{name}");
+        assert_eq!(got.aux, want.aux, "{name}");
+        let n_rows = want.a.len();
+        assert_eq!(got.a.len(), n_rows.next_power_of_two(), "{name}");
+        for (v, w, which) in [
+            (&got.a, &want.a, "a"),
+            (&got.b, &want.b, "b"),
+            (&got.c, &want.c, "c"),
+        ] {
+            assert_eq!(&v[..n_rows], &w[..], "{name}: {which}");
+            assert!(
+                v[n_rows..].iter().all(|x| bool::from(x.is_zero())),
+                "{name}: {which} padding"
+            );
+        }
+        assert_eq!(
+            got.a_aux,
+            DensityMask::from_bools(want.a_aux_density.iter().copied()),
+            "{name}"
+        );
+        assert_eq!(
+            got.b_input,
+            DensityMask::from_bools(want.b_input_density.iter().copied()),
+            "{name}"
+        );
+        assert_eq!(
+            got.b_aux,
+            DensityMask::from_bools(want.b_aux_density.iter().copied()),
+            "{name}"
+        );
+        let live = (got.a.capacity() + got.b.capacity() + got.c.capacity()) as u64 * SCALAR_BYTES
+            + (got.inputs.capacity() + got.aux.capacity()) as u64 * (SCALAR_BYTES + 1);
+        assert_eq!(charge.bytes(), live, "{name}: charge equals live buffers");
+        assert_eq!(budget.snapshot().used_in(Category::WorkingSet), live);
+        assert!(charge.peak() >= live);
+    }
+
+    #[test]
+    fn plain_synthesis_matches_full_synthesis_oracle() {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        let seed = std::env::var("PINION_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(seed);
+        eprintln!("seed = {seed}");
+        for n_constraints in [0usize, 1, 7, 1500] {
+            let circuit = RandomR1cs {
+                n_inputs: n_constraints % 5,
+                n_constraints,
+                shape_seed: seed ^ n_constraints as u64,
+                value_seed: seed.rotate_left(7) ^ n_constraints as u64,
+                corrupt: false,
+            };
+            check(&format!("random-{n_constraints}"), circuit);
+        }
+        check("mimc", MimcChain::new(100, seed));
+        check("sha256", Sha256Circuit::with_blocks(1, seed));
+    }
+}

@@ -319,3 +319,28 @@ impl Circuit<Scalar> for RandomR1cs {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sha2::Digest;
+
+    #[test]
+    fn sha256_digest_matches_sha2() {
+        let seed = std::env::var("PINION_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64)
+            });
+        eprintln!("seed = {seed}");
+        let mut g = SplitMix::new(seed);
+        for len in [0usize, 1, 55, 56, 63, 64, 65, 119, 200] {
+            let msg: Vec<u8> = (0..len).map(|_| g.next_u64() as u8).collect();
+            let want: [u8; 32] = sha2::Sha256::digest(&msg).into();
+            assert_eq!(sha256_digest(&msg), want, "length {len}");
+        }
+    }
+}

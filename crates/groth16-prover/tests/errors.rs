@@ -343,3 +343,22 @@ fn unallocated_variable_is_a_typed_error() {
         other => panic!("expected UnallocatedVariable, got {other:?}"),
     }
 }
+
+#[test]
+fn truncated_params_file_is_a_typed_error() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let params = generate(MimcChain::new(20, rng.random()), &mut rng);
+    let mut bytes = Vec::new();
+    params.write(&mut bytes).unwrap();
+    let dir = TempDir::new("truncated");
+    let cut = rng.random_range(1..bytes.len());
+    let path = dir.0.join("cut.params");
+    std::fs::write(&path, &bytes[..cut]).unwrap();
+    let budget = big_budget();
+    match ProvingKey::load(&path, &budget, &srs_store::LoadOptions::default()) {
+        Err(ProverError::Srs(e)) => eprintln!("cut at {cut}: {e}"),
+        other => panic!("cut at {cut}: expected an srs error, got {other:?}"),
+    }
+    assert_eq!(budget.used_bytes(), 0, "nothing stays charged");
+}
