@@ -195,6 +195,9 @@ impl CpuBackend {
     }
 }
 
+/// Largest per-term scratch of `gpu_msm::CpuMsm` (G2, batch-affine buckets).
+const MSM_TERM_BYTES: u64 = 224;
+
 /// Bytes of one projective G2 point (the larger group bounds both).
 const G2_PROJECTIVE_BYTES: u64 = std::mem::size_of::<G2Projective>() as u64;
 
@@ -245,9 +248,11 @@ impl ProverBackend for CpuBackend {
     }
 
     fn msm_scratch_bytes(&self, n_max_terms: usize) -> u64 {
-        // gpu-msm's cost model: 40 bytes per classified term (at most its slice length)
-        // plus 2^(c-1) projective buckets per busy thread.
-        let terms = 40 * n_max_terms.min(gpu_msm::DEFAULT_SCALARS_IN_FLIGHT) as u64;
+        // Upper bound from gpu-msm's cost model: per classified term at most 224 bytes
+        // (G2 with batch-affine buckets; 40 projective, 128 G1 batch-affine), at most
+        // DEFAULT_SCALARS_IN_FLIGHT terms at once, plus 2^(c-1) buckets (bounded by a
+        // projective G2 point each) per busy thread.
+        let terms = MSM_TERM_BYTES * n_max_terms.min(gpu_msm::DEFAULT_SCALARS_IN_FLIGHT) as u64;
         let c = cpu_window(n_max_terms);
         let buckets = (1u64 << (c - 1)) * G2_PROJECTIVE_BYTES * rayon::current_num_threads() as u64;
         terms + buckets

@@ -362,3 +362,38 @@ fn truncated_params_file_is_a_typed_error() {
     }
     assert_eq!(budget.used_bytes(), 0, "nothing stays charged");
 }
+
+#[test]
+fn backend_slices_queries_without_panicking() {
+    use gpu_msm::DensityMask;
+    use groth16_prover::{CpuBackend, MsmInputs, ProverBackend};
+    let params = generate(MimcChain::new(3, 9), &mut rng(seed()));
+    let key = ProvingKey::from_parameters(&params);
+    let backend = CpuBackend::new(Budget::fixed(1 << 30));
+    let n_h = key.h_query().len();
+    let h = vec![Scalar::ONE; n_h + 1];
+    let inputs = vec![Scalar::ONE; 2];
+    let aux = vec![Scalar::ONE; key.l_query().len()];
+    let empty_aux = DensityMask::new(aux.len());
+    let empty_in = DensityMask::new(inputs.len());
+    let x = MsmInputs {
+        h: &h,
+        inputs: &inputs,
+        aux: &aux,
+        a_aux: &empty_aux,
+        b_input: &empty_in,
+        b_aux: &empty_aux,
+    };
+    match backend.msms(&key, &x) {
+        Err(ProverError::KeyTooSmall {
+            query: "h_query",
+            needed,
+            found,
+        }) => {
+            assert_eq!((needed, found), (n_h + 1, n_h))
+        }
+        other => panic!("expected KeyTooSmall, got {other:?}"),
+    }
+    // Scratch estimates grow with the MSM size.
+    assert!(backend.msm_scratch_bytes(1 << 16) > backend.msm_scratch_bytes(1 << 10));
+}
