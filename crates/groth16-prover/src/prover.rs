@@ -188,6 +188,15 @@ struct Masks {
     b_aux: DensityMask,
 }
 
+impl Masks {
+    fn bytes(&self) -> u64 {
+        [&self.a_aux, &self.b_input, &self.b_aux]
+            .iter()
+            .map(|m| m.words().len() as u64 * 8)
+            .sum()
+    }
+}
+
 fn mask(d: &Density) -> DensityMask {
     // pce-cache keeps bits past len clear, so this cannot fail; fall back to the bit
     // walk rather than panic if that ever changes.
@@ -394,7 +403,8 @@ impl Prover {
             ),
         )?;
         let m = shape.domain_size as u64;
-        let witness_bytes = (shape.n_inputs + shape.n_aux) as u64 * SCALAR_BYTES;
+        // The witness plus the density masks (one bit per variable each, in words).
+        let witness_bytes = (shape.n_inputs + shape.n_aux) as u64 * SCALAR_BYTES + masks.bytes();
         let h_phase =
             witness_bytes + 3 * m * SCALAR_BYTES + self.backend.h_scratch_bytes(shape.domain_size);
         let msm_phase = self.msm_phase_bytes(witness_bytes, m * SCALAR_BYTES, &shape);
@@ -532,7 +542,8 @@ impl Prover {
             });
         }
 
-        let witness_bytes = (inputs.capacity() + aux.capacity()) as u64 * SCALAR_BYTES;
+        let witness_bytes =
+            (inputs.capacity() + aux.capacity()) as u64 * SCALAR_BYTES + masks.bytes();
         let t = Instant::now();
         let h = self.backend.h_poly(abc)?;
         timings.h = t.elapsed();

@@ -244,3 +244,34 @@ fn batch_of_partitions_matches_reference_and_self_checks() {
         assert_eq!(out.peak_charged_bytes, peak);
     }
 }
+
+#[test]
+fn concurrent_proofs_share_one_prover() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let circuit = MimcChain::new(200, rng.random());
+    let params = generate(circuit.clone(), &mut rng);
+    let budget = big_budget();
+    let (_cache, pce) = record(&budget, "concurrent", circuit.clone());
+    let p = prover(
+        ProvingKey::from_parameters(&params),
+        &budget,
+        ProverConfig::default(),
+    );
+    let rs: Vec<Randomness> = (0..4).map(|_| Randomness::random(&mut rng)).collect();
+    let proofs: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = rs
+            .iter()
+            .map(|rs| {
+                let (p, pce, circuit) = (&p, &pce, circuit.clone());
+                scope.spawn(move || p.prove(Synthesis::Pce(pce), circuit, *rs).unwrap())
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (out, rs) in proofs.iter().zip(&rs) {
+        let want = groth16::create_proof(circuit.clone(), &params, rs.r, rs.s).unwrap();
+        assert_eq!(bytes(&out.proof), bytes(&want));
+    }
+    assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
+}
