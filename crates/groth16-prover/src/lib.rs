@@ -59,7 +59,13 @@
 //!   when the proof is done. [`ProofOutput::peak_charged_bytes`] is the most it held. The
 //!   CPU backend's NTT twiddle table is charged for the backend's life (`Category::Other`);
 //!   a key built from `srs-store` charges its converted bases (`Category::Srs`).
+//!   Not charged: a `groth16::Parameters` the key shares (the caller's memory), and the
+//!   circuit's own temporaries during synthesis (gadget values, bellman's linear
+//!   combinations on the plain path, freed per constraint).
 //! - A batch runs its partitions one after another, so its peak is one partition's.
+//! - With a PCE, the circuit must be the one recorded: the variable counts are checked
+//!   (`PceError::ShapeMismatch`) and any other difference shows up as
+//!   [`ProverError::Unsatisfied`] or, with the self-check, [`ProverError::SelfCheckFailed`].
 //! - Bad input is a typed [`ProverError`] naming sizes, query and partition; never a panic.
 //!
 //! # Backends
