@@ -1,5 +1,339 @@
-//! The `pinion` command line (work in progress).
-fn main() {
-    eprintln!("pinion: not built yet");
-    std::process::exit(1);
+//! `pinion`: prove, verify and set up Groth16 over BLS12-381 from circom's `.r1cs`/`.wtns`,
+//! run the SHA-256 demo, inspect parameter files and PCEs, and probe memory.
+//!
+//! Results go to stdout (`--json` where it applies); progress and log lines to stderr.
+//! Every failure is one line on stderr (`pinion: error: ...` with its cause chain) and
+//! exit status 1; `verify` exits 1 on an invalid proof too. Usage errors exit 2 (clap).
+#![forbid(unsafe_code)]
+
+mod cmd;
+mod ui;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+const AFTER_HELP: &str = "\
+Examples:
+  pinion demo                                   # SHA-256 demo: setup (cached), PCE, prove, verify
+  pinion setup --r1cs c.r1cs --out c.params --seed 1
+  pinion prove --params c.params --r1cs c.r1cs --witness w.wtns --out proof.bin --public-out public.json
+  pinion verify --params c.params --proof proof.bin --public public.json
+  pinion srs inspect c.params --check full --json
+  pinion pce extract --r1cs c.r1cs --out c.pce && pinion pce inspect c.pce
+  pinion memprobe --probe";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "pinion",
+    version,
+    about = "Groth16 over BLS12-381 under a memory budget",
+    after_help = AFTER_HELP
+)]
+struct Cli {
+    /// Host memory budget: bytes with a unit ("8GiB") or a share of the detected limit
+    /// ("80%"); default: the detected limit minus a safety margin.
+    #[arg(long, global = true, value_name = "SIZE")]
+    memory_budget: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Which backend computes H and the MSMs.
+#[derive(Args, Debug, Clone, Copy)]
+#[group(multiple = false)]
+pub struct BackendArgs {
+    /// Prove on the CPU.
+    #[arg(long)]
+    cpu: bool,
+    /// Prove on the GPU (an error when the GPU backend cannot run).
+    #[arg(long)]
+    gpu: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Parameters for a circom circuit with random toxic waste (for testing only: insecure).
+    #[command(
+        after_help = "Example:\n  pinion setup --r1cs circuit.r1cs --out circuit.params --seed 7"
+    )]
+    Setup {
+        /// The circuit (`circom --r1cs --prime bls12381`).
+        #[arg(long, value_name = "FILE")]
+        r1cs: PathBuf,
+        /// Where to write the parameters (`groth16::Parameters::write` layout).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Derive the toxic waste from this seed (reproducible files); default: random.
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// Prove a circom circuit: writes the 192-byte `groth16::Proof::write` encoding.
+    #[command(
+        after_help = "Examples:\n  pinion prove --params c.params --r1cs c.r1cs --witness w.wtns --out proof.bin\n  pinion prove ... --r 12345 --s 678       # fixed (r, s): byte-comparable with groth16::create_proof\n  pinion prove ... --seed 3 --public-out public.json"
+    )]
+    Prove {
+        /// Parameters (from `pinion setup` or `groth16::Parameters::write`).
+        #[arg(long, value_name = "FILE")]
+        params: PathBuf,
+        /// The circuit.
+        #[arg(long, value_name = "FILE")]
+        r1cs: PathBuf,
+        /// The witness (`.wtns` version 2).
+        #[arg(long, value_name = "FILE")]
+        witness: PathBuf,
+        /// Where to write the proof.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Also write the public values (outputs then inputs) as a JSON array of decimals.
+        #[arg(long, value_name = "FILE")]
+        public_out: Option<PathBuf>,
+        /// Derive (r, s) from this seed: r, then s, drawn from `StdRng::seed_from_u64`.
+        #[arg(long, conflicts_with_all = ["r", "s"])]
+        seed: Option<u64>,
+        /// The blinding r, a decimal field element (needs --s).
+        #[arg(long, requires = "s", value_name = "DEC")]
+        r: Option<String>,
+        /// The blinding s, a decimal field element (needs --r).
+        #[arg(long, requires = "r", value_name = "DEC")]
+        s: Option<String>,
+        #[command(flatten)]
+        backend: BackendArgs,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify a proof: exit status 0 when valid, 1 when not.
+    #[command(
+        after_help = "Example:\n  pinion verify --params c.params --proof proof.bin --public public.json"
+    )]
+    Verify {
+        /// Parameters (only the verifying key at their start is read).
+        #[arg(long, value_name = "FILE")]
+        params: PathBuf,
+        /// The 192-byte proof.
+        #[arg(long, value_name = "FILE")]
+        proof: PathBuf,
+        /// Public values: a JSON array of decimal strings (outputs then inputs).
+        #[arg(long, value_name = "FILE")]
+        public: PathBuf,
+        /// Print the verdict as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The main job on a built-in circuit: SHA-256 preimage, parameters (cached), PCE,
+    /// proof, verification, timings and memory.
+    #[command(
+        after_help = "Examples:\n  pinion demo\n  pinion demo --constraints 30000 --json\n  PINION_CACHE_DIR=/tmp/pc pinion demo"
+    )]
+    Demo {
+        /// Approximate circuit size; the circuit has whole SHA-256 blocks (~27k
+        /// constraints each, at least one).
+        #[arg(long, default_value_t = 1 << 16)]
+        constraints: u64,
+        /// Cache folder for parameters and PCEs (default: $PINION_CACHE_DIR, else
+        /// $XDG_CACHE_HOME/pinion, else ~/.cache/pinion).
+        #[arg(long, value_name = "DIR")]
+        cache_dir: Option<PathBuf>,
+        #[command(flatten)]
+        backend: BackendArgs,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Parameter files.
+    Srs {
+        #[command(subcommand)]
+        command: SrsCommand,
+    },
+    /// Pre-compiled constraint files.
+    Pce {
+        #[command(subcommand)]
+        command: PceCommand,
+    },
+    /// What limits this process's memory, the budget derived from them, each GPU's VRAM;
+    /// `--probe` really allocates to find where the machine stops.
+    #[command(
+        after_help = "Examples:\n  pinion memprobe --json\n  pinion memprobe --probe --memory-budget 4GiB"
+    )]
+    Memprobe {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Allocate and touch pageable, then pinned, memory in steps up to the budget, in
+        /// a child process, and report where it stopped and why.
+        #[arg(long)]
+        probe: bool,
+        /// Probe step.
+        #[arg(long, default_value = "1GiB", value_name = "SIZE")]
+        step: String,
+    },
+    /// The probe's child process (internal).
+    #[command(hide = true)]
+    ProbeChild {
+        #[arg(long)]
+        max_bytes: u64,
+        #[arg(long)]
+        step_bytes: u64,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum SrsCommand {
+    /// Section counts, sizes and what a load charges; exit 1 with the reason when invalid.
+    #[command(after_help = "Example:\n  pinion srs inspect c.params --check curve --json")]
+    Inspect {
+        /// The parameter file.
+        file: PathBuf,
+        /// Point checks: none (encoding), curve, full (curve and subgroup).
+        #[arg(long, default_value = "none", value_parser = ["none", "curve", "full"])]
+        check: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum PceCommand {
+    /// Record a circuit's R1CS into a PCE file.
+    #[command(
+        after_help = "Examples:\n  pinion pce extract --r1cs c.r1cs --out c.pce\n  pinion pce extract --demo --constraints 60000 --out sha.pce"
+    )]
+    Extract {
+        /// A circom circuit.
+        #[arg(
+            long,
+            value_name = "FILE",
+            required_unless_present = "demo",
+            conflicts_with = "demo"
+        )]
+        r1cs: Option<PathBuf>,
+        /// The demo's SHA-256 circuit instead.
+        #[arg(long)]
+        demo: bool,
+        /// Size of the demo circuit.
+        #[arg(long, default_value_t = 1 << 16, requires = "demo")]
+        constraints: u64,
+        /// Where to write the PCE.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Shape, non-zeros, storage and fingerprint of a PCE file (checksums verified).
+    #[command(after_help = "Example:\n  pinion pce inspect c.pce --json")]
+    Inspect {
+        /// The PCE file.
+        file: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// How a subcommand ended without an error.
+pub enum Outcome {
+    /// Exit 0.
+    Success,
+    /// Exit 1 without an error message (an invalid proof; the verdict is printed).
+    Failure,
+}
+
+fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    let budget = cli.memory_budget.as_deref();
+    match cli.command {
+        Command::Setup { r1cs, out, seed } => cmd::setup::run(&r1cs, &out, seed),
+        Command::Prove {
+            params,
+            r1cs,
+            witness,
+            out,
+            public_out,
+            seed,
+            r,
+            s,
+            backend,
+            json,
+        } => cmd::prove::run(cmd::prove::ProveArgs {
+            params: &params,
+            r1cs: &r1cs,
+            witness: &witness,
+            out: &out,
+            public_out: public_out.as_deref(),
+            seed,
+            rs: r.zip(s),
+            backend: backend.choice(),
+            json,
+            budget,
+        }),
+        Command::Verify {
+            params,
+            proof,
+            public,
+            json,
+        } => cmd::verify::run(&params, &proof, &public, json),
+        Command::Demo {
+            constraints,
+            cache_dir,
+            backend,
+            json,
+        } => cmd::demo::run(cmd::demo::DemoArgs {
+            constraints,
+            cache_dir,
+            backend: backend.choice(),
+            json,
+            budget,
+        }),
+        Command::Srs {
+            command: SrsCommand::Inspect { file, check, json },
+        } => cmd::srs::inspect(&file, &check, json),
+        Command::Pce { command } => match command {
+            PceCommand::Extract {
+                r1cs,
+                demo,
+                constraints,
+                out,
+                json,
+            } => cmd::pce::extract(r1cs.as_deref(), demo.then_some(constraints), &out, json),
+            PceCommand::Inspect { file, json } => cmd::pce::inspect(&file, json),
+        },
+        Command::Memprobe { json, probe, step } => {
+            cmd::memprobe::run(cmd::memprobe::MemprobeArgs {
+                json,
+                probe,
+                step: &step,
+                budget,
+            })
+        }
+        Command::ProbeChild {
+            max_bytes,
+            step_bytes,
+        } => cmd::memprobe::child(max_bytes, step_bytes),
+    }
+}
+
+impl BackendArgs {
+    fn choice(self) -> groth16_prover::BackendChoice {
+        use groth16_prover::BackendChoice;
+        match (self.cpu, self.gpu) {
+            (true, _) => BackendChoice::Cpu,
+            (_, true) => BackendChoice::Gpu,
+            _ => BackendChoice::Auto,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Failure) => ExitCode::from(1),
+        Err(err) => {
+            eprintln!("pinion: error: {}", ui::error_line(&err));
+            ExitCode::from(1)
+        }
+    }
 }

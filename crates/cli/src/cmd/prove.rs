@@ -1,0 +1,160 @@
+//! `pinion prove`: a circom circuit and witness, a parameter file, one proof.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use groth16_prover::{
+    BackendChoice, Prover, ProverConfig, ProverError, ProvingKey, Randomness, SelfCheck, Synthesis,
+};
+use memory_budget::Budget;
+use pinion::decimal::{parse_scalar, scalar_to_decimal};
+use pinion::CircomCircuit;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use serde_json::json;
+use srs_store::{LoadOptions, ParamsFile};
+
+use crate::ui::{self, Stage};
+use crate::Outcome;
+
+/// Arguments of `pinion prove`.
+pub struct ProveArgs<'a> {
+    pub params: &'a Path,
+    pub r1cs: &'a Path,
+    pub witness: &'a Path,
+    pub out: &'a Path,
+    pub public_out: Option<&'a Path>,
+    pub seed: Option<u64>,
+    pub rs: Option<(String, String)>,
+    pub backend: BackendChoice,
+    pub json: bool,
+    pub budget: Option<&'a str>,
+}
+
+/// (r, s): given in decimal, derived from a seed, or fresh.
+pub fn randomness(rs: Option<(String, String)>, seed: Option<u64>) -> anyhow::Result<Randomness> {
+    Ok(match (rs, seed) {
+        (Some((r, s)), _) => Randomness::new(
+            parse_scalar(&r).context("bad --r")?,
+            parse_scalar(&s).context("bad --s")?,
+        ),
+        (None, Some(seed)) => Randomness::random(&mut StdRng::seed_from_u64(seed)),
+        (None, None) => Randomness::random(&mut rand::rng()),
+    })
+}
+
+/// Loads a parameter file as a proving key, charging the budget.
+pub fn load_key(path: &Path, budget: &Budget) -> anyhow::Result<ProvingKey> {
+    let stage = Stage::start(format!("loading parameters {}", path.display()));
+    let key = ProvingKey::load(path, budget, &LoadOptions::default())
+        .with_context(|| format!("parameters {} are not usable", path.display()))?;
+    stage.finish();
+    Ok(key)
+}
+
+/// Explains the prover's refusals that mean "these parameters belong to another circuit".
+pub fn explain(err: ProverError, params: &Path) -> anyhow::Error {
+    let another = matches!(
+        err.root(),
+        ProverError::SelfCheckFailed { .. }
+            | ProverError::KeyTooSmall { .. }
+            | ProverError::InputCountMismatch { .. }
+    );
+    let err = match err.root() {
+        // Its message names "partition 0", which means nothing for one proof.
+        ProverError::SelfCheckFailed { reason, .. } => anyhow::anyhow!(
+            "a proof made with them does not verify with their own verifying key ({reason})"
+        ),
+        _ => anyhow::Error::new(err),
+    };
+    if another {
+        err.context(format!(
+            "parameters {} do not fit this circuit (made for another circuit, or corrupt)",
+            params.display()
+        ))
+    } else {
+        err.context("proving failed")
+    }
+}
+
+/// Proves and writes the proof.
+pub fn run(a: ProveArgs<'_>) -> anyhow::Result<Outcome> {
+    let r1cs = super::read_r1cs(a.r1cs)?;
+    let witness = super::read_wtns(a.witness)?;
+    let circuit = CircomCircuit::with_witness(&r1cs, &witness).with_context(|| {
+        format!(
+            "witness {} does not fit circuit {}",
+            a.witness.display(),
+            a.r1cs.display()
+        )
+    })?;
+    let rs = randomness(a.rs, a.seed)?;
+
+    // A cheap shape check from the headers before the load: one ic point per public value
+    // plus ONE.
+    let file = ParamsFile::open(a.params)
+        .with_context(|| format!("parameters {} are not usable", a.params.display()))?;
+    let n_ic = u64::from(file.layout().ic().n_points());
+    let n_expected = u64::from(r1cs.n_public()) + 1;
+    if n_ic != n_expected {
+        bail!(
+            "parameters {} do not fit circuit {}: their verifying key has {n_ic} ic points, the circuit needs {n_expected} (one per public value, plus one)",
+            a.params.display(),
+            a.r1cs.display()
+        );
+    }
+    drop(file);
+
+    let budget = super::host_budget(a.budget)?;
+    let key = load_key(a.params, &budget)?;
+    let config = ProverConfig {
+        backend: a.backend,
+        // One pairing check: catches parameters of another circuit with the same sizes.
+        self_check: SelfCheck::Always,
+    };
+    let prover =
+        Prover::new(Arc::new(key), budget.clone(), config).context("cannot start the prover")?;
+    let stage = Stage::start(format!("proving on the {}", prover.backend_name()));
+    let out = prover
+        .prove(Synthesis::Plain, circuit, rs)
+        .map_err(|e| explain(e, a.params))?;
+    stage.finish();
+
+    super::write_atomic(a.out, |w| out.proof.write(w))?;
+    let public: Vec<String> = r1cs
+        .public_values(&witness)
+        .iter()
+        .map(scalar_to_decimal)
+        .collect();
+    if let Some(p) = a.public_out {
+        let text = serde_json::to_string_pretty(&public).unwrap_or_default() + "\n";
+        super::write_atomic(p, |w| std::io::Write::write_all(w, text.as_bytes()))?;
+    }
+    let t = out.timings;
+    if a.json {
+        super::print_json(&json!({
+            "proof": a.out.display().to_string(),
+            "public": public,
+            "backend": out.backend,
+            "n_constraints": r1cs.constraints().len(),
+            "n_wires": r1cs.n_wires(),
+            "prove_seconds": t.total.as_secs_f64(),
+            "peak_charged_bytes": out.peak_charged_bytes,
+            "self_checked": out.self_checked,
+        }));
+    } else {
+        println!(
+            "wrote proof {} (192 bytes): {} constraints, {} public values, backend {}, {} (verified against the key)",
+            a.out.display(),
+            r1cs.constraints().len(),
+            r1cs.n_public(),
+            out.backend,
+            ui::secs(t.total)
+        );
+        if let Some(p) = a.public_out {
+            println!("wrote public values {}", p.display());
+        }
+    }
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,31 @@
+//! The library half of the `pinion` command line: circom's `.r1cs`/`.wtns` formats for
+//! BLS12-381 and decimal field elements. The binary (`src/main.rs`) wires these and the
+//! workspace crates into subcommands.
+//!
+//! # Guarantees
+//! - Parsers are pure functions of the file's bytes. Every declared size is checked
+//!   against the bytes present before anything proportional to it is allocated; every
+//!   field element must be canonical (below r); the prime must be the BLS12-381 scalar
+//!   field's. Failures are a typed [`CircomError`] naming the section, index and offset;
+//!   bad input never panics.
+//! - [`CircomCircuit`] is the bellman circuit of a constraint system (wire 0 is ONE,
+//!   public outputs then public inputs are bellman inputs, other wires aux, one `enforce`
+//!   per constraint as written), so parameters from `groth16::generate_random_parameters`
+//!   for it fit `pinion prove`, and proofs equal `groth16::create_proof`'s.
+//!
+//! # Non-goals
+//! No witness generation (circom's witness calculator does that), no other primes, no
+//! Plonk custom gates, no streaming: files are read whole (they are a few times smaller
+//! than the proving working set).
+//!
+//! # Cost model
+//! Parsing is one pass over the bytes plus one field-element canonicity check per
+//! coefficient and witness value; the witness check is one multiply-add per term.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod circom;
+pub mod decimal;
+pub mod fixtures;
+
+pub use circom::{CircomCircuit, CircomError, FileKind, R1cs};
