@@ -18,16 +18,19 @@
 pub enum Module {
     /// `field_test.cu`: batch and throughput kernels for Fp, Fr and Fp2 arithmetic.
     FieldTest,
+    /// `msm.cu`: the Pippenger MSM pipeline (sort by bucket, XYZZ buckets, reduction).
+    Msm,
 }
 
 impl Module {
     /// Every module, in declaration order.
-    pub const ALL: &'static [Module] = &[Module::FieldTest];
+    pub const ALL: &'static [Module] = &[Module::FieldTest, Module::Msm];
 
     /// The module's stem (`<stem>.cu`, `<stem>.ptx`).
     pub const fn name(self) -> &'static str {
         match self {
             Module::FieldTest => "field_test",
+            Module::Msm => "msm",
         }
     }
 
@@ -35,6 +38,7 @@ impl Module {
     pub const fn ptx(self) -> &'static str {
         match self {
             Module::FieldTest => include_str!("../ptx/field_test.ptx"),
+            Module::Msm => include_str!("../ptx/msm.ptx"),
         }
     }
 }
@@ -119,6 +123,26 @@ entries! {
     FrAbMulChain => (FieldTest, "fr_ab_mul_chain"),
     /// `fp64_mul_chain(a, b, out, n, iters)`: as `fp_mul_chain` with 64-bit limbs (benchmark).
     Fp64MulChain => (FieldTest, "fp64_mul_chain"),
+    /// `msm_from_montgomery(u32* scalars, u32 n)`: Fr Montgomery to canonical, in place.
+    MsmFromMontgomery => (Msm, "msm_from_montgomery"),
+    /// `msm_count(scalars, n, c, n_windows, counts)`: bucket-key histogram.
+    MsmCount => (Msm, "msm_count"),
+    /// `msm_chunk_sums(counts, n_keys, chunk, chunk_sums)`: prefix sum, level 1.
+    MsmChunkSums => (Msm, "msm_chunk_sums"),
+    /// `msm_scan_chunks(chunk_sums, n_chunks)`: prefix sum, level 2 (one thread).
+    MsmScanChunks => (Msm, "msm_scan_chunks"),
+    /// `msm_scan_apply(counts, n_keys, chunk, chunk_sums, offsets, cursors)`: level 3.
+    MsmScanApply => (Msm, "msm_scan_apply"),
+    /// `msm_scatter(scalars, n, c, n_windows, cursors, entries)`: counting-sort scatter.
+    MsmScatter => (Msm, "msm_scatter"),
+    /// `g1_accumulate(bases, entries, offsets, counts, buckets, n_keys)`: bucket sums.
+    G1Accumulate => (Msm, "g1_accumulate"),
+    /// `g1_reduce_segments(buckets, n_buckets, seg_len, n_segments, ones_window, out, n)`.
+    G1ReduceSegments => (Msm, "g1_reduce_segments"),
+    /// `g1_sum_groups(in, group_len, out, n_groups)`: sums of consecutive groups.
+    G1SumGroups => (Msm, "g1_sum_groups"),
+    /// `g1_to_affine(in, out, n)`: XYZZ to affine (infinity all-zero).
+    G1ToAffine => (Msm, "g1_to_affine"),
 }
 
 #[cfg(test)]

@@ -43,9 +43,10 @@
 //!   ([`BucketArith`], [`CpuMsmConfig`]). Each window is reduced by running sums and the
 //!   windows are combined by doubling. Parallel over windows, and over chunks of terms
 //!   when there are more threads than windows.
-//! - A CUDA backend (later, behind the same trait): same scalars and masks, bases either
-//!   resident on the device or streamed; it will add a way to hand it device-resident
-//!   bases without changing these methods' meaning. Until then this crate has no GPU code.
+//! - [`GpuMsm`] (CUDA, G1 only for now; see `src/gpu.rs` for its contract): same scalars
+//!   and masks, bases uploaded per call or resident on the device ([`DeviceBasesG1`]).
+//!   It returns [`GpuMsmError`] (which wraps [`MsmError`] and device errors) and does not
+//!   implement [`MsmBackend`] yet: that needs a GPU variant in [`MsmError`].
 //!
 //! # Cost model (CPU)
 //! About `⌈256/c⌉·(m + 2^c)` point additions for `m` scalars other than 0 and 1 (a
@@ -56,17 +57,24 @@
 //! `2^(c-1)` buckets per window in flight (one window per busy thread). Nothing
 //! proportional to the bases.
 #![warn(missing_docs)]
-#![forbid(unsafe_code)]
+// Only the CUDA backend's kernel launches (src/gpu.rs) use unsafe.
+#![deny(unsafe_code)]
 
 mod affine;
 mod cpu;
 mod density;
 mod error;
+#[allow(unsafe_code)]
+mod gpu;
 pub mod reference;
 
 pub use cpu::{BucketArith, CpuMsm, CpuMsmConfig, DEFAULT_SCALARS_IN_FLIGHT, MAX_WINDOW_BITS};
 pub use density::DensityMask;
 pub use error::MsmError;
+pub use gpu::{
+    scalars_to_words, DeviceBasesG1, DeviceScalars, GpuMsm, GpuMsmConfig, GpuMsmError, GpuMsmPlan,
+    PhaseTimes, GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS,
+};
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 

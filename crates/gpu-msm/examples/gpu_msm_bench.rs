@@ -1,0 +1,212 @@
+//! G1 MSM on the GPU: bases resident, median of timed runs after warm-up, CUDA events.
+//!
+//! `cargo run --release -p gpu-msm --example gpu_msm_bench [log2 sizes...]`
+//! (default 16 18 20 22 24; add 26 for 2^26). Two timings per size: including the copy
+//! of the (canonical) scalars from pinned host memory to the device, as the reference
+//! figures do, and with the scalars already on the device. Then Groth16-shaped scalars
+//! (30% zeros, 30% ones, 40% uniform) at the largest size, and a per-phase breakdown.
+//! Bases: 2^16 distinct random points tiled to n (the MSM's cost does not depend on
+//! whether bases repeat). Scalars: uniform below r (random words, top word reduced).
+
+use std::time::Instant;
+
+use bls12_381::{G1Affine, G1Projective};
+use bls_repr::G1AffineRepr;
+use gpu_device::Gpu;
+use gpu_msm::{GpuMsm, GpuMsmError};
+use group::{Curve, Group};
+use memory_budget::{Budget, Category};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+/// Reference library on the same H200 kind, 2026-11-30 (issue 6), ms, with the copy.
+fn reference_ms(log_n: u32) -> Option<f64> {
+    match log_n {
+        16 => Some(7.2),
+        18 => Some(20.2),
+        20 => Some(21.9),
+        22 => Some(54.2),
+        24 => Some(161.0),
+        26 => Some(568.0),
+        _ => None,
+    }
+}
+
+const R_TOP_WORD: u32 = 0x73ed_a753;
+
+fn scalar_words(rng: &mut StdRng, n: usize, groth16_shape: bool) -> Vec<u32> {
+    let mut w = vec![0u32; n * 8];
+    for s in w.chunks_exact_mut(8) {
+        let kind = if groth16_shape {
+            rng.random_range(0..10u32)
+        } else {
+            9
+        };
+        match kind {
+            0..=2 => {}
+            3..=5 => s[0] = 1,
+            _ => {
+                for x in s.iter_mut() {
+                    *x = rng.random();
+                }
+                s[7] %= R_TOP_WORD; // top word below r's: the value is below r
+            }
+        }
+    }
+    w
+}
+
+fn median(mut v: Vec<f32>) -> f32 {
+    v.sort_by(f32::total_cmp);
+    v[v.len() / 2]
+}
+
+struct Timing {
+    with_copy_ms: f32,
+    resident_ms: f32,
+    result: G1Projective,
+}
+
+fn time_one(
+    engine: &GpuMsm,
+    bases: &gpu_msm::DeviceBasesG1,
+    words: &[u32],
+    runs: usize,
+) -> Result<Timing, Box<dyn std::error::Error>> {
+    let gpu = engine.gpu();
+    let stream = gpu.stream();
+    let host_budget = Budget::fixed(words.len() as u64 * 4);
+    let reservation = host_budget.try_reserve(
+        words.len() as u64 * 4,
+        Category::PinnedPool,
+        "bench scalars",
+    )?;
+    let mut pinned = gpu.alloc_pinned::<u32>(words.len(), reservation)?;
+    pinned.as_mut_slice()?.copy_from_slice(words);
+    let mut scalars = engine.upload_scalar_words(words)?;
+    let start = gpu.timing_event()?;
+    let end = gpu.timing_event()?;
+    let mut with_copy = Vec::new();
+    let mut resident = Vec::new();
+    let mut result = G1Projective::identity();
+    for i in 0..runs + 2 {
+        start.record(stream)?;
+        stream.memcpy_htod(pinned.host_slice(), scalars.words_mut().slice_mut())?;
+        let r1 = engine.msm_g1_resident(bases, &scalars)?;
+        end.record(stream)?;
+        end.synchronize()?;
+        let t1 = start.elapsed_ms(&end)?;
+        start.record(stream)?;
+        let r2 = engine.msm_g1_resident(bases, &scalars)?;
+        end.record(stream)?;
+        end.synchronize()?;
+        let t2 = start.elapsed_ms(&end)?;
+        if r1 != r2 {
+            return Err("two runs on the same inputs disagree".into());
+        }
+        result = r1;
+        if i >= 2 {
+            with_copy.push(t1);
+            resident.push(t2);
+        }
+    }
+    Ok(Timing {
+        with_copy_ms: median(with_copy),
+        resident_ms: median(resident),
+        result,
+    })
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut logs: Vec<u32> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    if logs.is_empty() {
+        logs = vec![16, 18, 20, 22, 24];
+    }
+    let runs: usize = std::env::var("PINION_BENCH_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7);
+    let gpu = Gpu::open(0)?;
+    let engine = GpuMsm::new(gpu.clone());
+    println!("device: {} ({} SMs)", gpu.info().name, gpu.info().sm_count);
+    let seed = 0x5eed_u64;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let max_n = 1usize << logs.iter().max().copied().unwrap_or(16);
+    let t = Instant::now();
+    let distinct = 1usize << 16;
+    // Running sums of a few random points: cheap distinct points.
+    let seeds: Vec<G1Projective> = (0..8).map(|_| G1Projective::random(&mut rng)).collect();
+    let mut acc = G1Projective::random(&mut rng);
+    let proj: Vec<G1Projective> = (0..distinct)
+        .map(|_| {
+            acc += seeds[rng.random_range(0..seeds.len())];
+            acc
+        })
+        .collect();
+    let mut base_pool = vec![G1Affine::identity(); distinct];
+    G1Projective::batch_normalize(&proj, &mut base_pool);
+    let pool: Vec<G1AffineRepr> = base_pool.iter().map(G1AffineRepr::from_affine).collect();
+    let all_bases: Vec<G1AffineRepr> = (0..max_n).map(|i| pool[i % distinct]).collect();
+    eprintln!("setup {:.1} s", t.elapsed().as_secs_f64());
+
+    println!();
+    println!("| n | window | ours, with scalar copy (ms) | ours, scalars resident (ms) | reference (ms) | ours/ref |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let mut last = None;
+    for &log_n in &logs {
+        let n = 1usize << log_n;
+        let bases = engine.upload_bases_g1_repr(&all_bases[..n])?;
+        let words = scalar_words(&mut rng, n, false);
+        let timing = match time_one(&engine, &bases, &words, runs) {
+            Ok(t) => t,
+            Err(e) => {
+                println!("| 2^{log_n} | failed: {e} |");
+                continue;
+            }
+        };
+        let r = reference_ms(log_n);
+        println!(
+            "| 2^{log_n} | {} | {:.2} | {:.2} | {} | {} |",
+            engine.plan(n).window_bits,
+            timing.with_copy_ms,
+            timing.resident_ms,
+            r.map_or("-".into(), |r| format!("{r:.1}")),
+            r.map_or("-".into(), |r| format!(
+                "{:.2}",
+                timing.with_copy_ms as f64 / r
+            )),
+        );
+        let _ = timing.result.to_affine();
+        last = Some((log_n, bases, words));
+    }
+    if let Some((log_n, bases, words)) = last {
+        let n = 1usize << log_n;
+        let g16 = scalar_words(&mut rng, n, true);
+        let t = time_one(&engine, &bases, &g16, runs)?;
+        println!(
+            "| 2^{log_n} Groth16-shaped (30% 0, 30% 1) | {} | {:.2} | {:.2} | - | - |",
+            engine.plan(n).window_bits,
+            t.with_copy_ms,
+            t.resident_ms
+        );
+        println!();
+        for (label, w) in [("uniform", &words), ("groth16-shaped", &g16)] {
+            let scalars = engine.upload_scalar_words(w)?;
+            let (_, phases) = engine.msm_g1_resident_profiled(&bases, &scalars)?;
+            let total: f32 = phases.iter().map(|p| p.1).sum();
+            let line: Vec<String> = phases
+                .iter()
+                .map(|(name, ms)| format!("{name} {ms:.2}"))
+                .collect();
+            println!(
+                "phases 2^{log_n} {label} (ms, total {total:.2}): {}",
+                line.join(", ")
+            );
+        }
+    }
+    let _: Option<GpuMsmError> = None;
+    Ok(())
+}

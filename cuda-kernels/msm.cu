@@ -1,0 +1,85 @@
+// Pippenger multi-scalar multiplication on G1 (and G2): the kernels of the pipeline in
+// include/msm.cuh, each a grid-stride loop over its threads' bodies. The launch order,
+// buffer sizes and window parameters are chosen by crates/gpu-msm/src/gpu.rs.
+//
+// Scalar kernels (shared by G1 and G2):
+//   msm_from_montgomery(u32* scalars, u32 n)                         in place, to canonical
+//   msm_count(const u32* scalars, u32 n, u32 c, u32 W, u32* counts)
+//   msm_chunk_sums(const u32* counts, u32 n_keys, u32 chunk, u32* chunk_sums)
+//   msm_scan_chunks(u32* chunk_sums, u32 n_chunks)                   one thread
+//   msm_scan_apply(const u32* counts, u32 n_keys, u32 chunk, const u32* chunk_sums,
+//                  u32* offsets, u32* cursors)
+//   msm_scatter(const u32* scalars, u32 n, u32 c, u32 W, u32* cursors, u32* entries)
+// Point kernels (g1_ and g2_ prefixes):
+//   <g>_accumulate(const Affine* bases, const u32* entries, const u32* offsets,
+//                  const u32* counts, Xyzz* buckets, u32 n_keys)
+//   <g>_reduce_segments(const Xyzz* buckets, u32 n_buckets, u32 seg_len, u32 n_segments,
+//                       u32 ones_window, Xyzz* out, u32 n_threads)
+//   <g>_sum_groups(const Xyzz* in, u32 group_len, Xyzz* out, u32 n_groups)
+//   <g>_to_affine(const Xyzz* in, Affine* out, u32 n)
+#include <stdint.h>
+
+#include "msm.cuh"
+
+using namespace pinion;
+using namespace pinion::msm;
+
+#define GRID_STRIDE(i, n) \
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
+
+extern "C" __global__ void msm_from_montgomery(uint32_t* scalars, uint32_t n) {
+  GRID_STRIDE(i, n) from_montgomery_body(scalars, i);
+}
+
+extern "C" __global__ void msm_count(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                     uint32_t n_windows, uint32_t* counts) {
+  GRID_STRIDE(i, n) count_body(scalars, Windows{c, n_windows}, counts, i);
+}
+
+extern "C" __global__ void msm_chunk_sums(const uint32_t* counts, uint32_t n_keys,
+                                          uint32_t chunk, uint32_t* chunk_sums) {
+  const uint32_t n_chunks = (n_keys + chunk - 1) / chunk;
+  GRID_STRIDE(t, n_chunks) chunk_sum_body(counts, n_keys, chunk, chunk_sums, t);
+}
+
+extern "C" __global__ void msm_scan_chunks(uint32_t* chunk_sums, uint32_t n_chunks) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) scan_chunks_body(chunk_sums, n_chunks);
+}
+
+extern "C" __global__ void msm_scan_apply(const uint32_t* counts, uint32_t n_keys,
+                                          uint32_t chunk, const uint32_t* chunk_sums,
+                                          uint32_t* offsets, uint32_t* cursors) {
+  const uint32_t n_chunks = (n_keys + chunk - 1) / chunk;
+  GRID_STRIDE(t, n_chunks) scan_apply_body(counts, n_keys, chunk, chunk_sums, offsets, cursors, t);
+}
+
+extern "C" __global__ void msm_scatter(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                       uint32_t n_windows, uint32_t* cursors,
+                                       uint32_t* entries) {
+  GRID_STRIDE(i, n) scatter_body(scalars, Windows{c, n_windows}, cursors, entries, i);
+}
+
+#define POINT_KERNELS(G, F)                                                                   \
+  extern "C" __global__ void __launch_bounds__(128)                                           \
+      G##_accumulate(const Affine<F>* bases, const uint32_t* entries, const uint32_t* offsets, \
+                     const uint32_t* counts, Xyzz<F>* buckets, uint32_t n_keys) {             \
+    GRID_STRIDE(k, n_keys) accumulate_body(bases, entries, offsets, counts, buckets, k);      \
+  }                                                                                           \
+  extern "C" __global__ void __launch_bounds__(128)                                           \
+      G##_reduce_segments(const Xyzz<F>* buckets, uint32_t n_buckets, uint32_t seg_len,       \
+                          uint32_t n_segments, uint32_t ones_window, Xyzz<F>* out,            \
+                          uint32_t n_threads) {                                               \
+    GRID_STRIDE(t, n_threads)                                                                 \
+    reduce_segments_body(buckets, n_buckets, seg_len, n_segments, ones_window, out, t);       \
+  }                                                                                           \
+  extern "C" __global__ void __launch_bounds__(128)                                           \
+      G##_sum_groups(const Xyzz<F>* in, uint32_t group_len, Xyzz<F>* out, uint32_t n_groups) { \
+    GRID_STRIDE(g, n_groups) sum_groups_body(in, group_len, out, g);                          \
+  }                                                                                           \
+  extern "C" __global__ void __launch_bounds__(128)                                           \
+      G##_to_affine(const Xyzz<F>* in, Affine<F>* out, uint32_t n) {                          \
+    GRID_STRIDE(i, n) to_affine_body(in, out, i);                                             \
+  }
+
+POINT_KERNELS(g1, Fp)
+// G2 (POINT_KERNELS(g2, Fp2)) is not instantiated yet: its PTX takes nvcc ~9 minutes here.
