@@ -196,12 +196,13 @@ impl<G: ReprCurve> AffineBuckets<G> {
             let dx = p.x.sub(&self.x[s]);
             self.denom.push(if !dx.is_zero() {
                 dx
-            } else if p.y == self.y[s] {
-                // Doubling: λ = 3x² / 2y, and y ≠ 0 on the prime-order subgroup.
+            } else if p.y == self.y[s] && !p.y.is_zero() {
+                // Doubling: λ = 3x² / 2y.
                 self.y[s].add(&self.y[s])
             } else {
-                // P + (−P): the bucket empties; any nonzero placeholder keeps the
-                // batch inversion going.
+                // P + (−P) (a point with y = 0, off the prime-order subgroup, is its
+                // own negative): the bucket empties; any nonzero placeholder keeps
+                // the batch inversion going.
                 G::F::ONE
             });
         }
@@ -224,7 +225,7 @@ impl<G: ReprCurve> AffineBuckets<G> {
             let dx = p.x.sub(&x1);
             let lambda = if !dx.is_zero() {
                 p.y.sub(&y1).mul(&inv_i)
-            } else if p.y == y1 {
+            } else if p.y == y1 && !y1.is_zero() {
                 let xx = x1.square();
                 xx.add(&xx).add(&xx).mul(&inv_i)
             } else {

@@ -345,3 +345,15 @@ fn skewed_digits_batch_affine() {
         assert_eq!(msm.msm_g1(&bases, &scalars, None).unwrap(), want, "c = {c}");
     }
 }
+
+#[test]
+fn usable_as_trait_object() {
+    // The prover holds a backend as `Box<dyn MsmBackend>` and picks CPU or GPU at runtime.
+    let mut rng = rng();
+    let backend: Box<dyn MsmBackend> = Box::new(CpuMsm::new());
+    assert_eq!(backend.name(), "cpu-pippenger");
+    let bases = points::<G1Projective>(&mut rng, 10);
+    let scalars = random_scalars(&mut rng, 10);
+    let want: G1Projective = naive_msm(&bases, &scalars, None);
+    assert_eq!(backend.msm_g1(&bases, &scalars, None).unwrap(), want);
+}

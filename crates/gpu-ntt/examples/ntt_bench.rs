@@ -75,7 +75,7 @@ fn main() {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     println!(
-        "seed = {seed}; threads = {}; median of {RUNS} after a warm-up",
+        "seed = {seed}; threads = {}; best wall of {RUNS} after a warm-up",
         rayon::current_num_threads()
     );
     let mut rng = StdRng::seed_from_u64(seed);

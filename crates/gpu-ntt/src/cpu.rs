@@ -35,6 +35,13 @@ impl CpuNtt {
         self.read_table().len() * std::mem::size_of::<Scalar>()
     }
 
+    /// Drops the twiddle table (it is rebuilt on next use); transforms running now keep
+    /// their own reference until they finish. For a caller that charges
+    /// [`CpuNtt::twiddle_bytes`] to a memory budget and must give it back.
+    pub fn clear_twiddles(&self) {
+        *self.twiddles.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(Vec::new());
+    }
+
     fn read_table(&self) -> Arc<Vec<Scalar>> {
         // A poisoned lock only means another thread panicked while extending; the table
         // it left is either the old one or a complete new one (swapped in one store).
@@ -348,5 +355,8 @@ mod tests {
             }
         }
         assert_eq!(ntt.twiddle_bytes(), ((1 << 10) - 1) * 32);
+        ntt.clear_twiddles();
+        assert_eq!(ntt.twiddle_bytes(), 0);
+        assert_eq!(ntt.table(4)[..], big[..15]);
     }
 }

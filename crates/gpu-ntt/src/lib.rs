@@ -30,9 +30,11 @@
 //!
 //! # Cost model (CPU)
 //! A transform: `(n/2)·log2 n` multiplications (fewer at j = 0), `log2 n − 13` full
-//! passes over memory plus one blocked pass. Twiddle table: `32·n` bytes for the largest
-//! n seen, kept for the backend's life. H step: seven transforms, ~5 n extra
-//! multiplications, no extra buffers beyond a, b, c.
+//! passes over memory plus one blocked pass; the bit-reversal pass (natural in and out
+//! only) is serial. Twiddle table: `32·n` bytes for the largest n seen (4 GiB at 2^27),
+//! kept until [`CpuNtt::clear_twiddles`]; [`CpuNtt::twiddle_bytes`] tells a caller what to
+//! charge to its memory budget. H step: seven transforms, ~5n extra multiplications, one
+//! serial bit-reversal, no buffers beyond a, b, c (and the twiddle table).
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 

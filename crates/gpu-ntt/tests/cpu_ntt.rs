@@ -288,3 +288,17 @@ fn matches_bellman_domain_transforms() {
         }
     }
 }
+
+#[test]
+fn usable_as_trait_object() {
+    // The prover holds a backend as `Box<dyn NttBackend>` and picks CPU or GPU at runtime.
+    let mut rng = rng();
+    let backend: Box<dyn NttBackend> = Box::new(CpuNtt::new());
+    assert_eq!(backend.name(), "cpu-radix2");
+    let x = random_vec(&mut rng, 8);
+    let mut y = x.clone();
+    backend
+        .forward(&mut y, Order::Natural, Order::Natural)
+        .unwrap();
+    assert_eq!(y, naive_transform(&x, NttSpec::FORWARD));
+}
