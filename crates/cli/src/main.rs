@@ -245,7 +245,7 @@ pub enum Outcome {
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
     let budget = cli.memory_budget.as_deref();
     match cli.command {
-        Command::Setup { r1cs, out, seed } => cmd::setup::run(&r1cs, &out, seed),
+        Command::Setup { r1cs, out, seed } => cmd::setup::run(&r1cs, &out, seed, budget),
         Command::Prove {
             params,
             r1cs,
@@ -297,7 +297,13 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 constraints,
                 out,
                 json,
-            } => cmd::pce::extract(r1cs.as_deref(), demo.then_some(constraints), &out, json),
+            } => cmd::pce::extract(
+                r1cs.as_deref(),
+                demo.then_some(constraints),
+                &out,
+                json,
+                budget,
+            ),
             PceCommand::Inspect { file, json } => cmd::pce::inspect(&file, json),
         },
         Command::Memprobe { json, probe, step } => {

@@ -45,10 +45,11 @@ impl Stage {
     pub fn finish(self) -> Duration {
         let took = self.start.elapsed();
         let line = format!("{} done in {}", self.name, secs(took));
-        match &self.bar {
-            Some(bar) => bar.finish_with_message(line),
-            None => eprintln!("pinion: {line}"),
+        if let Some(bar) = &self.bar {
+            // Replace the spinner by a plain line, so finished steps stay as a log.
+            bar.finish_and_clear();
         }
+        eprintln!("pinion: {line}");
         took
     }
 }
@@ -76,6 +77,9 @@ pub fn secs(d: Duration) -> String {
 
 /// Bytes in binary units, with the exact count.
 pub fn bytes(n: u64) -> String {
+    if n < 1024 {
+        return format!("{n} bytes");
+    }
     format!("{} = {n} bytes", memory_budget::format_bytes(n))
 }
 

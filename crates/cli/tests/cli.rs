@@ -398,6 +398,36 @@ fn malformed_inputs_fail_with_one_line() {
             "does not satisfy",
         ),
         (
+            "witness over another prime",
+            prove(
+                &params,
+                &r1cs,
+                &dir.write("bn.wtns", &{
+                    let mut b = wtns_file_bytes.clone();
+                    b[28..60].copy_from_slice(&[0x11; 32]);
+                    b
+                }),
+            ),
+            "expected the bls12-381 scalar field",
+        ),
+        (
+            "budget too small for the circuit",
+            pinion(&args(&[
+                &"--memory-budget",
+                &"256",
+                &"prove",
+                &"--params",
+                &params,
+                &"--r1cs",
+                &r1cs,
+                &"--witness",
+                &wtns,
+                &"--out",
+                &dir.path("p.bin"),
+            ])),
+            "the memory budget refuses",
+        ),
+        (
             "missing file",
             prove(&params, &dir.path("absent.r1cs"), &wtns),
             "cannot read circuit",

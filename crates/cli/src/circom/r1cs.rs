@@ -223,6 +223,41 @@ impl R1cs {
         })
     }
 
+    /// An upper bound of [`R1cs::heap_bytes`] for the parse of `bytes`, from the headers
+    /// alone (no allocation proportional to the file): lets a caller charge the parse
+    /// before it runs. Errors are the ones [`R1cs::parse`] would report for the headers.
+    pub fn parsed_bytes_bound(bytes: &[u8]) -> Result<u64, CircomError> {
+        let (file, entries) = reader::sections(KIND, bytes, MAGIC, VERSION)?;
+        let header = reader::require(KIND, &entries, SECTION_HEADER, "header")?;
+        let cons = reader::require(KIND, &entries, SECTION_CONSTRAINTS, "constraints")?;
+        let mut h = file.sub(header.start, header.len);
+        reader::field(&mut h, KIND)?;
+        let n_wires = u64::from(h.u32("wire count")?);
+        // Skip the public/private counts and the label count to reach n_constraints.
+        h.take(4 * 3 + 8, || "header counts".into())?;
+        let m = u64::from(h.u32("constraint count")?);
+        let cons_len = cons.len as u64;
+        // The parser caps capacities by the bytes present: at most cons_len / 12
+        // constraints and cons_len / TERM_BYTES terms.
+        let n_constraints = m.min(cons_len / 12);
+        let n_terms = cons_len / TERM_BYTES as u64;
+        Ok(n_constraints * std::mem::size_of::<Constraint>() as u64
+            + n_terms * std::mem::size_of::<Term>() as u64
+            + n_wires * 8)
+    }
+
+    /// Heap bytes this value holds (vector capacities).
+    pub fn heap_bytes(&self) -> u64 {
+        let terms: usize = self
+            .constraints
+            .iter()
+            .map(|c| c.a.capacity() + c.b.capacity() + c.c.capacity())
+            .sum();
+        (self.constraints.capacity() * std::mem::size_of::<Constraint>()
+            + terms * std::mem::size_of::<Term>()
+            + self.wire_to_label.capacity() * 8) as u64
+    }
+
     /// The `.r1cs` encoding (header, constraints, wire map, in that order).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut header = Vec::new();

@@ -58,7 +58,11 @@ fn r1cs_and_wtns_round_trip() {
         let n_wires = rng.random_range(1..40);
         let n_constraints = rng.random_range(0..30);
         let r = random_r1cs(&mut rng, n_wires, n_constraints);
-        assert_eq!(R1cs::parse(&r.to_bytes()).unwrap(), r);
+        let bytes = r.to_bytes();
+        let parsed = R1cs::parse(&bytes).unwrap();
+        assert_eq!(parsed, r);
+        // The charge taken before parsing covers what the parse holds.
+        assert!(R1cs::parsed_bytes_bound(&bytes).unwrap() >= parsed.heap_bytes());
         let w: Vec<Scalar> = (0..n_wires).map(|_| Scalar::random(&mut rng)).collect();
         assert_eq!(parse_wtns(&wtns_bytes(&w)).unwrap(), w);
     }

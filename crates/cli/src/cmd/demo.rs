@@ -170,6 +170,8 @@ pub fn run(a: DemoArgs<'_>) -> anyhow::Result<Outcome> {
                 "generating parameters (once; for testing only: insecure) into {}",
                 params_path.display()
             ));
+            let n_variables = shape.n_inputs + shape.n_aux;
+            let charge = super::charge_generator(&budget, n_variables, shape.n_rows)?;
             let params = groth16::generate_random_parameters::<Bls12, _, _>(
                 circuit.clone(),
                 &mut rand::rng(),
@@ -177,6 +179,7 @@ pub fn run(a: DemoArgs<'_>) -> anyhow::Result<Outcome> {
             .context("parameter generation failed")?;
             super::write_atomic(&params_path, |w| params.write(w))?;
             drop(params);
+            drop(charge);
             setup_time = Some(stage.finish());
             load(&budget)?
         }

@@ -14,21 +14,93 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use bls12_381::Scalar;
-use memory_budget::{Budget, DetectOptions, SizeSpec};
+use memory_budget::{Budget, Category, DetectOptions, Reservation, SizeSpec};
 use pinion::circom::{parse_wtns, R1cs};
 
-/// Reads and parses a `.r1cs` file.
-pub fn read_r1cs(path: &Path) -> anyhow::Result<R1cs> {
-    let bytes =
-        std::fs::read(path).with_context(|| format!("cannot read circuit {}", path.display()))?;
-    R1cs::parse(&bytes).with_context(|| format!("circuit {} is not usable", path.display()))
+use crate::ui;
+
+/// Charges `bytes` for `what` (a refusal names both sizes).
+fn charge(
+    budget: &Budget,
+    bytes: u64,
+    category: Category,
+    what: &'static str,
+) -> anyhow::Result<Reservation> {
+    budget
+        .try_reserve(bytes, category, what)
+        .with_context(|| format!("the memory budget refuses {} for {what}", ui::bytes(bytes)))
 }
 
-/// Reads and parses a `.wtns` file.
-pub fn read_wtns(path: &Path) -> anyhow::Result<Vec<Scalar>> {
+/// Reads a whole file, its size charged first.
+fn read_charged(
+    path: &Path,
+    budget: &Budget,
+    what: &'static str,
+) -> anyhow::Result<(Vec<u8>, Reservation)> {
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {what} {}", path.display()))?
+        .len();
+    let reservation = charge(budget, len, Category::Transient, what)?;
     let bytes =
-        std::fs::read(path).with_context(|| format!("cannot read witness {}", path.display()))?;
-    parse_wtns(&bytes).with_context(|| format!("witness {} is not usable", path.display()))
+        std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))?;
+    Ok((bytes, reservation))
+}
+
+/// Reads and parses a `.r1cs` file. Charged: the file, then the parse's upper bound (from
+/// the headers) before parsing; afterwards the parsed value's real size, for as long as
+/// the returned reservation lives.
+pub fn read_r1cs(path: &Path, budget: &Budget) -> anyhow::Result<(R1cs, Reservation)> {
+    let (bytes, mut reservation) = read_charged(path, budget, "circuit")?;
+    let unusable = || format!("circuit {} is not usable", path.display());
+    let bound = R1cs::parsed_bytes_bound(&bytes).with_context(unusable)?;
+    reservation.try_grow(bound).with_context(|| {
+        format!(
+            "the memory budget refuses {} to parse the circuit",
+            ui::bytes(bound)
+        )
+    })?;
+    let r1cs = R1cs::parse(&bytes).with_context(unusable)?;
+    drop(bytes);
+    reservation.shrink_to(r1cs.heap_bytes());
+    Ok((r1cs, reservation))
+}
+
+/// Reads and parses a `.wtns` file (charged like [`read_r1cs`]; values take at most the
+/// file's size).
+pub fn read_wtns(path: &Path, budget: &Budget) -> anyhow::Result<(Vec<Scalar>, Reservation)> {
+    let (bytes, mut reservation) = read_charged(path, budget, "witness")?;
+    reservation
+        .try_grow(bytes.len() as u64)
+        .context("the memory budget refuses to parse the witness")?;
+    let values =
+        parse_wtns(&bytes).with_context(|| format!("witness {} is not usable", path.display()))?;
+    drop(bytes);
+    reservation.shrink_to(values.capacity() as u64 * 32);
+    Ok((values, reservation))
+}
+
+/// Upper bound of what groth16's parameter generator holds for a circuit: the finished
+/// parameters (affine points: h over the domain, l, a, b_g1 over all variables, b_g2) and
+/// as much again for its projective working copies and tables. An estimate, stated as
+/// such where it is printed.
+pub fn generator_bytes_estimate(n_variables: u64, n_rows: u64) -> u64 {
+    let domain = n_rows.next_power_of_two();
+    let affine = (domain + 3 * n_variables) * 96 + n_variables * 192;
+    2 * affine
+}
+
+/// Charges groth16's parameter generation for a circuit (see [`generator_bytes_estimate`]).
+pub fn charge_generator(
+    budget: &Budget,
+    n_variables: u64,
+    n_rows: u64,
+) -> anyhow::Result<Reservation> {
+    charge(
+        budget,
+        generator_bytes_estimate(n_variables, n_rows),
+        Category::Transient,
+        "parameter generation (estimate)",
+    )
 }
 
 /// The process's host budget: detected limits, or the user's size.

@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use anyhow::Context;
-use pce_cache::{MatrixId, Pce};
+use memory_budget::{Budget, Category, Reservation};
+use pce_cache::{MatrixId, Pce, Recorder};
 use pinion::CircomCircuit;
 use serde_json::json;
 
@@ -17,12 +18,14 @@ pub fn extract(
     demo_constraints: Option<u64>,
     out: &Path,
     json: bool,
+    budget: Option<&str>,
 ) -> anyhow::Result<Outcome> {
-    let (pce, took) = match (r1cs, demo_constraints) {
+    let budget = super::host_budget(budget)?;
+    let ((pce, _charge), took) = match (r1cs, demo_constraints) {
         (Some(path), _) => {
-            let r1cs = super::read_r1cs(path)?;
+            let (r1cs, _charge) = super::read_r1cs(path, &budget)?;
             let stage = Stage::start(format!("recording {}", path.display()));
-            let pce = Pce::record(CircomCircuit::shape_only(&r1cs))
+            let pce = record(CircomCircuit::shape_only(&r1cs), &budget)
                 .with_context(|| format!("cannot record {}", path.display()))?;
             (pce, stage.finish())
         }
@@ -31,7 +34,7 @@ pub fn extract(
             let stage = Stage::start(format!(
                 "recording the demo sha-256 circuit ({n_blocks} blocks)"
             ));
-            let pce = Pce::record(circuit).context("cannot record the demo circuit")?;
+            let pce = record(circuit, &budget).context("cannot record the demo circuit")?;
             (pce, stage.finish())
         }
         (None, None) => anyhow::bail!("give --r1cs FILE or --demo"),
@@ -48,6 +51,18 @@ pub fn extract(
         print_description(&pce);
     }
     Ok(Outcome::Success)
+}
+
+/// Records with every buffer growth charged to `budget` (pce-cache's recorder); the
+/// charge is held until the file is written.
+fn record<C: bellman::Circuit<bls12_381::Scalar>>(
+    circuit: C,
+    budget: &Budget,
+) -> anyhow::Result<(Pce, Option<Reservation>)> {
+    let reservation = budget
+        .try_reserve(0, Category::Pce, "pce extraction")
+        .context("the memory budget refuses the pce extraction")?;
+    Ok(Recorder::record(circuit, Some(reservation))?)
 }
 
 /// Loads a PCE file with every checksum verified and describes it.

@@ -80,8 +80,9 @@ pub fn explain(err: ProverError, params: &Path) -> anyhow::Error {
 
 /// Proves and writes the proof.
 pub fn run(a: ProveArgs<'_>) -> anyhow::Result<Outcome> {
-    let r1cs = super::read_r1cs(a.r1cs)?;
-    let witness = super::read_wtns(a.witness)?;
+    let budget = super::host_budget(a.budget)?;
+    let (r1cs, _r1cs_charge) = super::read_r1cs(a.r1cs, &budget)?;
+    let (witness, _witness_charge) = super::read_wtns(a.witness, &budget)?;
     let circuit = CircomCircuit::with_witness(&r1cs, &witness).with_context(|| {
         format!(
             "witness {} does not fit circuit {}",
@@ -106,7 +107,6 @@ pub fn run(a: ProveArgs<'_>) -> anyhow::Result<Outcome> {
     }
     drop(file);
 
-    let budget = super::host_budget(a.budget)?;
     let key = load_key(a.params, &budget)?;
     let config = ProverConfig {
         backend: a.backend,

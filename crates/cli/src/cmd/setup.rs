@@ -12,8 +12,16 @@ use crate::ui::{self, Stage};
 use crate::Outcome;
 
 /// Generates and writes the parameters.
-pub fn run(r1cs_path: &Path, out: &Path, seed: Option<u64>) -> anyhow::Result<Outcome> {
-    let r1cs = super::read_r1cs(r1cs_path)?;
+pub fn run(
+    r1cs_path: &Path,
+    out: &Path,
+    seed: Option<u64>,
+    budget: Option<&str>,
+) -> anyhow::Result<Outcome> {
+    let budget = super::host_budget(budget)?;
+    let (r1cs, _r1cs_charge) = super::read_r1cs(r1cs_path, &budget)?;
+    let n_rows = r1cs.constraints().len() as u64 + u64::from(r1cs.n_public()) + 1;
+    let _generator_charge = super::charge_generator(&budget, u64::from(r1cs.n_wires()), n_rows)?;
     ui::note(format!(
         "circuit {}: {} constraints, {} wires, {} public values",
         r1cs_path.display(),
