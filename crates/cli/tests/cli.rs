@@ -12,7 +12,7 @@ use pinion::decimal::scalar_to_decimal;
 use pinion::fixtures::{cubic_files, cubic_r1cs, cubic_witness};
 use pinion::CircomCircuit;
 use rand::rngs::StdRng;
-use rand::{Rng, RngExt, SeedableRng};
+use rand::{RngExt, SeedableRng};
 
 fn seed() -> u64 {
     let seed = std::env::var("PINION_SEED")
@@ -214,11 +214,16 @@ fn fixed_rs_proof_equals_groth16_create_proof() {
     let mut rng = StdRng::seed_from_u64(seed());
     let dir = TempDir::new("identity");
     let r1cs_path = fixture("cubic.r1cs");
-    let params_path = setup(&dir, &r1cs_path, "c.params", rng.next_u64());
-    let params =
-        groth16::Parameters::<Bls12>::read(&std::fs::read(&params_path).unwrap()[..], true)
-            .unwrap();
     let r1cs = cubic_r1cs();
+    // Parameters written by groth16 itself, not by `pinion setup`: they work unchanged.
+    let params = groth16::generate_random_parameters::<Bls12, _, _>(
+        CircomCircuit::shape_only(&r1cs),
+        &mut rng,
+    )
+    .unwrap();
+    let mut params_bytes = Vec::new();
+    params.write(&mut params_bytes).unwrap();
+    let params_path = dir.write("c.params", &params_bytes);
     for _ in 0..2 {
         let w = cubic_witness(rng.random(), rng.random());
         let wtns = dir.write("w.wtns", &wtns_bytes(&w));
@@ -246,6 +251,85 @@ fn fixed_rs_proof_equals_groth16_create_proof() {
         want.write(&mut want_bytes).unwrap();
         assert_eq!(std::fs::read(&proof).unwrap(), want_bytes);
     }
+}
+
+#[test]
+fn setup_writes_what_groth16_generates() {
+    let seed = seed();
+    let dir = TempDir::new("setup");
+    let path = setup(&dir, &fixture("cubic.r1cs"), "c.params", seed);
+    let want = groth16::generate_random_parameters::<Bls12, _, _>(
+        CircomCircuit::shape_only(&cubic_r1cs()),
+        &mut StdRng::seed_from_u64(seed),
+    )
+    .unwrap();
+    let mut want_bytes = Vec::new();
+    want.write(&mut want_bytes).unwrap();
+    assert!(
+        std::fs::read(&path).unwrap() == want_bytes,
+        "setup differs from groth16"
+    );
+}
+
+#[test]
+fn seed_derives_r_then_s() {
+    let seed = seed();
+    let dir = TempDir::new("seed");
+    let (r1cs, wtns) = (fixture("cubic.r1cs"), fixture("cubic.wtns"));
+    let params = setup(&dir, &r1cs, "c.params", seed);
+    let prove = |name: &str, extra: &[&dyn AsRef<std::ffi::OsStr>]| {
+        let out = dir.path(name);
+        let mut a = args(&[
+            &"prove",
+            &"--params",
+            &params,
+            &"--r1cs",
+            &r1cs,
+            &"--witness",
+            &wtns,
+            &"--out",
+            &out,
+        ]);
+        a.extend(args(extra));
+        ok(&pinion(&a));
+        std::fs::read(out).unwrap()
+    };
+    let seed_text = seed.to_string();
+    let first = prove("a.bin", &[&"--seed", &seed_text]);
+    assert_eq!(first, prove("b.bin", &[&"--seed", &seed_text]));
+    let mut g = StdRng::seed_from_u64(seed);
+    let (r, s) = (Scalar::random(&mut g), Scalar::random(&mut g));
+    let (r, s) = (scalar_to_decimal(&r), scalar_to_decimal(&s));
+    assert_eq!(first, prove("c.bin", &[&"--r", &r, &"--s", &s]));
+    // Without a seed, fresh randomness: another proof of the same statement.
+    assert_ne!(first, prove("d.bin", &[]));
+}
+
+#[test]
+fn demo_sizes_map_to_whole_blocks() {
+    let dir = TempDir::new("demo-size");
+    let extract = |n: u64| {
+        let out = ok(&pinion(&args(&[
+            &"pce",
+            &"extract",
+            &"--demo",
+            &"--constraints",
+            &n.to_string(),
+            &"--out",
+            &dir.path("d.pce"),
+            &"--json",
+        ])));
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    // The default (2^16) is the largest circuit whose rows fit a domain of 2^16.
+    let default = extract(1 << 16);
+    let n_rows = default["n_rows"].as_u64().unwrap();
+    assert!(n_rows <= 1 << 16, "{default}");
+    let per_block = n_rows - extract(1)["n_rows"].as_u64().unwrap();
+    assert!(
+        n_rows + per_block > 1 << 16,
+        "a block more would still fit: {default}"
+    );
 }
 
 /// r itself: one past the largest field element.
