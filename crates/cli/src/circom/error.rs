@@ -171,14 +171,6 @@ pub enum CircomError {
         /// Wires the header declares.
         n_wires: u32,
     },
-    /// The header's constraint count disagrees with the constraints section.
-    #[error("r1cs header declares {declared} constraints, the constraints section holds {found}")]
-    ConstraintCount {
-        /// Count in the header.
-        declared: u64,
-        /// Count in the section.
-        found: u64,
-    },
     /// Witness and constraint system disagree on the number of wires.
     #[error("witness has {found} values, the r1cs has {expected} wires")]
     WitnessLength {
