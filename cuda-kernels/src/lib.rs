@@ -20,17 +20,20 @@ pub enum Module {
     FieldTest,
     /// `msm.cu`: the Pippenger MSM pipeline (sort by bucket, XYZZ buckets, reduction).
     Msm,
+    /// `ntt.cu`: NTT passes, twiddle table, scaling, bit reversal and the H pointwise step.
+    Ntt,
 }
 
 impl Module {
     /// Every module, in declaration order.
-    pub const ALL: &'static [Module] = &[Module::FieldTest, Module::Msm];
+    pub const ALL: &'static [Module] = &[Module::FieldTest, Module::Msm, Module::Ntt];
 
     /// The module's stem (`<stem>.cu`, `<stem>.ptx`).
     pub const fn name(self) -> &'static str {
         match self {
             Module::FieldTest => "field_test",
             Module::Msm => "msm",
+            Module::Ntt => "ntt",
         }
     }
 
@@ -39,6 +42,7 @@ impl Module {
         match self {
             Module::FieldTest => include_str!("../ptx/field_test.ptx"),
             Module::Msm => include_str!("../ptx/msm.ptx"),
+            Module::Ntt => include_str!("../ptx/ntt.ptx"),
         }
     }
 }
@@ -143,6 +147,24 @@ entries! {
     G1SumGroups => (Msm, "g1_sum_groups"),
     /// `g1_to_affine(in, out, n)`: XYZZ to affine (infinity all-zero).
     G1ToAffine => (Msm, "g1_to_affine"),
+    /// `ntt_pass_dif(Fr* data, const Fr* tw, u32 tw_log, u32 lo, u32 s, u32 clog, u32 inverse,
+    /// ScaleArgs pre, ScaleArgs post)`: DIF stages over index bits [lo, lo + s) in shared
+    /// memory, with optional scaling on load (`pre`) and store (`post`).
+    NttPassDif => (Ntt, "ntt_pass_dif"),
+    /// `ntt_pass_dit(..)`: as `ntt_pass_dif`, DIT stages (bit-reversed in, natural out).
+    NttPassDit => (Ntt, "ntt_pass_dit"),
+    /// `ntt_twiddles(Fr* tw, const Fr* lo, const Fr* hi, u32 lo_bits, u32 count)`.
+    NttTwiddles => (Ntt, "ntt_twiddles"),
+    /// `ntt_scale(Fr* data, lo, hi, u32 lo_bits, u32 lo_mask, u32 hi_mask, u32 log_n,
+    /// u32 bitrev, u32 n)`: multiply by powers of a base.
+    NttScale => (Ntt, "ntt_scale"),
+    /// `ntt_bitrev(Fr* data, u32 log_n, u32 n)`: in-place bit-reversal permutation.
+    NttBitrev => (Ntt, "ntt_bitrev"),
+    /// `ntt_bitrev_scale(Fr* out, const Fr* in, lo, hi, u32 lo_bits, u32 lo_mask,
+    /// u32 hi_mask, u32 log_n, u32 n)`: out[i] = in[rev(i)] * base^i.
+    NttBitrevScale => (Ntt, "ntt_bitrev_scale"),
+    /// `ntt_abc(Fr* a, const Fr* b, const Fr* c, const Fr* z_inv, u32 n)`: a = (a b - c) z_inv.
+    NttAbc => (Ntt, "ntt_abc"),
 }
 
 #[cfg(test)]

@@ -1,0 +1,271 @@
+//! GPU NTT timings against the reference figures (a widely used CUDA library on
+//! the same H200 kind, 2026-11-30).
+//!
+//! `cargo run --release -p gpu-ntt --example gpu_ntt_bench [-- max_log_n]` (default 27).
+//! Device-resident random data (reduced Montgomery words), CUDA events around each run on
+//! one stream, median of RUNS after WARMUP runs. Rows: forward (natural in, bit-reversed
+//! out) per size and tile configuration, inverse coset (bit-reversed in, natural out), and
+//! the whole H step (7 transforms + pointwise) from device-resident a, b, c and from pinned
+//! host memory (the three host-to-device copies included).
+
+use std::error::Error;
+use std::sync::Arc;
+
+use cudarc::driver::CudaStream;
+use gpu_device::{DeviceBuffer, Gpu};
+use gpu_ntt::{
+    AbcSource, Direction, Domain, GpuNtt, GpuNttConfig, NttSpec, Order, WORDS_PER_ELEMENT,
+};
+use memory_budget::{Budget, Category};
+use rayon::prelude::*;
+
+const WARMUP: usize = 2;
+const RUNS: usize = 7;
+
+type Res<T> = Result<T, Box<dyn Error>>;
+
+/// Random reduced field elements as Montgomery words: the top word is kept below the
+/// modulus's top word (0x73eda753...), so every value is < r.
+fn random_words(n: usize, seed: u64) -> Vec<u64> {
+    let mut v = vec![0u64; n * WORDS_PER_ELEMENT];
+    v.par_chunks_mut(1 << 16).enumerate().for_each(|(ci, c)| {
+        let mut x = seed ^ (ci as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        for (i, w) in c.iter_mut().enumerate() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *w = if i % 4 == 3 {
+                x % 0x73ed_a753_0000_0000
+            } else {
+                x
+            };
+        }
+    });
+    v
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Median ms of `f` (queued on `stream`), timed with events; `setup` runs untimed first.
+fn time<S, F>(gpu: &Gpu, stream: &Arc<CudaStream>, mut setup: S, mut f: F) -> Res<f64>
+where
+    S: FnMut() -> Res<()>,
+    F: FnMut() -> Res<()>,
+{
+    let mut times = Vec::new();
+    for i in 0..WARMUP + RUNS {
+        setup()?;
+        stream.synchronize()?;
+        let (start, end) = (gpu.timing_event()?, gpu.timing_event()?);
+        start.record(stream)?;
+        f()?;
+        end.record(stream)?;
+        end.synchronize()?;
+        if i >= WARMUP {
+            times.push(f64::from(start.elapsed_ms(&end)?));
+        }
+    }
+    Ok(median(times))
+}
+
+struct Row {
+    what: String,
+    ms: f64,
+    reference_ms: Option<f64>,
+}
+
+fn main() -> Res<()> {
+    let max_log: u32 = std::env::args()
+        .nth(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(27);
+    let gpu = Gpu::open(0)?;
+    let info = gpu.info().clone();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    println!(
+        "device: {} ({} SMs), seed = {seed}, median of {RUNS} after {WARMUP} warm-ups",
+        info.name, info.sm_count
+    );
+    let stream = gpu.new_stream()?;
+    let mut rows = Vec::new();
+    let fwd = NttSpec::FORWARD.with_orders(Order::Natural, Order::BitReversed);
+    let configs = [
+        GpuNttConfig::default(),
+        GpuNttConfig {
+            tile_log: 10,
+            max_clog: 2,
+        },
+        GpuNttConfig {
+            tile_log: 11,
+            max_clog: 3,
+        },
+    ];
+    let reference = [
+        (20u32, 0.26),
+        (22, 1.05),
+        (24, 4.42),
+        (26, 20.9),
+        (27, 42.3),
+    ];
+    let ntts: Vec<GpuNtt> = configs
+        .iter()
+        .map(|&c| GpuNtt::with_config(gpu.clone(), c))
+        .collect();
+    for &(log_n, reference_ms) in reference.iter().filter(|r| r.0 <= max_log) {
+        let n = 1usize << log_n;
+        let mut buf = gpu.upload(&random_words(n, seed ^ u64::from(log_n)), "bench data")?;
+        for ntt in &ntts {
+            ntt.prepare(log_n, &stream)?;
+            let ms = time(
+                &gpu,
+                &stream,
+                || Ok(()),
+                || {
+                    ntt.transform_device(&mut buf, fwd, &stream)?;
+                    Ok(())
+                },
+            )?;
+            let c = ntt.config();
+            rows.push(Row {
+                what: format!(
+                    "forward N->BR 2^{log_n} (tile 2^{}, cols 2^{})",
+                    c.tile_log, c.max_clog
+                ),
+                ms,
+                reference_ms: Some(reference_ms),
+            });
+        }
+    }
+    let ntt = &ntts[0];
+    let log_big = max_log.min(27);
+    {
+        let n = 1usize << log_big;
+        let mut buf = gpu.upload(&random_words(n, seed ^ 99), "bench data")?;
+        for (label, spec, reference_ms) in [
+            (
+                "inverse coset BR->N",
+                NttSpec::new(Direction::Inverse, Domain::Coset)
+                    .with_orders(Order::BitReversed, Order::Natural),
+                Some(48.9),
+            ),
+            (
+                "inverse coset N->N",
+                NttSpec::new(Direction::Inverse, Domain::Coset),
+                Some(48.9),
+            ),
+            (
+                "forward coset N->BR",
+                NttSpec::new(Direction::Forward, Domain::Coset)
+                    .with_orders(Order::Natural, Order::BitReversed),
+                None,
+            ),
+        ] {
+            let ms = time(
+                &gpu,
+                &stream,
+                || Ok(()),
+                || {
+                    ntt.transform_device(&mut buf, spec, &stream)?;
+                    Ok(())
+                },
+            )?;
+            rows.push(Row {
+                what: format!("{label} 2^{log_big}"),
+                ms,
+                reference_ms: if log_big == 27 { reference_ms } else { None },
+            });
+        }
+    }
+    let host_budget = Budget::fixed(64 << 30);
+    for log_m in [24u32, 27].into_iter().filter(|&l| l <= max_log) {
+        let m = 1usize << log_m;
+        let words = m * WORDS_PER_ELEMENT;
+        let masters: Vec<Vec<u64>> = (0..3).map(|k| random_words(m, seed ^ (1000 + k))).collect();
+        let dev_masters: Vec<DeviceBuffer<u64>> = masters
+            .iter()
+            .map(|v| gpu.upload(v, "bench abc master"))
+            .collect::<Result<_, _>>()?;
+        // Device-resident: fresh copies of a, b, c (the step consumes them), untimed.
+        let inputs: std::cell::RefCell<Option<[DeviceBuffer<u64>; 3]>> = Default::default();
+        let ms = time(
+            &gpu,
+            &stream,
+            || {
+                *inputs.borrow_mut() = None;
+                let copy = |src: &DeviceBuffer<u64>| -> Res<DeviceBuffer<u64>> {
+                    let mut dst = gpu.alloc_zeros::<u64>(words, "bench abc")?;
+                    stream.memcpy_dtod(src.slice(), dst.slice_mut())?;
+                    Ok(dst)
+                };
+                *inputs.borrow_mut() = Some([
+                    copy(&dev_masters[0])?,
+                    copy(&dev_masters[1])?,
+                    copy(&dev_masters[2])?,
+                ]);
+                Ok(())
+            },
+            || {
+                let [a, b, c] = inputs.borrow_mut().take().ok_or("inputs missing")?;
+                let h = ntt.h_poly_device(AbcSource::Device { a, b, c }, &stream)?;
+                drop(h);
+                Ok(())
+            },
+        )?;
+        rows.push(Row {
+            what: format!("H step 2^{log_m}, a b c on device"),
+            ms,
+            reference_ms: None,
+        });
+        drop(dev_masters);
+        let pinned: Vec<_> = masters
+            .iter()
+            .map(|v| -> Res<_> {
+                let r = host_budget.try_reserve(
+                    words as u64 * 8,
+                    Category::PinnedPool,
+                    "bench pinned abc",
+                )?;
+                let mut p = gpu.alloc_pinned::<u64>(words, r)?;
+                p.as_mut_slice()?.copy_from_slice(v);
+                Ok(p)
+            })
+            .collect::<Result<_, _>>()?;
+        drop(masters);
+        let ms = time(
+            &gpu,
+            &stream,
+            || Ok(()),
+            || {
+                let src = AbcSource::Pinned {
+                    a: &pinned[0],
+                    b: &pinned[1],
+                    c: &pinned[2],
+                };
+                drop(ntt.h_poly_device(src, &stream)?);
+                Ok(())
+            },
+        )?;
+        rows.push(Row {
+            what: format!("H step 2^{log_m}, a b c from pinned host (copies included)"),
+            ms,
+            reference_ms: None,
+        });
+    }
+    println!();
+    println!("| what | ours ms | reference ms | ours / reference |");
+    println!("|---|---:|---:|---:|");
+    for r in rows {
+        let (reference, ratio) = match r.reference_ms {
+            Some(x) => (format!("{x:.2}"), format!("{:.2}", r.ms / x)),
+            None => ("-".into(), "-".into()),
+        };
+        println!("| {} | {:.3} | {reference} | {ratio} |", r.what, r.ms);
+    }
+    Ok(())
+}

@@ -1,0 +1,66 @@
+// Radix-2 NTT building blocks over Fr (see ntt.cu for the kernels and their contracts).
+//
+// Twiddle table: tw[i] = w^i for i < N_tw/2, w the primitive N_tw-th root of unity that
+// bellman picks. Every transform of n <= N_tw points reads it with a stride: the stage
+// twiddle w_{2h}^j is tw[j << (log N_tw - log 2h)]. Inverse twiddles come from the same
+// table through w_{2h}^-j = -w_{2h}^(h-j); the sign is folded into the butterfly.
+#pragma once
+#include <stdint.h>
+
+#include "field.cuh"
+
+namespace pinion {
+namespace ntt {
+
+// Position of logical index i among 2^log_n elements in bit-reversed order (log_n >= 1).
+__device__ __forceinline__ uint32_t bit_reverse(uint32_t i, uint32_t log_n) {
+  return __brev(i) >> (32 - log_n);
+}
+
+// Shared-memory tile: the two 16-byte halves of element e at sh[e] and sh[E + e]
+// (structure of arrays), so a warp touching consecutive elements reads consecutive
+// 16-byte words, two vector accesses per element.
+__device__ __forceinline__ Fr sh_load(const uint4* sh, uint32_t E, uint32_t e) {
+  const uint4 a = sh[e], b = sh[E + e];
+  Fr x;
+  x.l[0] = a.x; x.l[1] = a.y; x.l[2] = a.z; x.l[3] = a.w;
+  x.l[4] = b.x; x.l[5] = b.y; x.l[6] = b.z; x.l[7] = b.w;
+  return x;
+}
+
+__device__ __forceinline__ void sh_store(uint4* sh, uint32_t E, uint32_t e, const Fr& x) {
+  sh[e] = make_uint4(x.l[0], x.l[1], x.l[2], x.l[3]);
+  sh[E + e] = make_uint4(x.l[4], x.l[5], x.l[6], x.l[7]);
+}
+
+// base^j from two tables: lo[j & lo_mask] * hi[(j >> lo_bits) & hi_mask]. A constant
+// factor is folded into lo by the host. With both masks 0 it is the constant lo[0]*hi[0].
+__device__ __forceinline__ Fr power_from_tables(const Fr* lo, const Fr* hi, uint32_t j,
+                                                uint32_t lo_bits, uint32_t lo_mask,
+                                                uint32_t hi_mask) {
+  return fe_mul<FrParams>(fe_load<FrParams>(lo + (j & lo_mask)),
+                          fe_load<FrParams>(hi + ((j >> lo_bits) & hi_mask)));
+}
+
+// Scaling fused into a pass: element at array position p is multiplied by
+// lo[j & lo_mask] * hi[(j >> lo_bits) & hi_mask] with j = p (mode 1) or bit_reverse(p)
+// (mode 2); mode 0 leaves it alone. Passed by value (matches gpu.rs's ScaleArgs).
+struct ScaleArgs {
+  const Fr* lo;
+  const Fr* hi;
+  uint32_t lo_bits;
+  uint32_t lo_mask;
+  uint32_t hi_mask;
+  uint32_t mode;
+  uint32_t log_n;
+  uint32_t pad;
+};
+
+__device__ __forceinline__ Fr apply_scale(const ScaleArgs& a, uint32_t p, const Fr& x) {
+  if (a.mode == 0) return x;
+  const uint32_t j = a.mode == 2 ? bit_reverse(p, a.log_n) : p;
+  return fe_mul<FrParams>(x, power_from_tables(a.lo, a.hi, j, a.lo_bits, a.lo_mask, a.hi_mask));
+}
+
+}  // namespace ntt
+}  // namespace pinion
