@@ -7,6 +7,9 @@
 //! a busy machine is not counted) and wall time. The G1/G2 parses run over buffers
 //! larger than the caches (random points tiled), so they include the memory traffic
 //! srs-store will see. Lines marked `(ref)` time `bls12_381` doing the same job.
+//!
+//! `PINION_BENCH_QUICK=1` shrinks every count (`cargo xtask bench --quick`); `PINION_BENCH`
+//! lines carry the on-CPU ns/op for `cargo xtask bench`.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -52,7 +55,10 @@ impl Timer {
     }
 
     /// Prints one line: ns/op on CPU and wall, and MiB/s (on-CPU) when `bytes` is given.
-    fn report(self, name: &str, n_ops: usize, bytes: Option<usize>) {
+    /// Returns the on-CPU ns/op, or the wall ns/op when the run took under 100 ms of CPU:
+    /// the kernel updates the schedstat counter at scheduler ticks, so short runs read as
+    /// whole ticks (quick mode's sizes are that short).
+    fn report(self, name: &str, n_ops: usize, bytes: Option<usize>) -> f64 {
         let wall_ns = self.wall.elapsed().as_nanos() as f64;
         let cpu_ns = match (self.cpu_ns, thread_cpu_ns()) {
             (Some(a), Some(b)) => (b - a) as f64,
@@ -67,6 +73,11 @@ impl Timer {
             cpu_ns / n,
             wall_ns / n
         );
+        if cpu_ns >= 1e8 {
+            cpu_ns / n
+        } else {
+            wall_ns / n
+        }
     }
 }
 
@@ -74,11 +85,13 @@ fn main() {
     let n_points: usize = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .unwrap_or(1 << 21);
+        .unwrap_or(if quick() { 1 << 16 } else { 1 << 21 });
+    // Quick mode divides the fixed counts by this.
+    let shrink = if quick() { 16 } else { 1 };
     let mut rng = SplitMix(0x5eed);
 
     // Fp from_be_bytes over 1M canonical encodings (48 MiB).
-    let n_fp = 1 << 20;
+    let n_fp = (1 << 20) / shrink;
     let fp_bytes: Vec<[u8; 48]> = (0..n_fp)
         .map(|_| {
             let mut limbs = [0u64; 6];
@@ -95,7 +108,7 @@ fn main() {
         }
     }
     black_box(acc);
-    t.report("fp from_be_bytes", n_fp, Some(n_fp * 48));
+    let fp_parse = t.report("fp from_be_bytes", n_fp, Some(n_fp * 48));
     drop(fp_bytes);
 
     // G1 parse over a large buffer of tiled random points.
@@ -108,7 +121,7 @@ fn main() {
     let mut out = vec![G1AffineRepr::default(); n_points];
     let t = Timer::start();
     let r = g1_from_uncompressed_slice(black_box(&bytes), &mut out);
-    t.report("g1 parse (slice)", n_points, Some(bytes.len()));
+    let g1_parse = t.report("g1 parse (slice)", n_points, Some(bytes.len()));
     assert!(r.is_ok(), "{r:?}");
     let n_ref = n_points.min(1 << 18);
     let t = Timer::start();
@@ -118,7 +131,7 @@ fn main() {
         .filter_map(|c| <&[u8; 96]>::try_from(c).ok())
         .filter(|c| bool::from(G1Affine::from_uncompressed_unchecked(black_box(c)).is_some()))
         .count();
-    t.report(
+    let g1_parse_ref = t.report(
         "g1 from_uncompressed_unchecked (ref)",
         n_ok,
         Some(n_ok * 96),
@@ -128,7 +141,7 @@ fn main() {
     let n_curve = n_points.min(1 << 18);
     let t = Timer::start();
     let n_on = out.iter().take(n_curve).filter(|p| p.is_on_curve()).count();
-    t.report("g1 is_on_curve", n_on, None);
+    let on_curve = t.report("g1 is_on_curve", n_on, None);
     let lib_points: Vec<G1Affine> = distinct
         .iter()
         .filter_map(|c| Option::from(G1Affine::from_uncompressed_unchecked(c)))
@@ -137,9 +150,9 @@ fn main() {
     let n_lib = (0..n_curve)
         .filter(|i| bool::from(black_box(&lib_points[i % lib_points.len()]).is_on_curve()))
         .count();
-    t.report("g1 is_on_curve (ref)", n_lib, None);
+    let on_curve_ref = t.report("g1 is_on_curve (ref)", n_lib, None);
     // Subgroup checks are left to bls12_381; their cost matters to srs-store.
-    let n_torsion = 4096;
+    let n_torsion = 4096 / shrink;
     let t = Timer::start();
     let n_free = (0..n_torsion)
         .filter(|i| bool::from(black_box(&lib_points[i % lib_points.len()]).is_torsion_free()))
@@ -158,22 +171,22 @@ fn main() {
     let mut out = vec![G2AffineRepr::default(); n_g2];
     let t = Timer::start();
     let r = g2_from_uncompressed_slice(black_box(&bytes), &mut out);
-    t.report("g2 parse (slice)", n_g2, Some(bytes.len()));
+    let g2_parse = t.report("g2 parse (slice)", n_g2, Some(bytes.len()));
     assert!(r.is_ok(), "{r:?}");
     drop((bytes, out));
 
     // Fr from_scalar / to_scalar.
-    let n_fr = 1 << 20;
+    let n_fr = (1 << 20) / shrink;
     let scalars: Vec<Scalar> = (0..n_fr).map(|_| rng.scalar()).collect();
     let t = Timer::start();
     let reprs: Vec<FrRepr> = scalars.iter().map(FrRepr::from_scalar).collect();
-    t.report("fr from_scalar", n_fr, None);
+    let fr_from = t.report("fr from_scalar", n_fr, None);
     let t = Timer::start();
     let back = reprs.iter().filter(|r| r.to_scalar().is_ok()).count();
     t.report("fr to_scalar", back, None);
 
     // Multiplication: a dependent chain (latency) and four independent lanes.
-    let n_mul = 1 << 22;
+    let n_mul = (1 << 22) / shrink;
     let a = FpRepr::from_u64(rng.next()).square();
     let mut x = FpRepr::from_u64(rng.next()).square();
     let t = Timer::start();
@@ -181,7 +194,7 @@ fn main() {
         x = x.mul(black_box(&a));
     }
     black_box(x);
-    t.report("fp mul (dependent chain)", n_mul, None);
+    let fp_mul = t.report("fp mul (dependent chain)", n_mul, None);
     let mut lanes = [x, x.double(), x.square(), x.neg()];
     let t = Timer::start();
     for _ in 0..n_mul / 4 {
@@ -204,14 +217,14 @@ fn main() {
         y = y.mul(black_box(&b));
     }
     black_box(y);
-    t.report("fr mul (dependent chain)", n_mul, None);
+    let fr_mul = t.report("fr mul (dependent chain)", n_mul, None);
     let (sa, mut sy) = (rng.scalar(), rng.scalar());
     let t = Timer::start();
     for _ in 0..n_mul {
         sy *= black_box(&sa);
     }
     black_box(sy);
-    t.report("fr mul (ref: Scalar)", n_mul, None);
+    let fr_mul_ref = t.report("fr mul (ref: Scalar)", n_mul, None);
     let n_inv = 1000;
     let t = Timer::start();
     for _ in 0..n_inv {
@@ -219,4 +232,82 @@ fn main() {
     }
     black_box(x);
     t.report("fp inverse (Fermat)", n_inv, None);
+
+    // Parsing and the curve check sit on the parameter-loading path: not slower than
+    // bls12_381 doing the same. The rest have no target (reference helpers for GPU tests).
+    let rows = [
+        ("fp from_be_bytes", "1 element", fp_parse, None),
+        (
+            "g1 parse (.params encoding)",
+            "1 point",
+            g1_parse,
+            Some(g1_parse_ref),
+        ),
+        ("g1 is_on_curve", "1 point", on_curve, Some(on_curve_ref)),
+        ("g2 parse (.params encoding)", "1 point", g2_parse, None),
+        ("fr from_scalar", "1 element", fr_from, None),
+        ("fp mul (dependent chain)", "1 product", fp_mul, None),
+        (
+            "fr mul (dependent chain)",
+            "1 product",
+            fr_mul,
+            Some(fr_mul_ref),
+        ),
+    ];
+    for (what, size, ours, peer) in rows {
+        let target = peer.filter(|_| what.starts_with("g1"));
+        BenchLine {
+            what,
+            size: size.into(),
+            ours,
+            peer,
+            unit: "ns",
+            lower_is_better: true,
+            target: target.map(|_| "<= 1.0x peer (bls12_381)"),
+            pass: target.map(|p| ours <= p),
+        }
+        .emit();
+    }
+}
+
+/// True when `cargo xtask bench --quick` asks for the small sizes.
+fn quick() -> bool {
+    std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
+}
+
+/// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`.
+/// (Each bench example carries these few lines: examples share no crate.)
+struct BenchLine<'a> {
+    what: &'a str,
+    size: String,
+    ours: f64,
+    peer: Option<f64>,
+    unit: &'a str,
+    lower_is_better: bool,
+    target: Option<&'a str>,
+    pass: Option<bool>,
+}
+
+impl BenchLine<'_> {
+    fn emit(&self) {
+        let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
+        let n = |x: f64| {
+            if x.is_finite() {
+                format!("{x}")
+            } else {
+                "null".into()
+            }
+        };
+        println!(
+            "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":{},\"lower_is_better\":{},\"target\":{},\"pass\":{}}}",
+            s(self.what),
+            s(&self.size),
+            n(self.ours),
+            self.peer.map_or("null".into(), n),
+            s(self.unit),
+            self.lower_is_better,
+            self.target.map_or("null".into(), s),
+            self.pass.map_or("null".into(), |b| b.to_string())
+        );
+    }
 }

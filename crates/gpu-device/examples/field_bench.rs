@@ -8,6 +8,8 @@
 //! reported with the spread. Inputs are random reduced elements, not zeros.
 //!
 //! Usage: `cargo run --release -p gpu-device --example field_bench [iters]`.
+//! `PINION_BENCH` lines carry the mul/s for `cargo xtask bench` (the run is short already:
+//! `PINION_BENCH_QUICK=1` changes nothing).
 
 use gpu_device::field::{self, ChainKernel, FieldKind};
 use gpu_device::{Gpu, GpuError};
@@ -134,8 +136,58 @@ fn run() -> Result<(), GpuError> {
     println!();
     println!("| field | elements | muls/launch | median ms | min ms | max ms | mul/s |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    for (label, n, total, median, min, max, rate) in rows {
+    for &(label, n, total, median, min, max, rate) in &rows {
         println!("| {label} | {n} | {total} | {median:.3} | {min:.3} | {max:.3} | {rate:.3e} |");
     }
+    for (label, n, _, _, _, _, rate) in &rows {
+        BenchLine {
+            what: &format!("gpu {label}"),
+            size: format!("{n} threads"),
+            ours: *rate,
+            peer: None,
+            unit: "mul/s",
+            lower_is_better: false,
+            target: None,
+            pass: None,
+        }
+        .emit();
+    }
     Ok(())
+}
+
+/// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`.
+/// (Each bench example carries these few lines: examples share no crate.)
+struct BenchLine<'a> {
+    what: &'a str,
+    size: String,
+    ours: f64,
+    peer: Option<f64>,
+    unit: &'a str,
+    lower_is_better: bool,
+    target: Option<&'a str>,
+    pass: Option<bool>,
+}
+
+impl BenchLine<'_> {
+    fn emit(&self) {
+        let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
+        let n = |x: f64| {
+            if x.is_finite() {
+                format!("{x}")
+            } else {
+                "null".into()
+            }
+        };
+        println!(
+            "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":{},\"lower_is_better\":{},\"target\":{},\"pass\":{}}}",
+            s(self.what),
+            s(&self.size),
+            n(self.ours),
+            self.peer.map_or("null".into(), n),
+            s(self.unit),
+            self.lower_is_better,
+            self.target.map_or("null".into(), s),
+            self.pass.map_or("null".into(), |b| b.to_string())
+        );
+    }
 }

@@ -7,6 +7,9 @@
 //! time of RUNS runs and the process CPU time (user + system, all threads) of that run.
 //! On a shared machine other processes only ever add wall time, and CPU time measures
 //! the work itself, so compare CPU times when the machine is busy.
+//!
+//! `PINION_BENCH_QUICK=1` (`cargo xtask bench --quick`): G1 at 2^14 and 2^16, G2 at 2^12,
+//! best of 3. `PINION_BENCH` lines carry the CPU times for `cargo xtask bench`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,7 +24,14 @@ use group::Curve;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-const RUNS: usize = 5;
+/// Runs per measurement (the best is kept).
+fn runs() -> usize {
+    if quick() {
+        3
+    } else {
+        5
+    }
+}
 
 fn points<G: Curve>(rng: &mut StdRng, n: usize) -> Vec<G::Affine> {
     let seeds: Vec<G> = (0..16).map(|_| G::random(&mut *rng)).collect();
@@ -67,7 +77,7 @@ fn cpu_ms() -> f64 {
 
 /// (best wall ms, CPU ms of that run).
 fn best_ms(mut f: impl FnMut()) -> (f64, f64) {
-    (0..RUNS)
+    (0..runs())
         .map(|_| {
             let c = cpu_ms();
             let t = Instant::now();
@@ -118,22 +128,35 @@ fn case<G>(
         "{label} 2^{log_n:<2} {mix:<8} | ours {:>8.1} ms wall {:>8.1} ms cpu | projective {:>8.1} wall {:>8.1} cpu | bellman {:>8.1} wall {:>8.1} cpu | cpu ratio bellman/ours {:>4.2}",
         auto_ms.0, auto_ms.1, proj_ms.0, proj_ms.1, bellman_ms.0, bellman_ms.1, bellman_ms.1 / auto_ms.1
     );
+    BenchLine {
+        what: &format!("msm {} {mix}", label.to_lowercase()),
+        size: format!("2^{log_n}"),
+        ours: auto_ms.1,
+        peer: Some(bellman_ms.1),
+        unit: "ms cpu",
+        lower_is_better: true,
+        target: Some("<= 1.0x peer (bellman multiexp)"),
+        pass: Some(auto_ms.1 <= bellman_ms.1),
+    }
+    .emit();
 }
 
 fn main() {
     let max_log_n: u32 = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .unwrap_or(18);
+        .unwrap_or(if quick() { 16 } else { 18 });
+    let (min_log_n, g2_log_n) = if quick() { (14, 12) } else { (12, 14) };
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     println!(
-        "seed = {seed}; threads = {}; best wall of {RUNS}; groth16 mix = 30% zeros, 30% ones, rest uniform; bellman multiexp with FullDensity",
-        rayon::current_num_threads()
+        "seed = {seed}; threads = {}; best wall of {}; groth16 mix = 30% zeros, 30% ones, rest uniform; bellman multiexp with FullDensity",
+        rayon::current_num_threads(),
+        runs()
     );
     let mut rng = StdRng::seed_from_u64(seed);
-    for log_n in (12..=max_log_n).step_by(2) {
+    for log_n in (min_log_n..=max_log_n).step_by(2) {
         for shaped in [false, true] {
             case::<G1Projective>("G1", log_n, shaped, &mut rng, |m, b, s| {
                 m.msm_g1(b, s, None).expect("msm")
@@ -141,8 +164,50 @@ fn main() {
         }
     }
     for shaped in [false, true] {
-        case::<G2Projective>("G2", 14, shaped, &mut rng, |m, b, s| {
+        case::<G2Projective>("G2", g2_log_n, shaped, &mut rng, |m, b, s| {
             m.msm_g2(b, s, None).expect("msm")
         });
+    }
+}
+
+/// True when `cargo xtask bench --quick` asks for the small sizes.
+fn quick() -> bool {
+    std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
+}
+
+/// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`.
+/// (Each bench example carries these few lines: examples share no crate.)
+struct BenchLine<'a> {
+    what: &'a str,
+    size: String,
+    ours: f64,
+    peer: Option<f64>,
+    unit: &'a str,
+    lower_is_better: bool,
+    target: Option<&'a str>,
+    pass: Option<bool>,
+}
+
+impl BenchLine<'_> {
+    fn emit(&self) {
+        let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
+        let n = |x: f64| {
+            if x.is_finite() {
+                format!("{x}")
+            } else {
+                "null".into()
+            }
+        };
+        println!(
+            "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":{},\"lower_is_better\":{},\"target\":{},\"pass\":{}}}",
+            s(self.what),
+            s(&self.size),
+            n(self.ours),
+            self.peer.map_or("null".into(), n),
+            s(self.unit),
+            self.lower_is_better,
+            self.target.map_or("null".into(), s),
+            self.pass.map_or("null".into(), |b| b.to_string())
+        );
     }
 }

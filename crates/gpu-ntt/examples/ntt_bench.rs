@@ -5,6 +5,9 @@
 //! Prints, after one warm-up (which also builds the twiddle table), the best wall time of
 //! RUNS runs and the process CPU time (user + system, all threads) of that run. On a
 //! shared machine other processes only add wall time; compare CPU times when it is busy.
+//!
+//! `PINION_BENCH_QUICK=1` (`cargo xtask bench --quick`): 2^16 and 2^18. `PINION_BENCH` lines
+//! carry the CPU times for `cargo xtask bench`.
 
 use std::time::Instant;
 
@@ -31,8 +34,8 @@ fn cpu_ms() -> f64 {
     ms(usage.ru_utime) + ms(usage.ru_stime)
 }
 
-/// Formats (best wall ms, CPU ms of that run) after one warm-up.
-fn best(mut f: impl FnMut()) -> String {
+/// (best wall ms, CPU ms of that run) after one warm-up.
+fn best(mut f: impl FnMut()) -> (f64, f64) {
     f();
     let (wall, cpu) = (0..RUNS)
         .map(|_| {
@@ -42,7 +45,26 @@ fn best(mut f: impl FnMut()) -> String {
             (s.elapsed().as_secs_f64() * 1e3, cpu_ms() - c)
         })
         .fold((f64::INFINITY, 0.0), |a, b| if b.0 < a.0 { b } else { a });
+    (wall, cpu)
+}
+
+fn show((wall, cpu): (f64, f64)) -> String {
     format!("{wall:>8.1} ms wall {cpu:>8.1} ms cpu")
+}
+
+/// Ours against bellman, in CPU ms.
+fn emit(what: &str, log_n: u32, ours: (f64, f64), peer: (f64, f64)) {
+    BenchLine {
+        what,
+        size: format!("2^{log_n}"),
+        ours: ours.1,
+        peer: Some(peer.1),
+        unit: "ms cpu",
+        lower_is_better: true,
+        target: Some("<= 1.0x peer (bellman)"),
+        pass: Some(ours.1 <= peer.1),
+    }
+    .emit();
 }
 
 fn bellman_h(a: &[Scalar], b: &[Scalar], c: &[Scalar], worker: &Worker) -> Vec<Scalar> {
@@ -70,7 +92,7 @@ fn main() {
     let max_log_n: u32 = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .unwrap_or(22);
+        .unwrap_or(if quick() { 18 } else { 22 });
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
@@ -101,7 +123,16 @@ fn main() {
             d.fft(&worker);
         });
         println!(
-            "forward 2^{log_n:<2} | ours nat->bitrev {fwd_nbr} | ours nat->nat {fwd_nn} | bellman fft (incl. its copy) {bellman_fft}"
+            "forward 2^{log_n:<2} | ours nat->bitrev {} | ours nat->nat {} | bellman fft (incl. its copy) {}",
+            show(fwd_nbr),
+            show(fwd_nn),
+            show(bellman_fft)
+        );
+        emit(
+            "ntt forward, natural -> bit-reversed",
+            log_n,
+            fwd_nbr,
+            bellman_fft,
         );
 
         // H step: a, b, c as for a circuit of n − 1 rows (pads to n, like groth16).
@@ -122,7 +153,52 @@ fn main() {
         let bellman_ms = best(|| theirs = bellman_h(&a, &b, &c, &worker));
         assert_eq!(ours, theirs, "h differs from bellman's at 2^{log_n}");
         println!(
-            "H step  2^{log_n:<2} | ours {h_ms} | bellman/groth16 {bellman_ms} | both incl. copying a, b, c"
+            "H step  2^{log_n:<2} | ours {} | bellman/groth16 {} | both incl. copying a, b, c",
+            show(h_ms),
+            show(bellman_ms)
+        );
+        emit("h step (7 ntts)", log_n, h_ms, bellman_ms);
+    }
+}
+
+/// True when `cargo xtask bench --quick` asks for the small sizes.
+fn quick() -> bool {
+    std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
+}
+
+/// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`.
+/// (Each bench example carries these few lines: examples share no crate.)
+struct BenchLine<'a> {
+    what: &'a str,
+    size: String,
+    ours: f64,
+    peer: Option<f64>,
+    unit: &'a str,
+    lower_is_better: bool,
+    target: Option<&'a str>,
+    pass: Option<bool>,
+}
+
+impl BenchLine<'_> {
+    fn emit(&self) {
+        let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
+        let n = |x: f64| {
+            if x.is_finite() {
+                format!("{x}")
+            } else {
+                "null".into()
+            }
+        };
+        println!(
+            "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":{},\"lower_is_better\":{},\"target\":{},\"pass\":{}}}",
+            s(self.what),
+            s(&self.size),
+            n(self.ours),
+            self.peer.map_or("null".into(), n),
+            s(self.unit),
+            self.lower_is_better,
+            self.target.map_or("null".into(), s),
+            self.pass.map_or("null".into(), |b| b.to_string())
         );
     }
 }

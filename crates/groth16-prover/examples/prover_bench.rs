@@ -4,6 +4,10 @@
 //!
 //! `cargo run --release -p groth16-prover --example prover_bench -- [k] [--reps N]`
 //!
+//! With `PINION_BENCH_QUICK=1` (`cargo xtask bench --quick`) the circuit is a MiMC-style chain
+//! of about 8,000 constraints (domain 2^13) instead, so a first run generates its parameters in
+//! seconds; `PINION_BENCH` lines carry the medians for `cargo xtask bench`.
+//!
 //! Parameters are generated once (slow: groth16's generator) and cached under
 //! `$CARGO_TARGET_DIR/pinion-bench/` (or `target/pinion-bench/`); later runs reuse the
 //! file. Both provers get the same (r, s) and the bench fails if the proofs differ.
@@ -12,9 +16,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bls12_381::Bls12;
+use bellman::Circuit;
+use bls12_381::{Bls12, Scalar};
 use groth16::Parameters;
-use groth16_prover::testing::Sha256Circuit;
+use groth16_prover::testing::{MimcChain, Sha256Circuit};
 use groth16_prover::{
     ProofOutput, Prover, ProverConfig, ProvingKey, Randomness, SelfCheck, Synthesis,
 };
@@ -26,6 +31,8 @@ use srs_store::LoadOptions;
 
 const CIRCUIT_SEED: u64 = 0x5eed_0001;
 const PARAMS_SEED: u64 = 0x5eed_0002;
+/// Rounds of the quick-mode chain: 2 constraints each, rows fit in 2^13.
+const QUICK_MIMC_ROUNDS: usize = 4000;
 
 fn main() {
     let mut log_size = 16u32;
@@ -42,6 +49,12 @@ fn main() {
         }
     }
     let reps = reps.max(1);
+    if quick() {
+        let circuit = MimcChain::new(QUICK_MIMC_ROUNDS, CIRCUIT_SEED);
+        let name = format!("mimc-{QUICK_MIMC_ROUNDS}r-{CIRCUIT_SEED:x}-{PARAMS_SEED:x}");
+        bench(circuit, "mimc chain", &name, reps.min(3));
+        return;
+    }
 
     // Rows grow by a fixed amount per block: the most blocks whose rows fit in 2^k.
     let rows = |n: usize| {
@@ -56,12 +69,18 @@ fn main() {
     let n_blocks = (target.saturating_sub(r1) / per_block + 1) as usize;
     let circuit = Sha256Circuit::with_blocks(n_blocks, CIRCUIT_SEED);
 
+    let name = format!("sha256-{n_blocks}b-{CIRCUIT_SEED:x}-{PARAMS_SEED:x}");
+    bench(circuit, &format!("sha256, {n_blocks} blocks"), &name, reps);
+}
+
+/// Proves `circuit` `reps` times with groth16 and with ours (PCE and plain synthesis).
+fn bench<C: Circuit<Scalar> + Clone>(circuit: C, label: &str, params_name: &str, reps: usize) {
     let t = Instant::now();
     let pce = Pce::record(circuit.clone()).expect("record pce");
     let record_time = t.elapsed();
     let shape = pce.shape();
     println!(
-        "circuit: sha256, {n_blocks} blocks, {} constraints, {} rows (domain 2^{}), {} inputs, {} aux",
+        "circuit: {label}, {} constraints, {} rows (domain 2^{}), {} inputs, {} aux",
         shape.n_constraints,
         shape.n_rows,
         shape.n_rows.next_power_of_two().trailing_zeros(),
@@ -70,7 +89,7 @@ fn main() {
     );
     println!("machine: {} threads (rayon)", rayon::current_num_threads());
 
-    let path = params_path(n_blocks);
+    let path = params_path(params_name);
     if !path.exists() {
         println!("generating parameters (once) into {} ...", path.display());
         let t = Instant::now();
@@ -163,7 +182,29 @@ fn main() {
             ref_med.as_secs_f64() / d.as_secs_f64()
         );
     }
-    for (label, runs) in [("pce path", &ours_pce), ("plain synthesis", &ours_plain)] {
+    let size = format!(
+        "2^{} ({} constraints)",
+        shape.n_rows.next_power_of_two().trailing_zeros(),
+        shape.n_constraints
+    );
+    for (what, d) in [
+        ("prove cpu, pce path", pce_med),
+        ("prove cpu, plain synthesis", plain_med),
+    ] {
+        let (ours, peer) = (d.as_secs_f64() * 1e3, ref_med.as_secs_f64() * 1e3);
+        BenchLine {
+            what: &format!("{what} ({})", label.split(',').next().unwrap_or(label)),
+            size: size.clone(),
+            ours,
+            peer: Some(peer),
+            unit: "ms",
+            lower_is_better: true,
+            target: Some("<= 1.0x peer (groth16::create_proof)"),
+            pass: Some(ours <= peer),
+        }
+        .emit();
+    }
+    for (path_label, runs) in [("pce path", &ours_pce), ("plain synthesis", &ours_plain)] {
         let best = runs
             .iter()
             .min_by_key(|o| o.timings.total)
@@ -171,7 +212,7 @@ fn main() {
         let t = best.timings;
         println!();
         println!(
-            "breakdown, ours ({label}, fastest rep), peak charged {:.1} MiB:",
+            "breakdown, ours ({path_label}, fastest rep), peak charged {:.1} MiB:",
             best.peak_charged_bytes as f64 / (1u64 << 20) as f64
         );
         for (phase, d) in [
@@ -197,12 +238,52 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn params_path(n_blocks: usize) -> PathBuf {
+fn params_path(name: &str) -> PathBuf {
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
     let dir = target.join("pinion-bench");
     std::fs::create_dir_all(&dir).expect("create bench dir");
-    dir.join(format!(
-        "sha256-{n_blocks}b-{CIRCUIT_SEED:x}-{PARAMS_SEED:x}.params"
-    ))
+    dir.join(format!("{name}.params"))
+}
+
+/// True when `cargo xtask bench --quick` asks for the small sizes.
+fn quick() -> bool {
+    std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
+}
+
+/// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`.
+/// (Each bench example carries these few lines: examples share no crate.)
+struct BenchLine<'a> {
+    what: &'a str,
+    size: String,
+    ours: f64,
+    peer: Option<f64>,
+    unit: &'a str,
+    lower_is_better: bool,
+    target: Option<&'a str>,
+    pass: Option<bool>,
+}
+
+impl BenchLine<'_> {
+    fn emit(&self) {
+        let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
+        let n = |x: f64| {
+            if x.is_finite() {
+                format!("{x}")
+            } else {
+                "null".into()
+            }
+        };
+        println!(
+            "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":{},\"lower_is_better\":{},\"target\":{},\"pass\":{}}}",
+            s(self.what),
+            s(&self.size),
+            n(self.ours),
+            self.peer.map_or("null".into(), n),
+            s(self.unit),
+            self.lower_is_better,
+            self.target.map_or("null".into(), s),
+            self.pass.map_or("null".into(), |b| b.to_string())
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! Budget benchmark: ns per uncontended reserve+release, and contended throughput.
 //!
 //! `cargo run --release -p memory-budget --example budget_bench [-- --quick]`
+//! (`PINION_BENCH_QUICK=1` also selects quick mode; `PINION_BENCH` lines feed `cargo xtask bench`.)
 //! Target: uncontended reserve+release under 100 ns.
 
 use std::hint::black_box;
@@ -64,7 +65,7 @@ fn throughput(b: &Budget, n_threads: usize, bytes: u64, dur: Duration) -> f64 {
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let quick = quick() || std::env::args().any(|a| a == "--quick");
     let n = if quick { 200_000 } else { 5_000_000 };
     let dur = Duration::from_millis(if quick { 200 } else { 1000 });
     println!(
@@ -82,6 +83,17 @@ fn main() {
         black_box(&r);
     });
     println!("uncontended reserve+release (request, &'static label): {static_label:.1} ns/op");
+    BenchLine {
+        what: "budget reserve+release, uncontended",
+        size: "4 KiB".into(),
+        ours: static_label,
+        peer: None,
+        unit: "ns",
+        lower_is_better: true,
+        target: Some("< 100 ns"),
+        pass: Some(static_label < 100.0),
+    }
+    .emit();
     let string_label = ns_per_op(n, || {
         let r = b
             .try_reserve(4096, Category::Transient, "bench")
@@ -97,6 +109,17 @@ fn main() {
         held.release(4096);
     });
     println!("uncontended try_grow+release on a held reservation:   {grow:.1} ns/op");
+    BenchLine {
+        what: "budget try_grow+release, uncontended",
+        size: "4 KiB".into(),
+        ours: grow,
+        peer: None,
+        unit: "ns",
+        lower_is_better: true,
+        target: None,
+        pass: None,
+    }
+    .emit();
     drop(held);
 
     match Budget::detect(&DetectOptions::default()) {
@@ -124,6 +147,66 @@ fn main() {
             "contended, {n_threads} threads: {:.2} M ops/s (always fits), {:.2} M ops/s (room for half, waiters)",
             ops / 1e6,
             ops_tight / 1e6
+        );
+        if n_threads == 2 || n_threads == 8 {
+            for (what, x) in [
+                ("budget contended, always fits", ops),
+                ("budget contended, room for half", ops_tight),
+            ] {
+                BenchLine {
+                    what,
+                    size: format!("{n_threads} threads"),
+                    ours: x / 1e6,
+                    peer: None,
+                    unit: "M ops/s",
+                    lower_is_better: false,
+                    target: None,
+                    pass: None,
+                }
+                .emit();
+            }
+        }
+    }
+}
+
+/// True when `cargo xtask bench --quick` asks for the small sizes.
+fn quick() -> bool {
+    std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
+}
+
+/// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`.
+/// (Each bench example carries these few lines: examples share no crate.)
+struct BenchLine<'a> {
+    what: &'a str,
+    size: String,
+    ours: f64,
+    peer: Option<f64>,
+    unit: &'a str,
+    lower_is_better: bool,
+    target: Option<&'a str>,
+    pass: Option<bool>,
+}
+
+impl BenchLine<'_> {
+    fn emit(&self) {
+        let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
+        let n = |x: f64| {
+            if x.is_finite() {
+                format!("{x}")
+            } else {
+                "null".into()
+            }
+        };
+        println!(
+            "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":{},\"lower_is_better\":{},\"target\":{},\"pass\":{}}}",
+            s(self.what),
+            s(&self.size),
+            n(self.ours),
+            self.peer.map_or("null".into(), n),
+            s(self.unit),
+            self.lower_is_better,
+            self.target.map_or("null".into(), s),
+            self.pass.map_or("null".into(), |b| b.to_string())
         );
     }
 }

@@ -11,6 +11,9 @@
 //! ```text
 //! ```
 //! The last line is a JSON object with the same figures.
+//!
+//! `PINION_BENCH_QUICK=1` (`cargo xtask bench --quick`) defaults to about 2^16 constraints
+//! and 3 reps; `PINION_BENCH` lines carry the targets' figures for `cargo xtask bench`.
 
 use std::time::{Duration, Instant};
 
@@ -58,8 +61,8 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut blocks = None;
-    let mut constraints: u64 = 1 << 20;
-    let mut reps = 5;
+    let mut constraints: u64 = if quick() { 1 << 16 } else { 1 << 20 };
+    let mut reps = if quick() { 3 } else { 5 };
     let mut dir = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -248,6 +251,57 @@ fn main() {
         speedup_overlapped
     );
 
+    let size = format!("{} constraints", shape.n_constraints);
+    let (ours_ms, full_ms) = (
+        (t_wit + t_mv).as_secs_f64() * 1e3,
+        t_full.as_secs_f64() * 1e3,
+    );
+    BenchLine {
+        what: "pce witness + mat-vec vs full synthesis",
+        size: size.clone(),
+        ours: ours_ms,
+        peer: Some(full_ms),
+        unit: "ms",
+        lower_is_better: true,
+        target: Some("<= 0.5x peer (>= 2x speed-up)"),
+        pass: Some(speedup >= 2.0),
+    }
+    .emit();
+    BenchLine {
+        what: "pce witness + mat-vec overlapped",
+        size: size.clone(),
+        ours: t_pipe.as_secs_f64() * 1e3,
+        peer: Some(full_ms),
+        unit: "ms",
+        lower_is_better: true,
+        target: None,
+        pass: None,
+    }
+    .emit();
+    // The peer is the plain layout: a 32-byte coefficient and a u64 column per non-zero.
+    BenchLine {
+        what: "pce storage",
+        size: format!("{} non-zeros", pce.n_nonzeros()),
+        ours: pce.bytes_per_nonzero(),
+        peer: Some(40.0),
+        unit: "bytes/nnz",
+        lower_is_better: true,
+        target: Some("<= 9 bytes/nnz"),
+        pass: Some(pce.bytes_per_nonzero() <= 9.0),
+    }
+    .emit();
+    BenchLine {
+        what: "pce extraction (record)",
+        size,
+        ours: extraction.as_secs_f64() * 1e3,
+        peer: None,
+        unit: "ms",
+        lower_is_better: true,
+        target: None,
+        pass: None,
+    }
+    .emit();
+
     // Disk: write, checked mmap load, evaluation from the map.
     let dir = args
         .dir
@@ -296,4 +350,46 @@ fn main() {
         t_mv_mapped.as_secs_f64(),
         rayon::current_num_threads()
     );
+}
+
+/// True when `cargo xtask bench --quick` asks for the small sizes.
+fn quick() -> bool {
+    std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
+}
+
+/// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`.
+/// (Each bench example carries these few lines: examples share no crate.)
+struct BenchLine<'a> {
+    what: &'a str,
+    size: String,
+    ours: f64,
+    peer: Option<f64>,
+    unit: &'a str,
+    lower_is_better: bool,
+    target: Option<&'a str>,
+    pass: Option<bool>,
+}
+
+impl BenchLine<'_> {
+    fn emit(&self) {
+        let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
+        let n = |x: f64| {
+            if x.is_finite() {
+                format!("{x}")
+            } else {
+                "null".into()
+            }
+        };
+        println!(
+            "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":{},\"lower_is_better\":{},\"target\":{},\"pass\":{}}}",
+            s(self.what),
+            s(&self.size),
+            n(self.ours),
+            self.peer.map_or("null".into(), n),
+            s(self.unit),
+            self.lower_is_better,
+            self.target.map_or("null".into(), s),
+            self.pass.map_or("null".into(), |b| b.to_string())
+        );
+    }
 }

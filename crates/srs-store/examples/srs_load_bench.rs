@@ -11,6 +11,9 @@
 //! host-side loaded size (bases for pinned, the verifying key and one staging window for
 //! device).
 //!
+//! `PINION_BENCH_QUICK=1` (`cargo xtask bench --quick`) defaults to a 0.25 GiB file and 2 runs;
+//! `PINION_BENCH` lines carry the two targets' figures for `cargo xtask bench`.
+//!
 //! Points: section s, index i holds (k_s + i) * G for a per-section start k_s, computed by
 //! repeated addition in parallel batches and batch-normalised: cheap, distinct and valid.
 
@@ -151,11 +154,11 @@ fn warm_page_cache(path: &PathBuf) -> std::io::Result<()> {
 }
 
 fn main() {
-    let mut size_gib = 2.0f64;
+    let mut size_gib = if quick() { 0.25 } else { 2.0f64 };
     let mut dir: Option<PathBuf> = None;
     let mut check = PointCheck::None;
     let mut chunk_mib = 64u64;
-    let mut runs = 3usize;
+    let mut runs = if quick() { 2 } else { 3usize };
     let mut keep = false;
     let mut dest = "host".to_string();
     let mut args = std::env::args().skip(1);
@@ -278,8 +281,77 @@ fn main() {
         "best load rate {best:.2} GiB/s; target >= 1 GiB/s from page cache: {}",
         if best >= 1.0 { "met" } else { "MISSED" }
     );
+    let size = format!(
+        "{:.2} GiB, check {check:?}, dest {dest}",
+        file.layout().file_bytes() as f64 / GIB
+    );
+    BenchLine {
+        what: "srs load from page cache",
+        size: size.clone(),
+        ours: best,
+        peer: None,
+        unit: "GiB/s",
+        lower_is_better: false,
+        target: Some(">= 1 GiB/s"),
+        pass: Some(best >= 1.0),
+    }
+    .emit();
+    let limit_target = format!("<= 1.1x loaded + 256 MiB = {limit_mib:.0} MiB");
+    BenchLine {
+        what: "srs load peak RSS (VmHWM)",
+        size,
+        ours: hwm_mib,
+        peer: None,
+        unit: "MiB",
+        lower_is_better: true,
+        target: Some(&limit_target),
+        pass: Some(hwm_mib <= limit_mib),
+    }
+    .emit();
     if !keep {
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_dir(&dir);
+    }
+}
+
+/// True when `cargo xtask bench --quick` asks for the small sizes.
+fn quick() -> bool {
+    std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
+}
+
+/// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`.
+/// (Each bench example carries these few lines: examples share no crate.)
+struct BenchLine<'a> {
+    what: &'a str,
+    size: String,
+    ours: f64,
+    peer: Option<f64>,
+    unit: &'a str,
+    lower_is_better: bool,
+    target: Option<&'a str>,
+    pass: Option<bool>,
+}
+
+impl BenchLine<'_> {
+    fn emit(&self) {
+        let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
+        let n = |x: f64| {
+            if x.is_finite() {
+                format!("{x}")
+            } else {
+                "null".into()
+            }
+        };
+        println!(
+            "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":{},\"lower_is_better\":{},\"target\":{},\"pass\":{}}}",
+            s(self.what),
+            s(&self.size),
+            n(self.ours),
+            self.peer.map_or("null".into(), n),
+            s(self.unit),
+            self.lower_is_better,
+            self.target.map_or("null".into(), s),
+            self.pass.map_or("null".into(), |b| b.to_string())
+        );
     }
 }
