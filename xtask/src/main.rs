@@ -24,7 +24,8 @@ tasks:
   kernels [--check]   build cuda-kernels/*.cu to PTX (sm_90, nvcc 13.0.x); --check: fail if stale
   test                run all workspace tests (GPU groups when a CUDA driver is present)
   gpu-bundle          build release GPU test + bench binaries and a runner into bundle/
-  bench [--quick]     run the benchmark programs and print their figures
+  bench [--quick] [--record | --record-to FILE] [--only TEXT]
+                      run the benchmark programs; one table; --record appends it to docs/benchmarks.md
 ";
 
 fn main() {
