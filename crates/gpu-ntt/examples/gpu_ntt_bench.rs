@@ -6,7 +6,9 @@
 //! one stream, median of RUNS after WARMUP runs. Rows: forward (natural in, bit-reversed
 //! out) per size and tile configuration, inverse coset (bit-reversed in, natural out), and
 //! the whole H step (7 transforms + pointwise) from device-resident a, b, c and from pinned
-//! host memory (the three host-to-device copies included).
+//! host memory (the three host-to-device copies included). Prints a Markdown table, then one
+//! `PINION_BENCH {json}` line per row for `cargo xtask bench`; `PINION_BENCH_QUICK=1` stops
+//! at 2^22 (no H rows).
 
 use std::error::Error;
 use std::sync::Arc;
@@ -73,6 +75,7 @@ where
 
 struct Row {
     what: String,
+    log_n: u32,
     ms: f64,
     reference_ms: Option<f64>,
 }
@@ -82,7 +85,7 @@ fn main() -> Res<()> {
         .nth(1)
         .map(|s| s.parse())
         .transpose()?
-        .unwrap_or(27);
+        .unwrap_or(if quick() { 22 } else { 27 });
     let gpu = Gpu::open(0)?;
     let info = gpu.info().clone();
     let seed = std::time::SystemTime::now()
@@ -133,8 +136,9 @@ fn main() -> Res<()> {
             )?;
             let c = ntt.config();
             rows.push(Row {
+                log_n,
                 what: format!(
-                    "forward N->BR 2^{log_n} (tile 2^{}, cols 2^{})",
+                    "forward N->BR (tile 2^{}, cols 2^{})",
                     c.tile_log, c.max_clog
                 ),
                 ms,
@@ -176,7 +180,8 @@ fn main() -> Res<()> {
                 },
             )?;
             rows.push(Row {
-                what: format!("{label} 2^{log_big}"),
+                log_n: log_big,
+                what: label.to_string(),
                 ms,
                 reference_ms: if log_big == 27 { reference_ms } else { None },
             });
@@ -218,7 +223,8 @@ fn main() -> Res<()> {
             },
         )?;
         rows.push(Row {
-            what: format!("H step 2^{log_m}, a b c on device"),
+            log_n: log_m,
+            what: "H step, a b c on device".into(),
             ms,
             reference_ms: None,
         });
@@ -252,7 +258,8 @@ fn main() -> Res<()> {
             },
         )?;
         rows.push(Row {
-            what: format!("H step 2^{log_m}, a b c from pinned host (copies included)"),
+            log_n: log_m,
+            what: "H step, a b c from pinned host (copies included)".into(),
             ms,
             reference_ms: None,
         });
@@ -260,12 +267,46 @@ fn main() -> Res<()> {
     println!();
     println!("| what | ours ms | reference ms | ours / reference |");
     println!("|---|---:|---:|---:|");
-    for r in rows {
+    for r in &rows {
         let (reference, ratio) = match r.reference_ms {
             Some(x) => (format!("{x:.2}"), format!("{:.2}", r.ms / x)),
             None => ("-".into(), "-".into()),
         };
-        println!("| {} | {:.3} | {reference} | {ratio} |", r.what, r.ms);
+        println!(
+            "| {} 2^{} | {:.3} | {reference} | {ratio} |",
+            r.what, r.log_n, r.ms
+        );
+    }
+    for r in &rows {
+        emit_bench_line(r);
     }
     Ok(())
+}
+
+fn quick() -> bool {
+    std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
+}
+
+/// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`
+/// (peer: the reference figure where there is one; target: at or below it).
+fn emit_bench_line(r: &Row) {
+    let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
+    let n = |x: f64| {
+        if x.is_finite() {
+            format!("{x}")
+        } else {
+            "null".into()
+        }
+    };
+    let what = format!("gpu ntt {}", r.what);
+    println!(
+        "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":\"ms\",\"lower_is_better\":true,\"target\":{},\"pass\":{}}}",
+        s(&what),
+        s(&format!("2^{}", r.log_n)),
+        n(r.ms),
+        r.reference_ms.map_or("null".into(), n),
+        r.reference_ms.map_or("null".into(), |_| s("<= peer")),
+        r.reference_ms
+            .map_or("null".into(), |p| (r.ms <= p).to_string())
+    );
 }
