@@ -156,7 +156,7 @@ pub fn launch_config(n: u32) -> LaunchConfig {
     }
 }
 
-/// out[i] = op(a[i], b[i]) for every element, queued on the device's stream.
+/// `out[i] = op(a[i], b[i])` for every element, queued on the device's stream.
 pub fn binary(
     gpu: &Gpu,
     field: FieldKind,
@@ -183,7 +183,7 @@ pub fn binary(
     Ok(())
 }
 
-/// out[i] = op(a[i]) for every element, queued on the device's stream.
+/// `out[i] = op(a[i])` for every element, queued on the device's stream.
 pub fn unary(
     gpu: &Gpu,
     field: FieldKind,
