@@ -141,6 +141,8 @@ entries! {
     MsmScatter => (Msm, "msm_scatter"),
     /// `g1_accumulate(bases, entries, offsets, counts, buckets, n_keys)`: bucket sums.
     G1Accumulate => (Msm, "g1_accumulate"),
+    /// `g1_accumulate_capped(..)`: as `g1_accumulate`, registers capped at 128.
+    G1AccumulateCapped => (Msm, "g1_accumulate_capped"),
     /// `g1_reduce_segments(buckets, n_buckets, seg_len, n_segments, ones_window, out, n)`.
     G1ReduceSegments => (Msm, "g1_reduce_segments"),
     /// `g1_sum_groups(in, group_len, out, n_groups)`: sums of consecutive groups.

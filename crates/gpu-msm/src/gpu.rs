@@ -26,6 +26,21 @@
 //! each) and a two-level sum, the `W + 1` window sums are made affine on the GPU, and the
 //! host combines them by doubling.
 //!
+//! # Known limitation (performance, not correctness)
+//! One thread sums one bucket, so a bucket that receives many entries serialises: many
+//! equal scalars other than 0 and 1 (say a million 2s), or a window whose digits take few
+//! values. The default window sizes avoid the second case for uniform scalars (see
+//! [`GpuMsmPlan::default_window_bits`]); the first is still slow (seconds at 2^20 equal
+//! scalars), though exact. The fix is to split long buckets into tasks of bounded length
+//! and sum the partial results (not done yet).
+//!
+//! # Measured (H200, 2026-11-30, `examples/gpu_msm_bench.rs`, bases resident, uniform scalars)
+//! Median ms including the pinned-host copy of the scalars / with scalars resident:
+//! 2^16 10.78 / 10.68 (c = 13), 2^18 11.56 / 11.32, 2^20 21.63 / 20.92, 2^22 59.90 / 57.98,
+//! 2^24 195.79 / 186.77 (c = 16; 2^22 and 2^24 with the uncapped accumulation kernel).
+//! At 2^24 the bucket accumulation is 164.5 of 184.5 ms of device time (count 2.6,
+//! scan 0.3, scatter 11.0, reduction 6.1): the mixed additions bound it.
+//!
 //! # Cost model
 //! About `W·m` mixed additions for `m` scalars other than 0 and 1, one per scalar equal to
 //! 1, `~2·(W+1)·2^(c-1)` additions to reduce buckets; device scratch of
@@ -151,11 +166,25 @@ impl DeviceScalars {
     }
 }
 
+/// Which bucket-accumulation kernel to run (same results; a tuning choice).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AccumulateKernel {
+    /// Registers as the compiler likes (142 on sm_90: 3 blocks of 128 threads per SM).
+    Uncapped,
+    /// Registers capped at 128 (4 blocks per SM, 68 bytes of spills). The default:
+    /// measured 4-5% faster on the H200 at 2^18 and 2^20 (11.31 vs 11.73 ms, 21.19 vs
+    /// 22.34 ms, scalars resident, median of 3); not yet measured at 2^22 and above.
+    #[default]
+    Capped128,
+}
+
 /// Configuration of the GPU backend.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuMsmConfig {
     /// Window size in bits; `None` picks one from the number of terms.
     pub window_bits: Option<u32>,
+    /// Bucket-accumulation kernel.
+    pub accumulate: AccumulateKernel,
 }
 
 /// The CUDA MSM engine on one device.
@@ -194,11 +223,21 @@ impl GpuMsmPlan {
         }
     }
 
-    /// The default window size for `n` terms: about log2(n) - 3, within 4..=16 (keeps about
-    /// eight or more terms per bucket and enough buckets to fill the GPU).
+    /// The default window size for `n` terms: 8 up to 2^12 terms, 13 below 2^17, else 16.
+    ///
+    /// Only sizes whose top window still spans most of its bits are used (c = 8, 13, 16:
+    /// the top window holds scalar bits 248..255, 247..255, 240..255). With c = 14, say,
+    /// the top window holds bits 252..254 only, so all n top digits fall into 8 buckets and
+    /// the one thread per bucket adds n/8 points in a row: measured on the H200 at 2^16,
+    /// c = 14 took 134 ms and c = 13 10.7 ms; at 2^20, c = 15 took 4.4 s and c = 16 21 ms.
     pub fn default_window_bits(n: usize) -> u32 {
-        let log = usize::BITS - n.max(1).leading_zeros();
-        log.saturating_sub(3).clamp(4, 16)
+        if n <= 1 << 12 {
+            8
+        } else if n < 1 << 17 {
+            13
+        } else {
+            16
+        }
     }
 }
 
@@ -256,6 +295,11 @@ impl GpuMsm {
             }
         }
         Ok(GpuMsm { gpu, config })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> GpuMsmConfig {
+        self.config
     }
 
     /// The device.
@@ -549,7 +593,10 @@ impl GpuMsm {
         unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
 
         mark("scatter")?;
-        let f = gpu.function(Entry::G1Accumulate)?;
+        let f = gpu.function(match self.config.accumulate {
+            AccumulateKernel::Uncapped => Entry::G1Accumulate,
+            AccumulateKernel::Capped128 => Entry::G1AccumulateCapped,
+        })?;
         let mut l = stream.launch_builder(&f);
         l.arg(bases.words.slice())
             .arg(entries.slice())
@@ -640,9 +687,15 @@ mod tests {
             let g1 = p.n_segments.min(32);
             assert!(p.n_segments / g1 <= 32);
         }
-        assert_eq!(GpuMsmPlan::default_window_bits(0), 4);
-        assert_eq!(GpuMsmPlan::default_window_bits(1 << 16), 14);
+        assert_eq!(GpuMsmPlan::default_window_bits(0), 8);
+        assert_eq!(GpuMsmPlan::default_window_bits(1 << 16), 13);
         assert_eq!(GpuMsmPlan::default_window_bits(1 << 24), 16);
+        // Every default keeps at least 8 bits of the scalar in the top window.
+        for log_n in 0..30 {
+            let c = GpuMsmPlan::default_window_bits(1 << log_n);
+            let top_bits = 255 - (256u32.div_ceil(c) - 1) * c;
+            assert!(top_bits >= 7, "c = {c}: top window has {top_bits} bits");
+        }
     }
 
     #[test]

@@ -72,7 +72,7 @@ pub use cpu::{BucketArith, CpuMsm, CpuMsmConfig, DEFAULT_SCALARS_IN_FLIGHT, MAX_
 pub use density::DensityMask;
 pub use error::MsmError;
 pub use gpu::{
-    scalars_to_words, DeviceBasesG1, DeviceScalars, GpuMsm, GpuMsmConfig, GpuMsmError, GpuMsmPlan,
+    scalars_to_words, AccumulateKernel, DeviceBasesG1, DeviceScalars, GpuMsm, GpuMsmConfig, GpuMsmError, GpuMsmPlan,
     PhaseTimes, GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS,
 };
 

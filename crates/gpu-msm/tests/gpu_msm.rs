@@ -5,7 +5,9 @@ use bls12_381::{G1Affine, G1Projective, Scalar};
 use ff::Field;
 use gpu_device::testing::gpu_or_skip;
 use gpu_msm::reference::naive_msm;
-use gpu_msm::{CpuMsm, DensityMask, GpuMsm, GpuMsmConfig, GpuMsmError, MsmBackend, MsmError};
+use gpu_msm::{
+    AccumulateKernel, CpuMsm, DensityMask, GpuMsm, GpuMsmConfig, GpuMsmError, MsmBackend, MsmError,
+};
 use group::{Curve, Group};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -231,29 +233,21 @@ fn gpu_window_sizes_and_density_mask() {
     let bases = points(&mut rng, n);
     let scalars = random_scalars(&mut rng, n);
     for c in [2u32, 3, 5, 8, 11, 13, 16, 20] {
-        let engine = GpuMsm::with_config(
-            gpu.clone(),
-            GpuMsmConfig {
+        for accumulate in [AccumulateKernel::Uncapped, AccumulateKernel::Capped128] {
+            let config = GpuMsmConfig {
                 window_bits: Some(c),
-            },
-        )
-        .expect("window in range");
-        check(
-            &engine,
-            &bases,
-            &scalars,
-            None,
-            c == 5,
-            &format!("window {c}"),
-        );
-    }
-    assert!(GpuMsm::with_config(
-        gpu.clone(),
-        GpuMsmConfig {
-            window_bits: Some(1)
+                accumulate,
+            };
+            let engine = GpuMsm::with_config(gpu.clone(), config).expect("window in range");
+            let what = format!("window {c}, {accumulate:?}");
+            check(&engine, &bases, &scalars, None, c == 5, &what);
         }
-    )
-    .is_err());
+    }
+    let bad = GpuMsmConfig {
+        window_bits: Some(1),
+        ..GpuMsmConfig::default()
+    };
+    assert!(GpuMsm::with_config(gpu.clone(), bad).is_err());
     // Density mask: every third bit unset.
     let engine = GpuMsm::new(gpu);
     let mask = DensityMask::from_bools((0..n).map(|i| i % 3 != 1));
