@@ -1,5 +1,7 @@
 // Pippenger MSM pipeline, one function per kernel thread (msm.cu wraps each in a
-// grid-stride kernel; tools/msm_emu.cpp runs the same bodies on the CPU).
+// grid-stride kernel). The bodies take the thread index and use atomics only through
+// atomic_inc, so a host build with PINION_HOST_EMULATION could run them serially (no such
+// tool exists yet; the GPU tests in crates/gpu-msm/tests/gpu_msm.rs are the check).
 //
 // Scalars: canonical little-endian 256-bit integers (8 u32 words, < r < 2^255).
 // Windows: c bits, W = ceil(256/c) signed digits in [-2^(c-1), 2^(c-1)] (cW >= 256, so the
