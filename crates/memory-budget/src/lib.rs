@@ -111,6 +111,7 @@ mod error;
 mod evict;
 pub mod metrics_names;
 mod procfs;
+mod report;
 mod size;
 mod usage;
 
@@ -125,5 +126,6 @@ pub use detect::{
 pub use error::BudgetError;
 pub use evict::{EntryHold, EntryUse, Evictor, EvictorRegistration, DEFAULT_MIN_IDLE};
 pub use procfs::V1_UNLIMITED;
+pub use report::{scope_text, MemoryReport};
 pub use size::{format_bytes, parse_bytes, SizeSpec};
 pub use usage::{KernelProbe, MeasuredUsage, ProcessUsage, UsageProbe, UsageScope};

@@ -6,9 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use anyhow::Context;
-use memory_budget::{
-    format_bytes, parse_bytes, Budget, Category, KernelProbe, SourceStatus, UsageProbe, UsageScope,
-};
+use memory_budget::{format_bytes, parse_bytes, Budget, Category, MemoryReport};
 use serde_json::{json, Value};
 
 use crate::ui;
@@ -20,24 +18,6 @@ pub struct MemprobeArgs<'a> {
     pub probe: bool,
     pub step: &'a str,
     pub budget: Option<&'a str>,
-}
-
-fn status_text(s: &SourceStatus) -> String {
-    match s {
-        SourceStatus::Limit(b) => format_bytes(*b),
-        SourceStatus::Unlimited => "unlimited".into(),
-        SourceStatus::Missing => "absent".into(),
-        SourceStatus::Unreadable(e) => format!("unreadable: {e}"),
-        SourceStatus::Malformed(e) => format!("malformed: {e}"),
-    }
-}
-
-fn scope_text(s: &UsageScope) -> String {
-    match s {
-        UsageScope::CgroupV2 { dir } => format!("cgroup2:{}", dir.display()),
-        UsageScope::CgroupV1 { dir } => format!("cgroup1:{}", dir.display()),
-        UsageScope::System => "system:/proc/meminfo".into(),
-    }
 }
 
 /// Each GPU's VRAM, or why there is none.
@@ -235,16 +215,11 @@ fn test_kill_hook(reached: u64) {
     }
 }
 
-/// Prints the report.
+/// Prints the report: memory-budget's report, then each GPU's VRAM and the probe's result.
 pub fn run(a: MemprobeArgs<'_>) -> anyhow::Result<Outcome> {
     let budget = super::host_budget(a.budget)?;
-    let det = budget
-        .detection()
-        .cloned()
-        .context("the detected budget has no detection record")?;
-    let limits = &det.limits;
-    let win = limits.winning_source();
-    let measured = KernelProbe::new(limits.root.clone(), limits.usage_scope.clone()).measure();
+    let report =
+        MemoryReport::of(&budget).context("the detected budget has no detection record")?;
     let vm_hwm = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -256,86 +231,21 @@ pub fn run(a: MemprobeArgs<'_>) -> anyhow::Result<Outcome> {
     let gpus = gpus();
     let probe = if a.probe {
         let step = parse_bytes(a.step).context("bad --step")?;
-        Some(probe(det.budget_bytes, step)?)
+        Some(probe(report.detection().budget_bytes, step)?)
     } else {
         None
     };
-
-    let sources: Vec<Value> = limits
-        .sources
-        .iter()
-        .map(|s| {
-            json!({
-                "kind": s.kind.as_str(),
-                "path": s.path.display().to_string(),
-                "status": status_text(&s.status),
-                "limit_bytes": s.limit_bytes(),
-                "note": s.note,
-            })
-        })
-        .collect();
-    let usage = match &measured {
-        Ok(m) => json!({
-            "scope": scope_text(&m.scope),
-            "current_bytes": m.current_bytes,
-            "hard_bytes": m.hard_bytes,
-            "reclaimable_bytes": m.reclaimable_bytes,
-            "own_hard_bytes": m.own_hard_bytes(),
-        }),
-        Err(e) => json!({ "error": e.to_string() }),
-    };
     if a.json {
-        super::print_json(&json!({
-            "limit_bytes": limits.limit_bytes,
-            "limit_source": win.kind.as_str(),
-            "limit_path": win.path.display().to_string(),
-            "safety_margin_bytes": det.safety_margin_bytes,
-            "budget_bytes": det.budget_bytes,
-            "budget_rule": det.budget_rule,
-            "sources": sources,
-            "notes": limits.notes,
-            "usage": usage,
-            "vm_hwm_bytes": vm_hwm,
-            "gpus": gpus,
-            "probe": probe,
-        }));
+        let mut out = report.to_json();
+        out["vm_hwm_bytes"] = json!(vm_hwm);
+        out["gpus"] = gpus;
+        out["probe"] = json!(probe);
+        super::print_json(&out);
         return Ok(Outcome::Success);
     }
-    println!("limit sources:");
-    for s in &limits.sources {
-        println!(
-            "  {:<38} {:<14} {}",
-            s.kind.as_str(),
-            status_text(&s.status),
-            s.path.display()
-        );
-    }
-    for n in &limits.notes {
-        println!("  note: {n}");
-    }
-    println!(
-        "limit:         {} from {} {}",
-        ui::bytes(limits.limit_bytes),
-        win.kind.as_str(),
-        win.path.display()
-    );
-    println!("safety margin: {}", ui::bytes(det.safety_margin_bytes));
-    println!(
-        "budget:        {} ({})",
-        ui::bytes(det.budget_bytes),
-        det.budget_rule
-    );
-    match &measured {
-        Ok(m) => println!(
-            "usage ({}): current {}, hard {}, reclaimable {}, this process {}",
-            scope_text(&m.scope),
-            format_bytes(m.current_bytes),
-            format_bytes(m.hard_bytes),
-            format_bytes(m.reclaimable_bytes),
-            format_bytes(m.own_hard_bytes())
-        ),
-        Err(e) => println!("usage: unavailable: {e}"),
-    }
+    report
+        .write_text(&mut std::io::stdout().lock())
+        .context("cannot write the report")?;
     println!("gpus: {}", gpus["status"].as_str().unwrap_or("?"));
     for d in gpus["devices"].as_array().into_iter().flatten() {
         let b = |k: &str| d[k].as_u64().map_or_else(|| "?".into(), format_bytes);
