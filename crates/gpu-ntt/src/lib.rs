@@ -25,8 +25,13 @@
 //!   on n); inverse twiddles are read from the same table (`ω^-j = −ω^(h−j)`).
 //!   The H step fuses the 1/m scaling into the coset powers and orders its transforms
 //!   natural→bit-reversed→natural so that only the final result is permuted.
-//! - A CUDA backend (later) implements the same trait with the same results on device
-//!   buffers; it will add device-resident inputs and report when a, b, c may be freed.
+//! - [`GpuNtt`] (CUDA, sm_90): the same transforms and H step on device buffers of
+//!   `FrRepr`, several radix-2 stages per pass in shared memory (3 passes at 2^27), coset and
+//!   1/n factors fused into the first load or last store, one twiddle table charged to the
+//!   device's VRAM budget. Its H step takes a, b, c from host, pinned or device memory and
+//!   records an event once they are uploaded, so the caller can release their host budget.
+//!   It has the same methods as the trait but does not implement [`NttBackend`] yet: the
+//!   trait's error type has no GPU variant (next step).
 //!
 //! # Cost model (CPU)
 //! A transform: `(n/2)·log2 n` multiplications (fewer at j = 0), `log2 n − 13` full
@@ -138,7 +143,7 @@ pub struct AbcEvaluations {
     pub c: Vec<Scalar>,
 }
 
-/// An NTT engine. Every backend (CPU now, CUDA later) gives the same results.
+/// An NTT engine. Every backend gives the same results.
 pub trait NttBackend: Send + Sync {
     /// Short name for logs and benchmark tables.
     fn name(&self) -> &'static str;
