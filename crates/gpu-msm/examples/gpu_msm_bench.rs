@@ -5,8 +5,11 @@
 //! of the (canonical) scalars from pinned host memory to the device, as the reference
 //! figures do, and with the scalars already on the device. Then Groth16-shaped scalars
 //! (30% zeros, 30% ones, 40% uniform) at the largest size, and a per-phase breakdown.
-//! Per size, a short sweep (scalars resident, median of 3) over window sizes and the two
+//! The library's default window and kernel are timed; with `PINION_MSM_SWEEP=1` a short
+//! sweep per size (scalars resident, median of 3) over windows 8, 13, 16 and the two
 //! accumulation kernels picks the configuration that the table then times in full.
+//! `PINION_BENCH_QUICK=1`: 2^16 and 2^18 only. Each result is also printed as a
+//! `PINION_BENCH {json}` line for `cargo xtask bench`.
 //! Bases: 2^16 distinct random points tiled to n (the MSM's cost does not depend on
 //! whether bases repeat). Scalars: uniform below r (random words, top word reduced).
 
@@ -119,17 +122,24 @@ fn time_one(
     })
 }
 
-/// Window sizes tried per size (the sweep picks the fastest, scalars resident).
-fn window_candidates(log_n: u32) -> Vec<u32> {
-    if log_n >= 24 {
-        return vec![15, 16, 17, 18];
-    }
-    let mid = log_n.saturating_sub(3).clamp(8, 16);
-    let mut v: Vec<u32> = (mid.saturating_sub(3)..=mid + 2)
-        .filter(|c| (4..=18).contains(c))
-        .collect();
-    v.dedup();
-    v
+/// Window sizes tried by the optional sweep (`PINION_MSM_SWEEP=1`): only sizes whose top
+/// window spans most of its bits (others put every top digit into a few buckets and run
+/// 10-200x slower; see `GpuMsmPlan::default_window_bits`).
+const SWEEP_WINDOWS: [u32; 3] = [8, 13, 16];
+
+fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1")
+}
+
+/// One machine-readable result for `cargo xtask bench` (`PINION_BENCH {json}`); peer is the
+/// issue's reference figure (which includes the scalar copy), the target is at or below it.
+fn emit_bench_line(what: &str, log_n: u32, ms: f32, peer: Option<f64>) {
+    let peer_json = peer.map_or("null".to_string(), |p| format!("{p}"));
+    let target = peer.map_or("null".to_string(), |_| "\"<= peer\"".to_string());
+    let pass = peer.map_or("null".to_string(), |p| (f64::from(ms) <= p).to_string());
+    println!(
+        "PINION_BENCH {{\"what\":\"gpu msm g1 {what}\",\"size\":\"2^{log_n}\",\"ours\":{ms},\"peer\":{peer_json},\"unit\":\"ms\",\"lower_is_better\":true,\"target\":{target},\"pass\":{pass}}}"
+    );
 }
 
 /// Median device time of `runs` MSMs with the scalars resident (one warm-up first).
@@ -161,8 +171,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .filter_map(|a| a.parse().ok())
         .collect();
     if logs.is_empty() {
-        logs = vec![16, 18, 20, 22, 24];
+        logs = if env_flag("PINION_BENCH_QUICK") {
+            vec![16, 18]
+        } else {
+            vec![16, 18, 20, 22, 24]
+        };
     }
+    let sweep_on = env_flag("PINION_MSM_SWEEP");
     let runs: usize = std::env::var("PINION_BENCH_RUNS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -206,11 +221,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let n = 1usize << log_n;
         let bases = GpuMsm::new(gpu.clone()).upload_bases_g1_repr(&all_bases[..n])?;
         let words = scalar_words(&mut rng, n, false);
-        // Sweep window size and accumulation kernel, scalars resident, 3 runs each.
+        // Optional sweep of window size and accumulation kernel (scalars resident, 3 runs
+        // each); without it the library's defaults are timed.
         let d_scalars = GpuMsm::new(gpu.clone()).upload_scalar_words(&words)?;
         let mut best: Option<(f32, GpuMsmConfig)> = None;
         let mut sweep = Vec::new();
-        for c in window_candidates(log_n) {
+        let windows: &[u32] = if sweep_on { &SWEEP_WINDOWS } else { &[] };
+        for &c in windows {
             for accumulate in [AccumulateKernel::Uncapped, AccumulateKernel::Capped128] {
                 let config = GpuMsmConfig {
                     window_bits: Some(c),
@@ -224,8 +241,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
-        println!("sweep 2^{log_n} (ms): {}", sweep.join(", "));
-        let Some((_, config)) = best else { continue };
+        if sweep_on {
+            println!("sweep 2^{log_n} (ms): {}", sweep.join(", "));
+        }
+        let config = best.map_or_else(GpuMsmConfig::default, |(_, c)| c);
         let engine = GpuMsm::with_config(gpu.clone(), config)?;
         let timing = time_one(&engine, &bases, &words, runs)?;
         let r = reference_ms(log_n);
@@ -242,6 +261,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )),
         ));
         println!("{}", rows.last().map_or("", String::as_str));
+        emit_bench_line("uniform, with scalar copy", log_n, timing.with_copy_ms, r);
+        emit_bench_line("uniform, scalars resident", log_n, timing.resident_ms, None);
         let _ = timing.result.to_affine();
         let (_, phases) = engine.msm_g1_resident_profiled(&bases, &d_scalars)?;
         phase_lines.push(phase_line(&format!("2^{log_n} uniform"), &phases));
@@ -258,6 +279,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             t.with_copy_ms,
             t.resident_ms
         ));
+        emit_bench_line(
+            "groth16-shaped, with scalar copy",
+            log_n,
+            t.with_copy_ms,
+            None,
+        );
         let scalars = engine.upload_scalar_words(&g16)?;
         let (_, phases) = engine.msm_g1_resident_profiled(&bases, &scalars)?;
         phase_lines.push(phase_line(&format!("2^{log_n} groth16-shaped"), &phases));
