@@ -3,7 +3,8 @@
 //! `bundle/tests/` holds the release builds of every GPU test group (`tests/gpu_*.rs`),
 //! `bundle/bench/` every benchmark example (`examples/*_bench.rs`), `bundle/bin/` the workspace's
 //! binaries (memprobe, srs-inspect, ...), and `bundle/run.sh` runs
-//! them: `run.sh` (tests), `run.sh bench`, `run.sh all`. It ends with one line,
+//! them: `run.sh` (tests), `run.sh bench`, `run.sh all`. `bundle.tar.gz` holds the same folder,
+//! compressed, for copying. It ends with one line,
 //! `gpu-bundle: N passed, M failed`, counting test cases (and bench programs in bench mode).
 
 use anyhow::{bail, Context, Result};
@@ -81,6 +82,15 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
     }
     let size: u64 = walk_size(&out)?;
+    // Every binary embeds the PTX (megabytes of text), so the folder is large; the archive
+    // compresses it about 6x, which keeps it inside the device tool's 64 MiB carry limit.
+    let archive = root.join("bundle.tar.gz");
+    crate::run_cmd(Command::new("tar").current_dir(root).args([
+        "-czf",
+        "bundle.tar.gz",
+        "bundle",
+    ]))?;
+    let archive_size = std::fs::metadata(&archive)?.len();
     println!(
         "gpu-bundle: {} test group(s), {} bench program(s), {} tool(s), {:.1} MiB in {}",
         tests.len(),
@@ -90,8 +100,11 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         out.display()
     );
     println!(
-        "run there: bash bundle/run.sh [test|bench|all]   (the device tool: carry [\"bundle\"])"
+        "archive: {} ({:.1} MiB)",
+        archive.display(),
+        archive_size as f64 / (1 << 20) as f64
     );
+    println!("run there: tar xzf bundle.tar.gz && bash bundle/run.sh [test|bench|all]");
     Ok(())
 }
 
