@@ -8,6 +8,7 @@ mod tests {
         ("memory-budget", 0),
         ("bls-repr", 0),
         ("pinion-kernels", 0),
+        ("pinion-bench", 0),
         ("gpu-device", 1),
         ("srs-store", 2),
         ("pce-cache", 1),

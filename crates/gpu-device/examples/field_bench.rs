@@ -13,6 +13,7 @@
 
 use gpu_device::field::{self, ChainKernel, FieldKind};
 use gpu_device::{Gpu, GpuError};
+use pinion_bench::BenchLine;
 
 const RUNS: usize = 9;
 const WARMUP: usize = 2;
@@ -153,41 +154,4 @@ fn run() -> Result<(), GpuError> {
         .emit();
     }
     Ok(())
-}
-
-/// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`.
-/// (Each bench example carries these few lines: examples share no crate.)
-struct BenchLine<'a> {
-    what: &'a str,
-    size: String,
-    ours: f64,
-    peer: Option<f64>,
-    unit: &'a str,
-    lower_is_better: bool,
-    target: Option<&'a str>,
-    pass: Option<bool>,
-}
-
-impl BenchLine<'_> {
-    fn emit(&self) {
-        let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
-        let n = |x: f64| {
-            if x.is_finite() {
-                format!("{x}")
-            } else {
-                "null".into()
-            }
-        };
-        println!(
-            "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":{},\"lower_is_better\":{},\"target\":{},\"pass\":{}}}",
-            s(self.what),
-            s(&self.size),
-            n(self.ours),
-            self.peer.map_or("null".into(), n),
-            s(self.unit),
-            self.lower_is_better,
-            self.target.map_or("null".into(), s),
-            self.pass.map_or("null".into(), |b| b.to_string())
-        );
-    }
 }

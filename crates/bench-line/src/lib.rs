@@ -1,0 +1,106 @@
+//! The result protocol of Pinion's benchmark programs.
+//!
+//! A benchmark program (`crates/*/examples/*_bench.rs`) prints its human-readable figures as it
+//! likes, and one stdout line per result in the form `PINION_BENCH {json}`, which
+//! `cargo xtask bench` collects into one table. The JSON object has the keys `what`, `size`,
+//! `ours`, `peer` (number or null), `unit`, `lower_is_better`, `target` (string or null) and
+//! `pass` (bool or null). The ratio in the table is always ours / peer.
+//!
+//! This crate has no dependencies so that every crate can take it as a dev-dependency.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+/// One machine-readable result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchLine<'a> {
+    /// What was measured ("msm g1 uniform").
+    pub what: &'a str,
+    /// The problem size ("2^16", "52735 constraints").
+    pub size: String,
+    /// Our figure.
+    pub ours: f64,
+    /// The peer's figure on the same machine or from the issue, if any.
+    pub peer: Option<f64>,
+    /// Unit of `ours` and `peer` ("ms", "GiB/s", "ns", "bytes/nnz").
+    pub unit: &'a str,
+    /// Whether a smaller figure is better.
+    pub lower_is_better: bool,
+    /// The target in words ("<= 1.0x peer", "< 100 ns"), if any.
+    pub target: Option<&'a str>,
+    /// Whether the target was met, where the program knows.
+    pub pass: Option<bool>,
+}
+
+impl BenchLine<'_> {
+    /// The `PINION_BENCH {json}` line (non-finite numbers become `null`).
+    pub fn line(&self) -> String {
+        let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
+        let n = |x: f64| {
+            if x.is_finite() {
+                format!("{x}")
+            } else {
+                "null".into()
+            }
+        };
+        format!(
+            "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":{},\"lower_is_better\":{},\"target\":{},\"pass\":{}}}",
+            s(self.what),
+            s(&self.size),
+            n(self.ours),
+            self.peer.map_or("null".into(), n),
+            s(self.unit),
+            self.lower_is_better,
+            self.target.map_or("null".into(), s),
+            self.pass.map_or("null".into(), |b| b.to_string())
+        )
+    }
+
+    /// Prints [`BenchLine::line`] on stdout.
+    pub fn emit(&self) {
+        println!("{}", self.line());
+    }
+}
+
+/// True when `cargo xtask bench --quick` asks for the small sizes (`PINION_BENCH_QUICK=1`).
+pub fn quick() -> bool {
+    std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BenchLine;
+
+    fn check(line: BenchLine<'_>, expected: &str) {
+        assert_eq!(line.line(), expected);
+    }
+
+    #[test]
+    fn lines() {
+        check(
+            BenchLine {
+                what: "msm \"g1\"",
+                size: "2^16".into(),
+                ours: 1.5,
+                peer: Some(3.0),
+                unit: "ms",
+                lower_is_better: true,
+                target: Some("<= 1.0x peer"),
+                pass: Some(true),
+            },
+            r#"PINION_BENCH {"what":"msm \"g1\"","size":"2^16","ours":1.5,"peer":3,"unit":"ms","lower_is_better":true,"target":"<= 1.0x peer","pass":true}"#,
+        );
+        check(
+            BenchLine {
+                what: "x",
+                size: String::new(),
+                ours: f64::NAN,
+                peer: None,
+                unit: "ns",
+                lower_is_better: false,
+                target: None,
+                pass: None,
+            },
+            r#"PINION_BENCH {"what":"x","size":"","ours":null,"peer":null,"unit":"ns","lower_is_better":false,"target":null,"pass":null}"#,
+        );
+    }
+}
