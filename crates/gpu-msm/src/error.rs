@@ -79,4 +79,13 @@ pub enum MsmError {
         /// Words passed.
         found_words: usize,
     },
+    /// A GPU backend failed (device, driver, VRAM budget or out of memory); the
+    /// backend's own error is flattened to text so that this type stays `Clone + Eq`.
+    #[error("gpu backend {backend}: {message}")]
+    Gpu {
+        /// Which backend (e.g. `"cuda"`).
+        backend: &'static str,
+        /// What failed, with the device error's own context.
+        message: String,
+    },
 }

@@ -15,7 +15,9 @@
 //! - Every device allocation (bases, scalars, scratch) is charged to the device's VRAM
 //!   budget first; a refusal or a real CUDA out-of-memory is [`GpuMsmError::Gpu`], never a
 //!   panic. Scratch lives only for one call.
-//! - G2 is not implemented on the GPU yet (use [`crate::CpuMsm`]).
+//! - G2 is not implemented on the GPU yet: the [`crate::MsmBackend`] impl of [`GpuMsm`]
+//!   runs G2 on the host through [`crate::CpuMsm`] (the trait's G1 methods run on the GPU,
+//!   bases uploaded per call). Device errors reach the trait as [`MsmError::Gpu`].
 //!
 //! # Pipeline (one stream)
 //! Signed-digit windows of `c` bits (`W = ⌈256/c⌉` windows, `2^(c-1)` buckets each), plus a
@@ -46,7 +48,7 @@
 //! 1, `~2·(W+1)·2^(c-1)` additions to reduce buckets; device scratch of
 //! `4·W·n + 192·(W+1)·2^(c-1) + 12·(W+1)·2^(c-1)` bytes (entries, buckets, sort keys).
 
-use bls12_381::{G1Affine, G1Projective, Scalar};
+use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use bls_repr::{FrRepr, G1AffineRepr, ReprError};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use gpu_device::{DeviceBuffer, Entry, Gpu, GpuError};
@@ -670,6 +672,69 @@ fn combine_windows(sums: &[G1Affine], c: u32) -> Result<G1Projective, GpuMsmErro
         acc += G1Projective::from(w);
     }
     Ok(acc + G1Projective::from(ones))
+}
+
+impl From<GpuMsmError> for MsmError {
+    /// Shape errors pass through unchanged; device errors become [`MsmError::Gpu`] with
+    /// their message (the device error itself is not `Clone`).
+    fn from(e: GpuMsmError) -> MsmError {
+        match e {
+            GpuMsmError::Shape(e) => e,
+            GpuMsmError::TooManyTerms { n_terms, max_terms } => {
+                MsmError::TooManyTerms { n_terms, max_terms }
+            }
+            other => MsmError::Gpu {
+                backend: "cuda",
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+/// The trait view of the CUDA engine: G1 on the GPU (bases uploaded per call; use
+/// [`GpuMsm::upload_bases_g1`] and [`GpuMsm::msm_g1_resident`] to keep them resident), **G2
+/// on the host** through [`crate::CpuMsm`] (there are no G2 kernels yet), so every method
+/// of the trait works and gives the same points as every other backend.
+impl crate::MsmBackend for GpuMsm {
+    fn name(&self) -> &'static str {
+        "cuda (g2 on cpu)"
+    }
+
+    fn msm_g1(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+        density: Option<&DensityMask>,
+    ) -> Result<G1Projective, MsmError> {
+        Ok(GpuMsm::msm_g1(self, bases, scalars, density)?)
+    }
+
+    fn msm_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[Scalar],
+        density: Option<&DensityMask>,
+    ) -> Result<G2Projective, MsmError> {
+        crate::CpuMsm::new().msm_g2(bases, scalars, density)
+    }
+
+    fn msm_g1_batch(
+        &self,
+        bases: &[G1Affine],
+        scalar_sets: &[&[Scalar]],
+        density: Option<&DensityMask>,
+    ) -> Result<Vec<G1Projective>, MsmError> {
+        Ok(GpuMsm::msm_g1_batch(self, bases, scalar_sets, density)?)
+    }
+
+    fn msm_g2_batch(
+        &self,
+        bases: &[G2Affine],
+        scalar_sets: &[&[Scalar]],
+        density: Option<&DensityMask>,
+    ) -> Result<Vec<G2Projective>, MsmError> {
+        crate::CpuMsm::new().msm_g2_batch(bases, scalar_sets, density)
+    }
 }
 
 #[cfg(test)]

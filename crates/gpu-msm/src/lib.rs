@@ -45,8 +45,10 @@
 //!   when there are more threads than windows.
 //! - [`GpuMsm`] (CUDA, G1 only for now; see `src/gpu.rs` for its contract): same scalars
 //!   and masks, bases uploaded per call or resident on the device ([`DeviceBasesG1`]).
-//!   It returns [`GpuMsmError`] (which wraps [`MsmError`] and device errors) and does not
-//!   implement [`MsmBackend`] yet: that needs a GPU variant in [`MsmError`].
+//!   Its own methods return [`GpuMsmError`] (which wraps [`MsmError`] and device errors).
+//!   It also implements [`MsmBackend`]: G1 on the GPU (bases uploaded per call), **G2
+//!   delegated to [`CpuMsm`] on the host** (no G2 kernels yet); device failures become
+//!   [`MsmError::Gpu`].
 //!
 //! # Cost model (CPU)
 //! About `⌈256/c⌉·(m + 2^c)` point additions for `m` scalars other than 0 and 1 (a
@@ -72,8 +74,8 @@ pub use cpu::{BucketArith, CpuMsm, CpuMsmConfig, DEFAULT_SCALARS_IN_FLIGHT, MAX_
 pub use density::DensityMask;
 pub use error::MsmError;
 pub use gpu::{
-    scalars_to_words, AccumulateKernel, DeviceBasesG1, DeviceScalars, GpuMsm, GpuMsmConfig, GpuMsmError, GpuMsmPlan,
-    PhaseTimes, GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS,
+    scalars_to_words, AccumulateKernel, DeviceBasesG1, DeviceScalars, GpuMsm, GpuMsmConfig,
+    GpuMsmError, GpuMsmPlan, PhaseTimes, GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS,
 };
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};

@@ -895,6 +895,36 @@ impl GpuNtt {
     }
 }
 
+impl From<GpuNttError> for NttError {
+    /// Size errors pass through unchanged; device errors become [`NttError::Gpu`] with
+    /// their message (the device error itself is not `Clone`).
+    fn from(e: GpuNttError) -> NttError {
+        match e {
+            GpuNttError::Ntt(e) => e,
+            other => NttError::Gpu {
+                backend: "cuda",
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+/// The trait view of the CUDA backend: each call uploads, computes on the device's stream
+/// and copies back (see [`GpuNtt::transform`] and [`GpuNtt::h_poly`]).
+impl crate::NttBackend for GpuNtt {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn transform(&self, data: &mut [Scalar], spec: NttSpec) -> Result<(), NttError> {
+        Ok(GpuNtt::transform(self, data, spec)?)
+    }
+
+    fn h_poly(&self, abc: AbcEvaluations) -> Result<Vec<Scalar>, NttError> {
+        Ok(GpuNtt::h_poly(self, abc)?)
+    }
+}
+
 /// Copies a device buffer of elements back as `FrRepr`s (waits for the device stream).
 pub fn download_reprs(gpu: &Gpu, buf: &DeviceBuffer<u64>) -> Result<Vec<FrRepr>, GpuNttError> {
     n_elements(buf, "download buffer")?;

@@ -30,8 +30,8 @@
 //!   1/n factors fused into the first load or last store, one twiddle table charged to the
 //!   device's VRAM budget. Its H step takes a, b, c from host, pinned or device memory and
 //!   records an event once they are uploaded, so the caller can release their host budget.
-//!   It has the same methods as the trait but does not implement [`NttBackend`] yet: the
-//!   trait's error type has no GPU variant (next step).
+//!   It implements [`NttBackend`] (each call uploads and copies back; device failures
+//!   become [`NttError::Gpu`]); its own methods return the richer [`GpuNttError`].
 //!
 //! # Cost model (CPU)
 //! A transform: `(n/2)·log2 n` multiplications (fewer at j = 0), `log2 n − 13` full
