@@ -9,7 +9,7 @@ use gpu_msm::{CpuMsm, DensityMask, MsmBackend};
 use gpu_ntt::{AbcEvaluations, CpuNtt, NttBackend};
 use memory_budget::{Budget, Category, Reservation};
 
-use crate::{ProverError, ProvingKey};
+use crate::{GpuBackend, ProverError, ProvingKey};
 
 /// Which kind of engine a backend is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -23,13 +23,13 @@ pub enum BackendKind {
 /// How a [`crate::Prover`] picks its backend.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum BackendChoice {
-    /// The GPU when one is present and the GPU backend is built, else the CPU. The GPU
-    /// backend is not built yet, so today this is always the CPU.
+    /// The GPU backend when `gpu_device` opens device 0, else the CPU backend (a missing
+    /// driver or device is not an error here).
     #[default]
     Auto,
     /// The CPU backend.
     Cpu,
-    /// The GPU backend: returns [`ProverError::BackendUnavailable`] until it is built.
+    /// The GPU backend; without a usable device, [`ProverError::GpuUnavailable`].
     Gpu,
 }
 
@@ -50,7 +50,9 @@ pub struct MsmInputs<'a> {
     pub b_aux: &'a DensityMask,
 }
 
-/// Wall time of each MSM.
+/// Wall time of each MSM. On the GPU backend each G1 figure includes that MSM's scalar
+/// conversion and copy (and, on a key's first proof, its base upload), and `b_g2` runs on
+/// the host at the same time as the G1 MSMs, so the figures add up to more than `wall`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MsmTimings {
     /// `h_query` · h.
@@ -63,6 +65,13 @@ pub struct MsmTimings {
     pub b_g1: Duration,
     /// `b_g2_query` · (inputs, aux).
     pub b_g2: Duration,
+    /// Uploading bases to the device (first proof over a key only; zero on the CPU).
+    pub bases_upload: Duration,
+    /// Converting scalars to canonical words and copying them to the device (zero on
+    /// the CPU).
+    pub scalar_transfers: Duration,
+    /// The whole MSM phase, start to end.
+    pub wall: Duration,
 }
 
 /// The five sums of a proof (before r and s are mixed in).
@@ -82,6 +91,15 @@ pub struct MsmOutputs {
     pub timings: MsmTimings,
 }
 
+/// What the H step returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HOutput {
+    /// h's `m − 1` coefficients.
+    pub h: Vec<Scalar>,
+    /// Of the step's time, what went to host conversions and copies (zero on the CPU).
+    pub transfers: Duration,
+}
+
 /// A compute engine for the H step and the MSMs. Every backend gives the same points
 /// for the same inputs (exact arithmetic), so proofs do not depend on the backend.
 pub trait ProverBackend: Send + Sync {
@@ -99,41 +117,32 @@ pub trait ProverBackend: Send + Sync {
     fn msm_scratch_bytes(&self, n_max_terms: usize) -> u64;
 
     /// h's `m − 1` coefficients from a, b, c (see `gpu_ntt::NttBackend::h_poly`).
-    fn h_poly(&self, abc: AbcEvaluations) -> Result<Vec<Scalar>, ProverError>;
+    /// `inputs_released` is called once the host a, b, c are freed before the step ends
+    /// (the GPU backend: when their upload has completed), so the caller can shrink its
+    /// charge early; a backend that reuses their buffers for h never calls it.
+    fn h_poly(
+        &self,
+        abc: AbcEvaluations,
+        inputs_released: &mut dyn FnMut(),
+    ) -> Result<HOutput, ProverError>;
 
     /// The five MSMs of one proof over `key`'s bases, sliced as groth16 slices them.
     fn msms(&self, key: &ProvingKey, inputs: &MsmInputs<'_>) -> Result<MsmOutputs, ProverError>;
 }
 
-/// Builds the backend for a choice.
+/// Builds the backend for a choice: `Auto` falls back to the CPU when no device opens,
+/// explicit `Gpu` returns that failure as [`ProverError::GpuUnavailable`].
 pub fn backend_for(
     choice: BackendChoice,
     budget: &Budget,
 ) -> Result<Box<dyn ProverBackend>, ProverError> {
     match choice {
-        BackendChoice::Auto | BackendChoice::Cpu => Ok(Box::new(CpuBackend::new(budget.clone()))),
-        BackendChoice::Gpu => Err(GpuBackend::unavailable()),
-    }
-}
-
-/// The GPU backend's slot. Not built yet: [`GpuBackend::new`] always returns
-/// [`ProverError::BackendUnavailable`] (never a panic), whether or not a GPU is present.
-#[derive(Debug)]
-pub struct GpuBackend {
-    _not_built: (),
-}
-
-impl GpuBackend {
-    /// Always `Err(BackendUnavailable)` until the CUDA prover backend exists.
-    pub fn new() -> Result<GpuBackend, ProverError> {
-        Err(Self::unavailable())
-    }
-
-    fn unavailable() -> ProverError {
-        ProverError::BackendUnavailable {
-            backend: "gpu",
-            reason: "the cuda prover backend is not built yet",
-        }
+        BackendChoice::Cpu => Ok(Box::new(CpuBackend::new(budget.clone()))),
+        BackendChoice::Gpu => Ok(Box::new(GpuBackend::new(budget.clone())?)),
+        BackendChoice::Auto => match GpuBackend::new(budget.clone()) {
+            Ok(gpu) => Ok(Box::new(gpu)),
+            Err(_) => Ok(Box::new(CpuBackend::new(budget.clone()))),
+        },
     }
 }
 
@@ -209,12 +218,12 @@ fn cpu_window(n_terms: usize) -> u32 {
         .unwrap_or(1)
 }
 
-fn msm_err(query: &'static str) -> impl FnOnce(gpu_msm::MsmError) -> ProverError {
+pub(crate) fn msm_err(query: &'static str) -> impl FnOnce(gpu_msm::MsmError) -> ProverError {
     move |source| ProverError::Msm { query, source }
 }
 
 /// `bases[start..end]`, or a typed error when the query is too short.
-fn slice<'a, T>(
+pub(crate) fn slice<'a, T>(
     query: &'static str,
     bases: &'a [T],
     start: usize,
@@ -248,23 +257,45 @@ impl ProverBackend for CpuBackend {
     }
 
     fn msm_scratch_bytes(&self, n_max_terms: usize) -> u64 {
-        // Upper bound from gpu-msm's cost model: per classified term at most 224 bytes
-        // (G2 with batch-affine buckets; 40 projective, 128 G1 batch-affine), at most
-        // DEFAULT_SCALARS_IN_FLIGHT terms at once, plus 2^(c-1) buckets (bounded by a
-        // projective G2 point each) per busy thread.
-        let terms = MSM_TERM_BYTES * n_max_terms.min(gpu_msm::DEFAULT_SCALARS_IN_FLIGHT) as u64;
-        let c = cpu_window(n_max_terms);
-        let buckets = (1u64 << (c - 1)) * G2_PROJECTIVE_BYTES * rayon::current_num_threads() as u64;
-        terms + buckets
+        cpu_msm_scratch_bytes(n_max_terms)
     }
 
-    fn h_poly(&self, abc: AbcEvaluations) -> Result<Vec<Scalar>, ProverError> {
+    fn h_poly(
+        &self,
+        abc: AbcEvaluations,
+        _inputs_released: &mut dyn FnMut(),
+    ) -> Result<HOutput, ProverError> {
         let m = gpu_ntt::h_domain_size(abc.a.len())?;
         self.charge_twiddles(m)?;
-        Ok(self.ntt.h_poly(abc)?)
+        Ok(HOutput {
+            h: self.ntt.h_poly(abc)?,
+            transfers: Duration::ZERO,
+        })
     }
 
     fn msms(&self, key: &ProvingKey, x: &MsmInputs<'_>) -> Result<MsmOutputs, ProverError> {
+        let start = Instant::now();
+        let mut out = self.msms_serial(key, x)?;
+        out.timings.wall = start.elapsed();
+        Ok(out)
+    }
+}
+
+/// Host scratch of `gpu_msm::CpuMsm` for MSMs of at most `n_max_terms` scalars.
+pub(crate) fn cpu_msm_scratch_bytes(n_max_terms: usize) -> u64 {
+    // Upper bound from gpu-msm's cost model: per classified term at most 224 bytes
+    // (G2 with batch-affine buckets; 40 projective, 128 G1 batch-affine), at most
+    // DEFAULT_SCALARS_IN_FLIGHT terms at once, plus 2^(c-1) buckets (bounded by a
+    // projective G2 point each) per busy thread.
+    let terms = MSM_TERM_BYTES * n_max_terms.min(gpu_msm::DEFAULT_SCALARS_IN_FLIGHT) as u64;
+    let c = cpu_window(n_max_terms);
+    let buckets = (1u64 << (c - 1)) * G2_PROJECTIVE_BYTES * rayon::current_num_threads() as u64;
+    terms + buckets
+}
+
+impl CpuBackend {
+    /// The five MSMs one after another.
+    fn msms_serial(&self, key: &ProvingKey, x: &MsmInputs<'_>) -> Result<MsmOutputs, ProverError> {
         let msm = &self.msm;
         let n_in = x.inputs.len();
         let mut timings = MsmTimings::default();

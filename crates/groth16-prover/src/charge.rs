@@ -63,6 +63,13 @@ impl Charge {
         }
     }
 
+    /// Shrinks to `bytes` when holding more (never grows).
+    pub(crate) fn shrink_to(&mut self, bytes: u64) {
+        if bytes < self.reservation.bytes() {
+            self.reservation.shrink_to(bytes);
+        }
+    }
+
     /// Bytes held now.
     #[cfg(test)]
     pub(crate) fn bytes(&self) -> u64 {

@@ -96,6 +96,14 @@ pub enum ProverError {
         #[source]
         source: gpu_msm::MsmError,
     },
+    /// The GPU backend was asked for explicitly but no device could be opened (no
+    /// driver, no device, or the driver failed).
+    #[error("gpu backend unavailable: {source}")]
+    GpuUnavailable {
+        /// Why the device did not open.
+        #[source]
+        source: gpu_device::GpuError,
+    },
     /// The requested backend cannot run here.
     #[error("{backend} backend unavailable: {reason}")]
     BackendUnavailable {

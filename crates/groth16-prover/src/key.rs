@@ -2,6 +2,7 @@
 //! source they came from.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bls12_381::{Bls12, G1Affine, G2Affine};
@@ -41,6 +42,15 @@ pub struct ProvingKey {
     source: KeySource,
     /// Holds the converted copy's bytes (`None` when the vectors are shared).
     reservation: Option<Reservation>,
+    /// Unique per key in this process (what the GPU backend's resident bases are keyed by).
+    id: u64,
+}
+
+/// Source of [`ProvingKey::id`].
+static NEXT_KEY_ID: AtomicU64 = AtomicU64::new(1);
+
+fn next_key_id() -> u64 {
+    NEXT_KEY_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 impl std::fmt::Debug for ProvingKey {
@@ -71,6 +81,7 @@ impl ProvingKey {
             b_g2_query: Arc::clone(&params.b_g2),
             source: KeySource::Parameters,
             reservation: None,
+            id: next_key_id(),
         }
     }
 
@@ -105,6 +116,7 @@ impl ProvingKey {
             b_g2_query: Arc::new(g2_bases("b_g2_query", params.b_g2_query().as_host())?),
             source: KeySource::SrsStore,
             reservation: Some(reservation),
+            id: next_key_id(),
         };
         Ok(key)
     }
@@ -120,6 +132,11 @@ impl ProvingKey {
         let file = ParamsFile::open(path)?;
         let loaded = file.load(budget, options)?;
         ProvingKey::from_loaded(&loaded, budget)
+    }
+
+    /// A number no other key of this process has (keys are never equal by content).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The verifying key.

@@ -69,14 +69,19 @@
 //! - Bad input is a typed [`ProverError`] naming sizes, query and partition; never a panic.
 //!
 //! # Backends
-//! [`BackendChoice::Auto`] and [`BackendChoice::Cpu`] give [`CpuBackend`] (rayon:
-//! `gpu_ntt::CpuNtt` and `gpu_msm::CpuMsm`, the MSMs one after another). **The GPU backend
-//! is not built yet**: [`BackendChoice::Gpu`] and [`GpuBackend::new`] return
-//! [`ProverError::BackendUnavailable`], and `Auto` never picks it.
+//! [`BackendChoice::Cpu`] gives [`CpuBackend`] (rayon: `gpu_ntt::CpuNtt` and
+//! `gpu_msm::CpuMsm`, the MSMs one after another). [`BackendChoice::Gpu`] gives
+//! [`GpuBackend`] (CUDA, device 0): H on the GPU (`gpu_ntt::GpuNtt`; the a/b/c part of the
+//! working-set charge is released as soon as their upload has completed), the `h`, `l`, `a`
+//! and `b_g1` MSMs on the GPU over bases uploaded once per [`ProvingKey`] and kept resident
+//! (charged to the device's VRAM budget; a query that does not fit runs on the CPU), and
+//! the `b_g2` MSM **on the CPU** (no G2 kernels yet) on a thread of its own while the GPU
+//! works. Without a usable device, explicit `Gpu` is [`ProverError::GpuUnavailable`];
+//! [`BackendChoice::Auto`] (the default) takes the GPU when device 0 opens, else the CPU.
 //!
 //! # Non-goals
 //! No witness generation beyond the circuit's own code; no parameter generation; no
-//! transfer timings or pinned staging pool yet (they come with the GPU backend).
+//! pinned staging pool yet (the GPU backend copies from pageable memory).
 //!
 //! # Cost model (CPU)
 //! Synthesis: the circuit's own cost (witness-only with a PCE). a, b, c: one pass over the
@@ -89,16 +94,18 @@
 mod backend;
 mod charge;
 mod error;
+mod gpu;
 mod key;
 mod plain;
 mod prover;
 pub mod testing;
 
 pub use backend::{
-    backend_for, BackendChoice, BackendKind, CpuBackend, GpuBackend, MsmInputs, MsmOutputs,
+    backend_for, BackendChoice, BackendKind, CpuBackend, HOutput, MsmInputs, MsmOutputs,
     MsmTimings, ProverBackend,
 };
 pub use error::ProverError;
+pub use gpu::GpuBackend;
 pub use key::{KeySource, ProvingKey};
 pub use prover::{
     BatchOutput, ProofOutput, ProofShape, ProofTimings, Prover, ProverConfig, Randomness,

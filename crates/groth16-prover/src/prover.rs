@@ -104,6 +104,15 @@ pub struct ProofTimings {
     pub msm_b_g1: Duration,
     /// MSMs over `b_g2_query`.
     pub msm_b_g2: Duration,
+    /// Of `h`: host conversions and copies to and from the device (GPU backend).
+    pub h_transfers: Duration,
+    /// The MSM phase start to end (on the GPU backend `msm_b_g2` overlaps the G1 MSMs,
+    /// so this is less than [`ProofTimings::msm_total`]).
+    pub msm_wall: Duration,
+    /// Of the MSMs: uploading bases to the device (a key's first proof only).
+    pub bases_upload: Duration,
+    /// Of the MSMs: converting and copying scalars to the device.
+    pub msm_transfers: Duration,
     /// Mixing in r and s, conversion to affine.
     pub assembly: Duration,
     /// Verification with the verifying key (zero when not asked for).
@@ -545,8 +554,15 @@ impl Prover {
         let witness_bytes =
             (inputs.capacity() + aux.capacity()) as u64 * SCALAR_BYTES + masks.bytes();
         let t = Instant::now();
-        let h = self.backend.h_poly(abc)?;
+        // Once the backend has freed a, b and c (the GPU backend: after their upload),
+        // only the witness and room for h on its way back (a device-layout copy and the
+        // scalars) stay charged.
+        let h_return = 2 * shape.domain_size as u64 * SCALAR_BYTES;
+        let mut released = || charge.shrink_to(witness_bytes + h_return);
+        let h_out = self.backend.h_poly(abc, &mut released)?;
         timings.h = t.elapsed();
+        timings.h_transfers = h_out.transfers;
+        let h = h_out.h;
         // b and c are gone; h lives in a's buffer until the H MSM is done.
         charge.set(
             self.msm_phase_bytes(witness_bytes, vec_bytes(&h), &shape),
@@ -572,6 +588,9 @@ impl Prover {
         timings.msm_a = sums.timings.a;
         timings.msm_b_g1 = sums.timings.b_g1;
         timings.msm_b_g2 = sums.timings.b_g2;
+        timings.msm_wall = sums.timings.wall;
+        timings.bases_upload = sums.timings.bases_upload;
+        timings.msm_transfers = sums.timings.scalar_transfers;
 
         let t = Instant::now();
         let vk = self.key.vk();

@@ -281,33 +281,54 @@ fn budget_is_charged_then_returned_and_refusal_is_typed() {
     }
 }
 
+/// Without a driver (this CI machine): `Auto` gives the CPU backend and explicit `Gpu` the
+/// typed error. Where device 0 opens, `Auto` and `Gpu` give the GPU backend instead.
 #[test]
-fn gpu_backend_is_a_typed_error() {
-    assert!(matches!(
-        GpuBackend::new(),
-        Err(ProverError::BackendUnavailable { backend: "gpu", .. })
-    ));
+fn backend_choice_without_a_driver() {
     let key = Arc::new(ProvingKey::from_parameters(&generate(
         MimcChain::new(2, 1),
         &mut rng(seed()),
     )));
+    let gpu_usable = gpu_device::Gpu::open(0).is_ok();
     let config = ProverConfig {
         backend: BackendChoice::Gpu,
         ..ProverConfig::default()
     };
-    match Prover::new(Arc::clone(&key), Budget::fixed(1 << 30), config) {
-        Err(ProverError::BackendUnavailable { backend, reason }) => {
-            assert_eq!(backend, "gpu");
-            assert!(!reason.is_empty());
+    let explicit = Prover::new(Arc::clone(&key), Budget::fixed(1 << 30), config);
+    let direct = GpuBackend::new(Budget::fixed(1 << 30));
+    if gpu_usable {
+        assert_eq!(explicit.expect("gpu prover").backend_name(), "gpu");
+        assert!(direct.is_ok());
+    } else {
+        match explicit {
+            Err(ProverError::GpuUnavailable { source }) => {
+                assert!(!source.to_string().is_empty())
+            }
+            other => panic!("expected GpuUnavailable, got {other:?}"),
         }
-        other => panic!("expected BackendUnavailable, got {other:?}"),
+        assert!(matches!(direct, Err(ProverError::GpuUnavailable { .. })));
     }
-    let auto = Prover::new(key, Budget::fixed(1 << 30), ProverConfig::default()).unwrap();
+    let auto = Prover::new(
+        Arc::clone(&key),
+        Budget::fixed(1 << 30),
+        ProverConfig::default(),
+    )
+    .expect("auto never fails for want of a gpu");
     assert_eq!(
         auto.backend_name(),
-        "cpu",
-        "auto picks the cpu while the gpu backend is not built"
+        if gpu_usable { "gpu" } else { "cpu" },
+        "auto picks the gpu exactly when device 0 opens"
     );
+    // Whatever Auto picked proves correctly.
+    let circuit = MimcChain::new(2, 1);
+    let out = auto
+        .prove(
+            Synthesis::Plain,
+            circuit.clone(),
+            Randomness::random(&mut rng(seed())),
+        )
+        .expect("auto proof");
+    assert!(groth16::verify_proof(key.prepared_vk(), &out.proof, &[circuit.output()]).is_ok());
 }
 
 /// A circuit that enforces on a variable it never allocated.

@@ -190,15 +190,17 @@ pub fn run(a: DemoArgs<'_>) -> anyhow::Result<Outcome> {
     let key_charged = key.charged_bytes();
 
     let backend = match a.backend {
-        BackendChoice::Auto if gpu_present() => match groth16_prover::GpuBackend::new() {
-            Ok(_) => BackendChoice::Gpu,
-            Err(e) => {
-                ui::note(format!(
-                    "a gpu is present but cannot be used ({e}); proving on the cpu"
-                ));
-                BackendChoice::Cpu
+        BackendChoice::Auto if gpu_present() => {
+            match groth16_prover::GpuBackend::new(budget.clone()) {
+                Ok(_) => BackendChoice::Gpu,
+                Err(e) => {
+                    ui::note(format!(
+                        "a gpu is present but cannot be used ({e}); proving on the cpu"
+                    ));
+                    BackendChoice::Cpu
+                }
             }
-        },
+        }
         other => other,
     };
     let config = ProverConfig {

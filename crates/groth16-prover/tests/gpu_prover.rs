@@ -1,0 +1,189 @@
+//! The GPU backend's proofs are byte-for-byte `groth16::create_proof`'s for the same
+//! parameters and (r, s), on SHA-256 (one block), MiMC and random R1CS circuits, through the
+//! PCE path and plain synthesis, single proofs and a batch of partitions; they verify.
+//! Every test skips loudly without a GPU (and fails under PINION_REQUIRE_GPU=1).
+
+mod common;
+
+use std::sync::Arc;
+
+use bellman::Circuit;
+use bls12_381::{Bls12, Scalar};
+use ff::Field;
+use gpu_device::testing::gpu_or_skip;
+use gpu_device::Gpu;
+use groth16::Parameters;
+use groth16_prover::testing::{MimcChain, RandomR1cs, Sha256Circuit};
+use groth16_prover::{
+    GpuBackend, Prover, ProverConfig, ProvingKey, Randomness, SelfCheck, Synthesis,
+};
+use memory_budget::{Budget, Category};
+use rand::RngExt;
+
+use common::*;
+
+fn gpu_prover(gpu: &Gpu, key: ProvingKey, budget: &Budget, resident_limit: Option<u64>) -> Prover {
+    let mut backend = GpuBackend::with_gpu(gpu.clone(), budget.clone());
+    if let Some(limit) = resident_limit {
+        backend = backend.with_resident_limit(limit);
+    }
+    let config = ProverConfig {
+        self_check: SelfCheck::Always,
+        ..ProverConfig::default()
+    };
+    Prover::with_backend(Arc::new(key), budget.clone(), config, Box::new(backend))
+}
+
+fn pairs(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<Randomness> {
+    let mut v: Vec<Randomness> = (0..n).map(|_| Randomness::random(rng)).collect();
+    v.push(Randomness::new(Scalar::ZERO, Scalar::ONE));
+    v
+}
+
+/// GPU proofs (PCE path with the key from a file, plain synthesis with the in-memory key,
+/// and PCE with every base on the CPU fallback) equal the reference's bytes and verify.
+fn check<C: Circuit<Scalar> + Clone>(
+    gpu: &Gpu,
+    name: &str,
+    circuit: C,
+    public_inputs: &[Scalar],
+    params: &Parameters<Bls12>,
+    rs: &[Randomness],
+) {
+    let budget = big_budget();
+    let from_file = gpu_prover(gpu, key_via_file(params, &budget, name), &budget, None);
+    let from_mem = gpu_prover(gpu, ProvingKey::from_parameters(params), &budget, None);
+    let fallback = gpu_prover(gpu, ProvingKey::from_parameters(params), &budget, Some(0));
+    let (_cache, pce) = record(&budget, name, circuit.clone());
+    for (i, rs) in rs.iter().enumerate() {
+        let want =
+            bytes(&groth16::create_proof(circuit.clone(), params, rs.r, rs.s).expect("reference"));
+        let runs = [
+            ("pce, key from file", &from_file, Synthesis::Pce(&pce)),
+            ("plain, in-memory key", &from_mem, Synthesis::Plain),
+            ("pce, bases on the cpu", &fallback, Synthesis::Pce(&pce)),
+        ];
+        for (what, prover, synthesis) in runs {
+            let got = prover
+                .prove(synthesis, circuit.clone(), *rs)
+                .unwrap_or_else(|e| panic!("{name} pair {i} {what}: {e}"));
+            assert_eq!(got.backend, "gpu");
+            assert_eq!(bytes(&got.proof), want, "{name} pair {i}: {what}");
+            assert!(got.self_checked, "{name} pair {i}: {what}");
+            assert!(
+                verifies(prover.key(), &got.proof, public_inputs),
+                "{name} pair {i}: {what} verifies"
+            );
+            if i > 0 {
+                assert!(
+                    got.timings.bases_upload.is_zero(),
+                    "{name} pair {i} {what}: bases stay resident after the first proof"
+                );
+            }
+        }
+    }
+    assert_eq!(
+        budget.snapshot().used_in(Category::WorkingSet),
+        0,
+        "{name}: every working set returned"
+    );
+    assert_eq!(
+        budget.snapshot().used_in(Category::Transient),
+        0,
+        "{name}: upload copies returned"
+    );
+}
+
+#[test]
+fn gpu_random_r1cs_matches_reference() {
+    let Some(gpu) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let mut rng = rng(seed());
+    for (n_inputs, n_constraints) in [(0usize, 1usize), (1, 20), (4, 300), (9, 1500)] {
+        let circuit = RandomR1cs {
+            n_inputs,
+            n_constraints,
+            shape_seed: rng.random(),
+            value_seed: rng.random(),
+            corrupt: false,
+        };
+        let params = generate(circuit.clone(), &mut rng);
+        let inputs = circuit.public_inputs();
+        let rs = pairs(&mut rng, 2);
+        let name = format!("gpu-random-{n_inputs}-{n_constraints}");
+        check(&gpu, &name, circuit, &inputs, &params, &rs);
+    }
+}
+
+#[test]
+fn gpu_mimc_matches_reference() {
+    let Some(gpu) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let mut rng = rng(seed());
+    let circuit = MimcChain::new(400, rng.random());
+    let params = generate(circuit.clone(), &mut rng);
+    let rs = pairs(&mut rng, 2);
+    check(
+        &gpu,
+        "gpu-mimc-400",
+        circuit.clone(),
+        &[circuit.output()],
+        &params,
+        &rs,
+    );
+}
+
+#[test]
+fn gpu_sha256_one_block_matches_reference() {
+    let Some(gpu) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let mut rng = rng(seed());
+    let circuit = Sha256Circuit::with_blocks(1, rng.random());
+    let params = generate(circuit.clone(), &mut rng);
+    let rs = pairs(&mut rng, 1);
+    check(
+        &gpu,
+        "gpu-sha256-1",
+        circuit.clone(),
+        &circuit.public_inputs(),
+        &params,
+        &rs,
+    );
+}
+
+#[test]
+fn gpu_batch_of_partitions_matches_reference() {
+    let Some(gpu) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let mut rng = rng(seed());
+    // Same shape (rounds), different values per partition.
+    let circuits: Vec<MimcChain> = (0..4).map(|_| MimcChain::new(300, rng.random())).collect();
+    let params = generate(circuits[0].clone(), &mut rng);
+    let budget = big_budget();
+    let prover = gpu_prover(&gpu, ProvingKey::from_parameters(&params), &budget, None);
+    let (_cache, pce) = record(&budget, "gpu-mimc-batch", circuits[0].clone());
+    let rs: Vec<Randomness> = (0..circuits.len())
+        .map(|_| Randomness::random(&mut rng))
+        .collect();
+    let out = prover
+        .prove_batch(Synthesis::Pce(&pce), circuits.clone(), &rs)
+        .expect("gpu batch");
+    assert_eq!(out.proofs.len(), circuits.len());
+    for (i, (got, c)) in out.proofs.iter().zip(&circuits).enumerate() {
+        let want = groth16::create_proof(c.clone(), &params, rs[i].r, rs[i].s).expect("reference");
+        assert_eq!(bytes(&got.proof), bytes(&want), "partition {i}");
+        assert!(got.self_checked, "partition {i}");
+        assert!(verifies(prover.key(), &got.proof, &[c.output()]));
+        if i > 0 {
+            assert!(
+                got.timings.bases_upload.is_zero(),
+                "partition {i}: resident"
+            );
+        }
+    }
+    assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
+}
