@@ -96,7 +96,8 @@ pub struct MsmOutputs {
 pub struct HOutput {
     /// h's `m − 1` coefficients.
     pub h: Vec<Scalar>,
-    /// Of the step's time, what went to host conversions and copies (zero on the CPU).
+    /// Of the step's time, host conversions and uploads (zero on the CPU; see
+    /// `ProofTimings::h_transfers`).
     pub transfers: Duration,
 }
 

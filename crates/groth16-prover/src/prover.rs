@@ -104,7 +104,9 @@ pub struct ProofTimings {
     pub msm_b_g1: Duration,
     /// MSMs over `b_g2_query`.
     pub msm_b_g2: Duration,
-    /// Of `h`: host conversions and copies to and from the device (GPU backend).
+    /// Of `h` (GPU backend): converting a, b, c to the device layout until their upload
+    /// completed, plus converting h back; the download of h, which waits for the
+    /// transforms, is not counted.
     pub h_transfers: Duration,
     /// The MSM phase start to end (on the GPU backend `msm_b_g2` overlaps the G1 MSMs,
     /// so this is less than [`ProofTimings::msm_total`]).

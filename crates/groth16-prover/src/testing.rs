@@ -7,7 +7,7 @@
 use bellman::gadgets::boolean::{AllocatedBit, Boolean};
 use bellman::gadgets::{multipack, sha256};
 use bellman::{Circuit, ConstraintSystem, SynthesisError, Variable};
-use bls12_381::Scalar;
+use bls12_381::{Bls12, G1Projective, G2Projective, Scalar};
 use ff::Field;
 
 /// A small deterministic generator (splitmix64): circuits must not depend on a global
@@ -342,5 +342,136 @@ mod tests {
             let want: [u8; 32] = sha2::Sha256::digest(&msg).into();
             assert_eq!(sha256_digest(&msg), want, "length {len}");
         }
+    }
+}
+
+/// A multiplication chain for large synthetic benchmarks: `x_{i+1} = (x_i + c_i)·k_{i mod
+/// n_keys}` for `n_constraints` constraints, one per row, with a few secret keys `k_j`.
+/// Every aux value is a uniformly spread field element (the worst case for an MSM), A and
+/// C are dense, and B touches only the keys, so the G2 MSM is tiny. Nothing public but
+/// ONE. Witness generation is one multiplication per constraint.
+#[derive(Clone, Debug)]
+pub struct KeyedChain {
+    /// Constraints (rows are one more: groth16's input row for ONE).
+    pub n_constraints: usize,
+    /// Keys the B side cycles through.
+    pub n_keys: usize,
+    /// Seed of the start value, keys and constants.
+    pub seed: u64,
+}
+
+impl Circuit<Scalar> for KeyedChain {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut g = SplitMix::new(self.seed);
+        let mut keys = Vec::with_capacity(self.n_keys.max(1));
+        for j in 0..self.n_keys.max(1) {
+            let v = g.scalar();
+            keys.push((cs.alloc(|| format!("k{j}"), || Ok(v))?, v));
+        }
+        let mut x_val = g.scalar();
+        let mut x = cs.alloc(|| "x0", || Ok(x_val))?;
+        for i in 0..self.n_constraints {
+            // Constants from the counter so the shape needs no stored table.
+            let c = Scalar::from(g.next_u64());
+            let (k, k_val) = keys[i % keys.len()];
+            let y_val = (x_val + c) * k_val;
+            let y = cs.alloc(|| "x", || Ok(y_val))?;
+            cs.enforce(
+                || "step",
+                |lc| lc + x + (c, CS::one()),
+                |lc| lc + k,
+                |lc| lc + y,
+            );
+            x = y;
+            x_val = y_val;
+        }
+        Ok(())
+    }
+}
+
+/// Query lengths of a parameter set for one circuit shape (what groth16's generator would
+/// produce for it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamShape {
+    /// Public inputs, ONE included (the `ic` length).
+    pub n_inputs: usize,
+    /// `h_query`: domain size − 1.
+    pub n_h: usize,
+    /// `l_query`: aux variables.
+    pub n_l: usize,
+    /// `a_query`: inputs plus aux with an A coefficient.
+    pub n_a: usize,
+    /// `b_g1_query` and `b_g2_query`: inputs and aux with a B coefficient.
+    pub n_b: usize,
+}
+
+impl ParamShape {
+    /// The shape a recorded circuit needs.
+    pub fn of(pce: &pce_cache::Pce) -> ParamShape {
+        let s = pce.shape();
+        let d = pce.densities();
+        let n_inputs = s.n_inputs as usize;
+        ParamShape {
+            n_inputs,
+            n_h: (s.n_rows as usize).next_power_of_two().max(1) - 1,
+            n_l: s.n_aux as usize,
+            n_a: n_inputs + d.a_aux().count_ones(),
+            n_b: d.b_input().count_ones() + d.b_aux().count_ones(),
+        }
+    }
+}
+
+/// **INSECURE, BENCHMARKS ONLY: proofs made with these parameters do not verify.**
+/// Parameters of the right shape whose points are cheap, known multiples of the
+/// generators (`(seed + i)·G`, one running sum per chunk), unrelated to any circuit: the
+/// discrete logs are public, so anyone can forge. Both `groth16::create_proof` and this
+/// crate compute the same function of them, so a benchmark can still time the provers
+/// and compare their proofs byte for byte, at a tiny fraction of the cost of
+/// `groth16::generate_random_parameters` (one point addition per base instead of a
+/// scalar multiplication plus the QAP evaluation).
+pub fn insecure_bench_parameters(shape: ParamShape, seed: u64) -> groth16::Parameters<Bls12> {
+    use group::{Curve, Group};
+    use rayon::prelude::*;
+    use std::sync::Arc;
+
+    const CHUNK: usize = 1 << 14;
+    fn points<G>(n: usize, start: u64) -> Vec<<G as Curve>::Affine>
+    where
+        G: Curve + Group<Scalar = Scalar> + Send + Sync,
+        <G as Curve>::Affine: Send + Sync + Default + Copy,
+    {
+        let mut out = vec![<G as Curve>::Affine::default(); n];
+        out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, dst)| {
+            let g = G::generator();
+            let mut acc = g * Scalar::from(start + (c * CHUNK) as u64);
+            let proj: Vec<G> = (0..dst.len())
+                .map(|_| {
+                    acc += g;
+                    acc
+                })
+                .collect();
+            G::batch_normalize(&proj, dst);
+        });
+        out
+    }
+    let g1 = |n: usize, tag: u64| points::<G1Projective>(n, seed.wrapping_add(tag << 40));
+    let g2 = |n: usize, tag: u64| points::<G2Projective>(n, seed.wrapping_add(tag << 40));
+    let one_g1 = |tag: u64| g1(1, tag)[0];
+    let one_g2 = |tag: u64| g2(1, tag)[0];
+    groth16::Parameters {
+        vk: groth16::VerifyingKey {
+            alpha_g1: one_g1(1),
+            beta_g1: one_g1(2),
+            beta_g2: one_g2(3),
+            gamma_g2: one_g2(4),
+            delta_g1: one_g1(5),
+            delta_g2: one_g2(6),
+            ic: g1(shape.n_inputs, 7),
+        },
+        h: Arc::new(g1(shape.n_h, 8)),
+        l: Arc::new(g1(shape.n_l, 9)),
+        a: Arc::new(g1(shape.n_a, 10)),
+        b_g1: Arc::new(g1(shape.n_b, 11)),
+        b_g2: Arc::new(g2(shape.n_b, 12)),
     }
 }

@@ -275,3 +275,61 @@ fn concurrent_proofs_share_one_prover() {
     }
     assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
 }
+
+#[test]
+fn keyed_chain_matches_reference() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let circuit = groth16_prover::testing::KeyedChain {
+        n_constraints: 700,
+        n_keys: 16,
+        seed: rng.random(),
+    };
+    let params = generate(circuit.clone(), &mut rng);
+    let rs = pairs(&mut rng, 1);
+    check_equivalence("keyed-700", circuit, &[], &params, &rs, true);
+}
+
+/// The benchmark's insecure parameters have exactly the shape the prover needs, and both
+/// provers compute the same proof from them (which does not verify: unrelated points).
+#[test]
+fn insecure_bench_parameters_fit_the_circuit() {
+    use groth16_prover::testing::{insecure_bench_parameters, KeyedChain, ParamShape};
+    let seed = seed();
+    let mut rng = rng(seed);
+    for circuit in [
+        KeyedChain {
+            n_constraints: 300,
+            n_keys: 16,
+            seed: rng.random(),
+        },
+        KeyedChain {
+            n_constraints: 1,
+            n_keys: 1,
+            seed: rng.random(),
+        },
+    ] {
+        let budget = big_budget();
+        let (_cache, pce) = record(&budget, "keyed", circuit.clone());
+        let shape = ParamShape::of(&pce);
+        let params = insecure_bench_parameters(shape, rng.random());
+        assert_eq!(params.h.len(), shape.n_h);
+        assert_eq!(params.b_g2.len(), shape.n_b);
+        assert_eq!(params.vk.ic.len(), shape.n_inputs);
+        let p = prover(
+            ProvingKey::from_parameters(&params),
+            &budget,
+            ProverConfig::default(),
+        );
+        let rs = Randomness::random(&mut rng);
+        let got = p
+            .prove(Synthesis::Pce(&pce), circuit.clone(), rs)
+            .expect("proof from bench parameters");
+        let want = groth16::create_proof(circuit, &params, rs.r, rs.s).expect("reference");
+        assert_eq!(bytes(&got.proof), bytes(&want));
+        assert!(
+            !verifies(p.key(), &got.proof, &[]),
+            "unrelated points: no valid proof"
+        );
+    }
+}
