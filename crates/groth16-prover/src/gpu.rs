@@ -301,6 +301,10 @@ impl GpuBackend {
         n: usize,
         parts: &[Part<'_>],
     ) -> Result<(G1Projective, Duration, Duration), ProverError> {
+        if n == 0 {
+            // No base is used (e.g. a circuit without aux in B): nothing to upload.
+            return Ok((G1Projective::identity(), Duration::ZERO, Duration::ZERO));
+        }
         let (placement, bases_upload) = self.placement(key, q, n)?;
         match placement {
             Placement::Device(bases) => {
