@@ -13,6 +13,7 @@
 //! Bases: 2^16 distinct random points tiled to n (the MSM's cost does not depend on
 //! whether bases repeat). Scalars: uniform below r (random words, top word reduced).
 
+use pinion_bench::BenchLine;
 use std::time::Instant;
 
 use bls12_381::{G1Affine, G1Projective};
@@ -134,12 +135,17 @@ fn env_flag(name: &str) -> bool {
 /// One machine-readable result for `cargo xtask bench` (`PINION_BENCH {json}`); peer is the
 /// issue's reference figure (which includes the scalar copy), the target is at or below it.
 fn emit_bench_line(what: &str, log_n: u32, ms: f32, peer: Option<f64>) {
-    let peer_json = peer.map_or("null".to_string(), |p| format!("{p}"));
-    let target = peer.map_or("null".to_string(), |_| "\"<= peer\"".to_string());
-    let pass = peer.map_or("null".to_string(), |p| (f64::from(ms) <= p).to_string());
-    println!(
-        "PINION_BENCH {{\"what\":\"gpu msm g1 {what}\",\"size\":\"2^{log_n}\",\"ours\":{ms},\"peer\":{peer_json},\"unit\":\"ms\",\"lower_is_better\":true,\"target\":{target},\"pass\":{pass}}}"
-    );
+    BenchLine {
+        what: &format!("gpu msm g1 {what}"),
+        size: format!("2^{log_n}"),
+        ours: f64::from(ms),
+        peer,
+        unit: "ms",
+        lower_is_better: true,
+        target: peer.map(|_| "<= peer"),
+        pass: peer.map(|p| f64::from(ms) <= p),
+    }
+    .emit();
 }
 
 /// Median device time of `runs` MSMs with the scalars resident (one warm-up first).
@@ -171,7 +177,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .filter_map(|a| a.parse().ok())
         .collect();
     if logs.is_empty() {
-        logs = if env_flag("PINION_BENCH_QUICK") {
+        logs = if pinion_bench::quick() {
             vec![16, 18]
         } else {
             vec![16, 18, 20, 22, 24]

@@ -11,6 +11,7 @@
 //! `PINION_BENCH_QUICK=1` (`cargo xtask bench --quick`): G1 at 2^14 and 2^16, G2 at 2^12,
 //! best of 3. `PINION_BENCH` lines carry the CPU times for `cargo xtask bench`.
 
+use pinion_bench::{quick, BenchLine};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -167,47 +168,5 @@ fn main() {
         case::<G2Projective>("G2", g2_log_n, shaped, &mut rng, |m, b, s| {
             m.msm_g2(b, s, None).expect("msm")
         });
-    }
-}
-
-/// True when `cargo xtask bench --quick` asks for the small sizes.
-fn quick() -> bool {
-    std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
-}
-
-/// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`.
-/// (Each bench example carries these few lines: examples share no crate.)
-struct BenchLine<'a> {
-    what: &'a str,
-    size: String,
-    ours: f64,
-    peer: Option<f64>,
-    unit: &'a str,
-    lower_is_better: bool,
-    target: Option<&'a str>,
-    pass: Option<bool>,
-}
-
-impl BenchLine<'_> {
-    fn emit(&self) {
-        let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
-        let n = |x: f64| {
-            if x.is_finite() {
-                format!("{x}")
-            } else {
-                "null".into()
-            }
-        };
-        println!(
-            "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":{},\"lower_is_better\":{},\"target\":{},\"pass\":{}}}",
-            s(self.what),
-            s(&self.size),
-            n(self.ours),
-            self.peer.map_or("null".into(), n),
-            s(self.unit),
-            self.lower_is_better,
-            self.target.map_or("null".into(), s),
-            self.pass.map_or("null".into(), |b| b.to_string())
-        );
     }
 }

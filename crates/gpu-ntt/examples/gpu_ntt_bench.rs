@@ -10,6 +10,7 @@
 //! `PINION_BENCH {json}` line per row for `cargo xtask bench`; `PINION_BENCH_QUICK=1` stops
 //! at 2^22 (no H rows).
 
+use pinion_bench::{quick, BenchLine};
 use std::error::Error;
 use std::sync::Arc;
 
@@ -283,30 +284,18 @@ fn main() -> Res<()> {
     Ok(())
 }
 
-fn quick() -> bool {
-    std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
-}
-
 /// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`
 /// (peer: the reference figure where there is one; target: at or below it).
 fn emit_bench_line(r: &Row) {
-    let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
-    let n = |x: f64| {
-        if x.is_finite() {
-            format!("{x}")
-        } else {
-            "null".into()
-        }
-    };
-    let what = format!("gpu ntt {}", r.what);
-    println!(
-        "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":\"ms\",\"lower_is_better\":true,\"target\":{},\"pass\":{}}}",
-        s(&what),
-        s(&format!("2^{}", r.log_n)),
-        n(r.ms),
-        r.reference_ms.map_or("null".into(), n),
-        r.reference_ms.map_or("null".into(), |_| s("<= peer")),
-        r.reference_ms
-            .map_or("null".into(), |p| (r.ms <= p).to_string())
-    );
+    BenchLine {
+        what: &format!("gpu ntt {}", r.what),
+        size: format!("2^{}", r.log_n),
+        ours: r.ms,
+        peer: r.reference_ms,
+        unit: "ms",
+        lower_is_better: true,
+        target: r.reference_ms.map(|_| "<= peer"),
+        pass: r.reference_ms.map(|p| r.ms <= p),
+    }
+    .emit();
 }

@@ -9,6 +9,7 @@
 //! `PINION_BENCH_QUICK=1` (`cargo xtask bench --quick`): 2^16 and 2^18. `PINION_BENCH` lines
 //! carry the CPU times for `cargo xtask bench`.
 
+use pinion_bench::{quick, BenchLine};
 use std::time::Instant;
 
 use bellman::domain::{EvaluationDomain, Scalar as DomainScalar};
@@ -158,47 +159,5 @@ fn main() {
             show(bellman_ms)
         );
         emit("h step (7 ntts)", log_n, h_ms, bellman_ms);
-    }
-}
-
-/// True when `cargo xtask bench --quick` asks for the small sizes.
-fn quick() -> bool {
-    std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
-}
-
-/// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`.
-/// (Each bench example carries these few lines: examples share no crate.)
-struct BenchLine<'a> {
-    what: &'a str,
-    size: String,
-    ours: f64,
-    peer: Option<f64>,
-    unit: &'a str,
-    lower_is_better: bool,
-    target: Option<&'a str>,
-    pass: Option<bool>,
-}
-
-impl BenchLine<'_> {
-    fn emit(&self) {
-        let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
-        let n = |x: f64| {
-            if x.is_finite() {
-                format!("{x}")
-            } else {
-                "null".into()
-            }
-        };
-        println!(
-            "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":{},\"lower_is_better\":{},\"target\":{},\"pass\":{}}}",
-            s(self.what),
-            s(&self.size),
-            n(self.ours),
-            self.peer.map_or("null".into(), n),
-            s(self.unit),
-            self.lower_is_better,
-            self.target.map_or("null".into(), s),
-            self.pass.map_or("null".into(), |b| b.to_string())
-        );
     }
 }

@@ -24,6 +24,7 @@
 //! `$CARGO_TARGET_DIR/pinion-bench/` (or `target/pinion-bench/`); later runs reuse the
 //! file. Every prover gets the same (r, s) and the bench fails if the proofs differ.
 
+use pinion_bench::{quick, BenchLine};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -456,46 +457,4 @@ fn params_path(name: &str) -> PathBuf {
     let dir = target.join("pinion-bench");
     std::fs::create_dir_all(&dir).expect("create bench dir");
     dir.join(format!("{name}.params"))
-}
-
-/// True when `cargo xtask bench --quick` asks for the small sizes.
-fn quick() -> bool {
-    std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
-}
-
-/// One machine-readable result for `cargo xtask bench`: a stdout line `PINION_BENCH {json}`.
-/// (Each bench example carries these few lines: examples share no crate.)
-struct BenchLine<'a> {
-    what: &'a str,
-    size: String,
-    ours: f64,
-    peer: Option<f64>,
-    unit: &'a str,
-    lower_is_better: bool,
-    target: Option<&'a str>,
-    pass: Option<bool>,
-}
-
-impl BenchLine<'_> {
-    fn emit(&self) {
-        let s = |x: &str| format!("\"{}\"", x.replace('\\', "\\\\").replace('"', "\\\""));
-        let n = |x: f64| {
-            if x.is_finite() {
-                format!("{x}")
-            } else {
-                "null".into()
-            }
-        };
-        println!(
-            "PINION_BENCH {{\"what\":{},\"size\":{},\"ours\":{},\"peer\":{},\"unit\":{},\"lower_is_better\":{},\"target\":{},\"pass\":{}}}",
-            s(self.what),
-            s(&self.size),
-            n(self.ours),
-            self.peer.map_or("null".into(), n),
-            s(self.unit),
-            self.lower_is_better,
-            self.target.map_or("null".into(), s),
-            self.pass.map_or("null".into(), |b| b.to_string())
-        );
-    }
 }
