@@ -32,8 +32,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         crate::run_cmd(
             Command::new("cargo")
                 .current_dir(root)
-                .args(["test", "--workspace"])
-                .env("PINION_GPU_TESTS_VIA_XTASK", "1"),
+                .args(["test", "--workspace"]),
         )?;
     }
     if groups.is_empty() {
