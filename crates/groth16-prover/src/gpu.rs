@@ -22,9 +22,16 @@
 //! H: a, b and c are converted to bls-repr's Montgomery layout one vector at a time (each
 //! `Vec<Scalar>` is dropped once converted: one extra vector of `32·m` bytes at most) and
 //! copied synchronously, so the caller's a/b/c charge can be released when the call's
-//! upload is done; h comes back as `32·m` bytes of reprs and `32·m` of scalars. MSMs: per
-//! MSM the selected scalars and their canonical words (64 bytes per term), plus the CPU G2
-//! MSM's scratch. Not yet: a pinned staging pool (copies are from pageable memory).
+//! upload is done; h comes back as `32·m` bytes of reprs and `32·m` of scalars. MSMs:
+//! inputs and aux are converted to canonical words once per proof (32 bytes per scalar,
+//! kept until the G1 MSMs end) and the l MSM uploads aux's words as they are; the a and
+//! b_g1 MSMs gather their selected words into one more vector (32 bytes per term); h's
+//! words (32 per coefficient) live only for the h MSM, before aux is converted. At most
+//! `64·(n_inputs + n_aux)` bytes at once (the per-MSM selection it replaces held as much),
+//! plus the CPU G2 MSM's scratch. Not yet: a pinned staging pool (copies are from pageable
+//! memory).
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -151,25 +158,115 @@ fn out_of_vram(e: &GpuMsmError) -> bool {
     )
 }
 
-/// The scalars of `parts` (each filtered by its mask, if any), concatenated, as canonical
-/// words (8 u32 per scalar).
-fn selected_words(parts: &[Part<'_>]) -> Vec<u32> {
-    let mut words = Vec::new();
-    for (scalars, mask) in parts {
-        match mask {
-            None => words.extend(gpu_msm::scalars_to_words(scalars)),
-            Some(mask) => {
-                let selected: Vec<Scalar> = scalars
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| mask.get(*i))
-                    .map(|(_, s)| *s)
-                    .collect();
-                words.extend(gpu_msm::scalars_to_words(&selected));
+/// u32 words of one scalar on the device (canonical, little-endian).
+const SCALAR_WORDS: usize = 8;
+
+/// Scalars per task when [`select_words_into`] filters in parallel (64 mask words).
+const SELECT_BLOCK: usize = 4096;
+
+/// Appends to `out` the words (8 per scalar, as [`gpu_msm::scalars_to_words`] makes them)
+/// of the scalars whose bit is set in `mask`, in order, filtered in parallel. Scalar `i`
+/// is kept when `mask.get(i)`; scalars past the mask's end are dropped and bits past the
+/// scalars ignored, as the per-element filter did. Writes in place (no temporary), so a
+/// caller that reserved the capacity holds no more than the result.
+fn select_words_into(out: &mut Vec<u32>, words: &[u32], mask: &DensityMask) {
+    let n = (words.len() / SCALAR_WORDS).min(mask.len());
+    let mask_words = &mask.words()[..n.div_ceil(64)];
+    // Mask word `k` restricted to the first `n` scalars.
+    let bits = |k: usize| -> u64 {
+        let valid = n - 64 * k;
+        if valid >= 64 {
+            mask_words[k]
+        } else {
+            mask_words[k] & ((1u64 << valid) - 1)
+        }
+    };
+    let words_per_block = SELECT_BLOCK / 64;
+    let n_blocks = mask_words.len().div_ceil(words_per_block);
+    let block_words =
+        |b: usize| b * words_per_block..((b + 1) * words_per_block).min(mask_words.len());
+    let counts: Vec<usize> = (0..n_blocks)
+        .into_par_iter()
+        .map(|b| block_words(b).map(|k| bits(k).count_ones() as usize).sum())
+        .collect();
+    let total: usize = counts.iter().sum();
+    let start = out.len();
+    out.resize(start + total * SCALAR_WORDS, 0);
+    // Each block writes its own slice of the new tail, sized by its count.
+    let mut outs = Vec::with_capacity(n_blocks);
+    let mut rest = &mut out[start..];
+    for &count in &counts {
+        let (head, tail) = rest.split_at_mut(count * SCALAR_WORDS);
+        outs.push(head);
+        rest = tail;
+    }
+    outs.into_par_iter().enumerate().for_each(|(b, dst)| {
+        let mut pos = 0;
+        for k in block_words(b) {
+            let mut w = bits(k);
+            while w != 0 {
+                let i = 64 * k + w.trailing_zeros() as usize;
+                dst[pos..pos + SCALAR_WORDS]
+                    .copy_from_slice(&words[i * SCALAR_WORDS..(i + 1) * SCALAR_WORDS]);
+                pos += SCALAR_WORDS;
+                w &= w - 1;
             }
         }
+    });
+}
+
+/// The canonical words of a proof's inputs and aux, converted at most once per proof
+/// (on first use) and shared by the l, a and b_g1 MSMs.
+struct ProofWords<'a> {
+    inputs: &'a [Scalar],
+    aux: &'a [Scalar],
+    input_words: OnceCell<Vec<u32>>,
+    aux_words: OnceCell<Vec<u32>>,
+}
+
+impl<'a> ProofWords<'a> {
+    fn new(x: &MsmInputs<'a>) -> ProofWords<'a> {
+        ProofWords {
+            inputs: x.inputs,
+            aux: x.aux,
+            input_words: OnceCell::new(),
+            aux_words: OnceCell::new(),
+        }
     }
-    words
+
+    fn inputs(&self) -> &[u32] {
+        self.input_words
+            .get_or_init(|| gpu_msm::scalars_to_words(self.inputs))
+    }
+
+    fn aux(&self) -> &[u32] {
+        self.aux_words
+            .get_or_init(|| gpu_msm::scalars_to_words(self.aux))
+    }
+}
+
+/// The device scalars of query `q`'s MSM as canonical words: h, aux (l), `inputs ++
+/// aux[a_aux]` (a), `inputs[b_input] ++ aux[b_aux]` (b_g1).
+fn query_words<'w>(q: Query, x: &MsmInputs<'_>, w: &'w ProofWords<'_>) -> Cow<'w, [u32]> {
+    match q {
+        Query::H => Cow::Owned(gpu_msm::scalars_to_words(x.h)),
+        Query::L => Cow::Borrowed(w.aux()),
+        Query::A => {
+            let (inputs, aux) = (w.inputs(), w.aux());
+            let mut v = Vec::with_capacity(inputs.len() + SCALAR_WORDS * x.a_aux.count_ones());
+            v.extend_from_slice(inputs);
+            select_words_into(&mut v, aux, x.a_aux);
+            Cow::Owned(v)
+        }
+        Query::BG1 => {
+            let (inputs, aux) = (w.inputs(), w.aux());
+            let n_terms = x.b_input.count_ones() + x.b_aux.count_ones();
+            let mut v = Vec::with_capacity(SCALAR_WORDS * n_terms);
+            select_words_into(&mut v, inputs, x.b_input);
+            select_words_into(&mut v, aux, x.b_aux);
+            Cow::Owned(v)
+        }
+    }
 }
 
 impl GpuBackend {
@@ -292,14 +389,16 @@ impl GpuBackend {
 
     /// One query's MSM: `Σ scalars·bases[..n]` where the scalars are `parts`
     /// concatenated (each filtered by its mask). On the device when the bases are
-    /// resident, else on the CPU. Returns the sum, the upload time of bases (first use)
-    /// and the time spent converting and copying scalars.
-    fn msm_query(
+    /// resident (scalars from `words`, the same values as canonical words), else on the
+    /// CPU. Returns the sum, the upload time of bases (first use) and the time spent
+    /// converting and copying scalars.
+    fn msm_query<'w>(
         &self,
         key: &ProvingKey,
         q: Query,
         n: usize,
         parts: &[Part<'_>],
+        words: impl FnOnce() -> Cow<'w, [u32]>,
     ) -> Result<(G1Projective, Duration, Duration), ProverError> {
         if n == 0 {
             // No base is used (e.g. a circuit without aux in B): nothing to upload.
@@ -309,7 +408,7 @@ impl GpuBackend {
         match placement {
             Placement::Device(bases) => {
                 let t = Instant::now();
-                let words = selected_words(parts);
+                let words = words();
                 let scalars = self
                     .msm
                     .upload_scalar_words(&words)
@@ -434,6 +533,7 @@ impl ProverBackend for GpuBackend {
         let n_in = x.inputs.len();
         let (k_in, k_aux) = (x.b_input.count_ones(), x.b_aux.count_ones());
         let mut timings = MsmTimings::default();
+        let proof_words = ProofWords::new(x);
         let (g1, g2) = std::thread::scope(|scope| {
             // G2 on the host while the device does the G1 sums.
             let g2 = scope.spawn(|| {
@@ -458,7 +558,8 @@ impl ProverBackend for GpuBackend {
                 ];
                 for (q, n, parts) in jobs {
                     let t = Instant::now();
-                    let (sum, bases, scalars) = self.msm_query(key, q, n, &parts)?;
+                    let (sum, bases, scalars) =
+                        self.msm_query(key, q, n, &parts, || query_words(q, x, &proof_words))?;
                     let d = t.elapsed();
                     timings.bases_upload += bases;
                     timings.scalar_transfers += scalars;
@@ -491,5 +592,141 @@ impl ProverBackend for GpuBackend {
             b_g2,
             timings,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::SplitMix;
+
+    fn seed() -> u64 {
+        let clock = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        let seed = std::env::var("PINION_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(clock);
+        eprintln!("seed = {seed}");
+        seed
+    }
+
+    /// The per-element code the GPU backend used before: filter the scalars by the mask,
+    /// then convert, part after part.
+    fn reference_words(parts: &[Part<'_>]) -> Vec<u32> {
+        let mut words = Vec::new();
+        for (scalars, mask) in parts {
+            match mask {
+                None => words.extend(gpu_msm::scalars_to_words(scalars)),
+                Some(mask) => {
+                    let selected: Vec<Scalar> = scalars
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| mask.get(*i))
+                        .map(|(_, s)| *s)
+                        .collect();
+                    words.extend(gpu_msm::scalars_to_words(&selected));
+                }
+            }
+        }
+        words
+    }
+
+    fn scalars(g: &mut SplitMix, n: usize) -> Vec<Scalar> {
+        (0..n)
+            .map(|_| match g.below(4) {
+                // Zeros and ones are what the masks and fast paths meet most.
+                0 => Scalar::zero(),
+                1 => Scalar::one(),
+                _ => g.scalar(),
+            })
+            .collect()
+    }
+
+    /// A mask of `len` bits, each set with probability `per_mille`/1000.
+    fn mask(g: &mut SplitMix, len: usize, per_mille: usize) -> DensityMask {
+        DensityMask::from_bools((0..len).map(|_| g.below(1000) < per_mille))
+    }
+
+    #[test]
+    fn select_words_matches_per_element_filter() {
+        let mut g = SplitMix::new(seed());
+        let lens = [
+            0usize,
+            1,
+            63,
+            64,
+            65,
+            4095,
+            4096,
+            4097,
+            3 * 4096 + 130,
+            20_000,
+        ];
+        for &n in &lens {
+            let s = scalars(&mut g, n);
+            let words = gpu_msm::scalars_to_words(&s);
+            for per_mille in [0, 1, 300, 999, 1000] {
+                // Masks as long as the scalars, shorter and longer.
+                for mask_len in [n, n.saturating_sub(g.below(70)), n + g.below(70)] {
+                    let m = mask(&mut g, mask_len, per_mille);
+                    let expected = reference_words(&[(&s, Some(&m))]);
+                    let mut prefix = vec![7u32; 8 * g.below(3)];
+                    let kept = prefix.clone();
+                    select_words_into(&mut prefix, &words, &m);
+                    assert_eq!(&prefix[..kept.len()], &kept[..], "prefix kept, n = {n}");
+                    assert_eq!(
+                        &prefix[kept.len()..],
+                        &expected[..],
+                        "n = {n}, mask len = {mask_len}, density = {per_mille}/1000"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn query_words_match_per_msm_conversion() {
+        let mut g = SplitMix::new(seed());
+        for (n_in, n_aux) in [(1usize, 0usize), (1, 1), (3, 70), (2, 5000), (70, 9000)] {
+            let n_h = 1 + g.below(5000);
+            let h = scalars(&mut g, n_h);
+            let inputs = scalars(&mut g, n_in);
+            let aux = scalars(&mut g, n_aux);
+            let density = g.below(1001);
+            let a_aux = mask(&mut g, n_aux, density);
+            let b_input = mask(&mut g, n_in, 1000 - density);
+            let b_aux = mask(&mut g, n_aux, 500);
+            let x = MsmInputs {
+                h: &h,
+                inputs: &inputs,
+                aux: &aux,
+                a_aux: &a_aux,
+                b_input: &b_input,
+                b_aux: &b_aux,
+            };
+            let w = ProofWords::new(&x);
+            let cases: [(Query, Vec<Part<'_>>); 4] = [
+                (Query::H, vec![(&h, None)]),
+                (Query::L, vec![(&aux, None)]),
+                (Query::A, vec![(&inputs, None), (&aux, Some(&a_aux))]),
+                (
+                    Query::BG1,
+                    vec![(&inputs, Some(&b_input)), (&aux, Some(&b_aux))],
+                ),
+            ];
+            // Twice: the second round reuses the words converted in the first.
+            for round in 0..2 {
+                for (q, parts) in &cases {
+                    assert_eq!(
+                        &query_words(*q, &x, &w)[..],
+                        &reference_words(parts)[..],
+                        "{} with {n_in} inputs, {n_aux} aux, round {round}",
+                        q.name()
+                    );
+                }
+            }
+        }
     }
 }
