@@ -3,12 +3,13 @@
 //! (r, s). This is the recipe `groth16-prover` follows; it pins down how the queries are
 //! sliced and which density goes with which MSM.
 
-use bellman::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellman::{Circuit, ConstraintSystem, SynthesisError, Variable};
 use bls12_381::{Bls12, G1Projective, G2Projective, Scalar};
 use ff::Field;
 use gpu_msm::{CpuMsm, DensityMask, MsmBackend};
 use gpu_ntt::{AbcEvaluations, CpuNtt, NttBackend};
 use group::Curve;
+use pce_cache::reference::FullSynthesis;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -92,137 +93,15 @@ impl Circuit<Scalar> for RandomCircuit {
     }
 }
 
-/// What a prover records during synthesis (mirrors groth16's own bookkeeping, written
-/// from the protocol: densities mark variables with a nonzero coefficient).
-#[derive(Default)]
-struct Recorder {
-    inputs: Vec<Scalar>,
-    aux: Vec<Scalar>,
-    a: Vec<Scalar>,
-    b: Vec<Scalar>,
-    c: Vec<Scalar>,
-    a_aux_density: Vec<bool>,
-    b_input_density: Vec<bool>,
-    b_aux_density: Vec<bool>,
-}
-
-impl Recorder {
-    fn eval(
-        &mut self,
-        lc: &LinearCombination<Scalar>,
-        mut input_density: Option<&mut Vec<bool>>,
-        mut aux_density: Option<&mut Vec<bool>>,
-    ) -> Scalar {
-        let mut acc = Scalar::ZERO;
-        for (var, coeff) in lc.as_ref() {
-            if bool::from(coeff.is_zero()) {
-                continue;
-            }
-            let value = match var.get_unchecked() {
-                Index::Input(i) => {
-                    if let Some(d) = input_density.as_deref_mut() {
-                        d[i] = true;
-                    }
-                    self.inputs[i]
-                }
-                Index::Aux(i) => {
-                    if let Some(d) = aux_density.as_deref_mut() {
-                        d[i] = true;
-                    }
-                    self.aux[i]
-                }
-            };
-            acc += value * coeff;
-        }
-        acc
-    }
-}
-
-impl ConstraintSystem<Scalar> for Recorder {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux.push(f()?);
-        self.a_aux_density.push(false);
-        self.b_aux_density.push(false);
-        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs.push(f()?);
-        self.b_input_density.push(false);
-        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        let (la, lb, lc) = (
-            a(LinearCombination::zero()),
-            b(LinearCombination::zero()),
-            c(LinearCombination::zero()),
-        );
-        let mut a_aux = std::mem::take(&mut self.a_aux_density);
-        let av = self.eval(&la, None, Some(&mut a_aux));
-        self.a_aux_density = a_aux;
-        let (mut b_in, mut b_aux) = (
-            std::mem::take(&mut self.b_input_density),
-            std::mem::take(&mut self.b_aux_density),
-        );
-        let bv = self.eval(&lb, Some(&mut b_in), Some(&mut b_aux));
-        self.b_input_density = b_in;
-        self.b_aux_density = b_aux;
-        let cv = self.eval(&lc, None, None);
-        self.a.push(av);
-        self.b.push(bv);
-        self.c.push(cv);
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
 fn prove_with_pinion(
     circuit: RandomCircuit,
     params: &groth16::Parameters<Bls12>,
     r: Scalar,
     s: Scalar,
 ) -> groth16::Proof<Bls12> {
-    let mut cs = Recorder::default();
-    cs.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
-    circuit.synthesize(&mut cs).unwrap();
-    // groth16's input rows: x_i · 0 = 0, so A has every input.
-    for i in 0..cs.inputs.len() {
-        let x = cs.inputs[i];
-        cs.a.push(x);
-        cs.b.push(Scalar::ZERO);
-        cs.c.push(Scalar::ZERO);
-    }
+    // pce-cache's oracle records exactly groth16's bookkeeping: ONE first, the input rows
+    // x_i · 0 = 0 (so A has every input), densities marking nonzero coefficients.
+    let mut cs = FullSynthesis::run(circuit).unwrap();
     let msm = CpuMsm::new();
     let h = CpuNtt::new()
         .h_poly(AbcEvaluations {
