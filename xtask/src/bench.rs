@@ -342,25 +342,11 @@ fn build(root: &Path, benches: &[&Bench]) -> Result<(BTreeMap<String, PathBuf>, 
 
 /// Target name → executable from cargo's JSON messages (examples and binaries only).
 fn executables(messages: &str) -> BTreeMap<String, PathBuf> {
-    let mut exes = BTreeMap::new();
-    for line in messages.lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        if v["reason"] != "compiler-artifact" {
-            continue;
-        }
-        let kinds = v["target"]["kind"].as_array().cloned().unwrap_or_default();
-        let runnable = kinds.iter().any(|k| k == "example" || k == "bin");
-        if let (true, Some(name), Some(exe)) = (
-            runnable,
-            v["target"]["name"].as_str(),
-            v["executable"].as_str(),
-        ) {
-            exes.insert(name.to_string(), PathBuf::from(exe));
-        }
-    }
-    exes
+    crate::cargo_json::executables(messages)
+        .into_iter()
+        .filter(|e| e.is("example") || e.is("bin"))
+        .map(|e| (e.name, e.path))
+        .collect()
 }
 
 fn target_dir(root: &Path) -> PathBuf {

@@ -7,8 +7,9 @@
 //! compressed, for copying. It ends with one line,
 //! `gpu-bundle: N passed, M failed`, counting test cases (and bench programs in bench mode).
 
+use crate::cargo_json::{package_name, Executable};
 use anyhow::{bail, Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 pub fn run(root: &Path, args: &[String]) -> Result<()> {
@@ -38,7 +39,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     let tests = if groups.is_empty() {
         Vec::new()
     } else {
-        executables(cmd, true)?
+        executables(cmd)?.into_iter().filter(|e| e.test).collect()
     };
 
     let mut cmd = Command::new("cargo");
@@ -52,27 +53,23 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         "--bins",
         "--message-format=json-render-diagnostics",
     ]);
-    let built = executables(cmd, false)?;
-    // Examples live in `.../examples/`; binaries (memprobe, srs-inspect, ...) one level up.
-    let is_example = |p: &PathBuf| p.parent().is_some_and(|d| d.ends_with("examples"));
-    let benches: Vec<PathBuf> = built
+    let built: Vec<Executable> = executables(cmd)?.into_iter().filter(|e| !e.test).collect();
+    let benches: Vec<&Executable> = built
         .iter()
-        .filter(|p| is_example(p) && p.file_name().unwrap().to_string_lossy().ends_with("_bench"))
-        .cloned()
+        .filter(|e| e.is("example") && e.name.ends_with("_bench"))
         .collect();
-    let bins: Vec<PathBuf> = built.iter().filter(|p| !is_example(p)).cloned().collect();
+    let bins: Vec<&Executable> = built.iter().filter(|e| e.is("bin")).collect();
 
-    for t in &tests {
-        let name = t.file_name().unwrap().to_string_lossy();
-        // `gpu_field-0123abcd` -> `gpu_field`
-        let short = name.rsplit_once('-').map(|(a, _)| a).unwrap_or(&name);
-        std::fs::copy(t, out.join("tests").join(short))?;
+    // Each copy is named after its target (`gpu_field`, not `gpu_field-0123abcd`).
+    let copy_into = |dir: &str, e: &Executable| std::fs::copy(&e.path, out.join(dir).join(&e.name));
+    for e in &tests {
+        copy_into("tests", e)?;
     }
-    for b in &benches {
-        std::fs::copy(b, out.join("bench").join(b.file_name().unwrap()))?;
+    for e in &benches {
+        copy_into("bench", e)?;
     }
-    for b in &bins {
-        std::fs::copy(b, out.join("bin").join(b.file_name().unwrap()))?;
+    for e in &bins {
+        copy_into("bin", e)?;
     }
     let script = out.join("run.sh");
     std::fs::write(&script, RUNNER)?;
@@ -116,17 +113,11 @@ fn package_of(root: &Path, dir: &str) -> Result<String> {
         root.join("crates").join(dir).join("Cargo.toml")
     };
     let text = std::fs::read_to_string(&manifest)?;
-    text.lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("name = ")
-                .map(|n| n.trim_matches('"').to_string())
-        })
-        .with_context(|| format!("no package name in {}", manifest.display()))
+    package_name(&text).with_context(|| format!("no package name in {}", manifest.display()))
 }
 
 /// Runs a cargo build with JSON messages and returns the executables it produced.
-fn executables(mut cmd: Command, want_tests: bool) -> Result<Vec<PathBuf>> {
+fn executables(mut cmd: Command) -> Result<Vec<Executable>> {
     let out = cmd
         .stderr(Stdio::inherit())
         .output()
@@ -134,22 +125,9 @@ fn executables(mut cmd: Command, want_tests: bool) -> Result<Vec<PathBuf>> {
     if !out.status.success() {
         bail!("cargo failed: {cmd:?}");
     }
-    let mut v = Vec::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if msg["reason"] != "compiler-artifact" {
-            continue;
-        }
-        if msg["profile"]["test"].as_bool() != Some(want_tests) {
-            continue;
-        }
-        if let Some(exe) = msg["executable"].as_str() {
-            v.push(PathBuf::from(exe));
-        }
-    }
-    Ok(v)
+    Ok(crate::cargo_json::executables(&String::from_utf8_lossy(
+        &out.stdout,
+    )))
 }
 
 fn walk_size(dir: &Path) -> Result<u64> {

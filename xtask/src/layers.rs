@@ -32,11 +32,7 @@ mod tests {
         let mut checked = 0;
         for m in manifests {
             let text = std::fs::read_to_string(&m).unwrap();
-            let name = text
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("name = "))
-                .map(|n| n.trim_matches('"').to_string())
-                .unwrap();
+            let name = crate::cargo_json::package_name(&text).unwrap();
             let Some(own) = layer(&name) else {
                 panic!(
                     "{name} ({}) has no layer in xtask/src/layers.rs",

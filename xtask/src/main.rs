@@ -10,6 +10,7 @@
 
 mod bench;
 mod bundle;
+mod cargo_json;
 mod kernels;
 mod layers;
 mod testing;
