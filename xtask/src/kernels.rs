@@ -31,13 +31,16 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     let check = match args {
         [] => false,
         [a] if a == "--check" => true,
-        _ => bail!("usage: cargo xtask kernels [--check]"),
+        [a] if a == "--force" => {
+            return build(root, &root.join("cuda-kernels"), true);
+        }
+        _ => bail!("usage: cargo xtask kernels [--check | --force]"),
     };
     let dir = root.join("cuda-kernels");
     if check {
         check_fresh(&dir)
     } else {
-        build(root, &dir)
+        build(root, &dir, false)
     }
 }
 
@@ -94,6 +97,25 @@ fn sources_hash(dir: &Path) -> Result<String> {
         h.update(&bytes);
     }
     h.update(NVCC_FLAGS.join(" ").as_bytes());
+    Ok(hex::encode(h.finalize()))
+}
+
+/// Hash of what one module's PTX depends on: its own `.cu`, every header, the flags and the
+/// nvcc version. A module whose hash and PTX match the manifest is not recompiled.
+fn module_inputs_hash(dir: &Path, cu: &Path, version: &str) -> Result<String> {
+    let mut h = Sha256::new();
+    let own = cu.file_name().unwrap().to_string_lossy().into_owned();
+    for (rel, bytes) in source_files(dir)? {
+        if rel.ends_with(".cu") && rel != own {
+            continue;
+        }
+        h.update(rel.as_bytes());
+        h.update([0u8]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    h.update(NVCC_FLAGS.join(" ").as_bytes());
+    h.update(version.as_bytes());
     Ok(hex::encode(h.finalize()))
 }
 
@@ -165,36 +187,86 @@ fn check_fresh(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn build(root: &Path, dir: &Path) -> Result<()> {
+fn build(root: &Path, dir: &Path, force: bool) -> Result<()> {
     let nvcc = find_nvcc(root)?;
     let version = nvcc_version(&nvcc)?;
     let mods = modules(dir)?;
     let ptx_dir = dir.join("ptx");
     std::fs::create_dir_all(&ptx_dir)?;
+    let previous: serde_json::Value = std::fs::read_to_string(dir.join(MANIFEST))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
     let mut outputs = serde_json::Map::new();
+    let mut inputs = serde_json::Map::new();
     let tmp = root.join("target").join("xtask-kernels");
     std::fs::create_dir_all(&tmp)?;
+    let all_sources = sources_hash(dir)?;
+    let mut todo = Vec::new();
     for cu in &mods {
         let stem = cu.file_stem().unwrap().to_string_lossy().into_owned();
-        let raw = tmp.join(format!("{stem}.ptx"));
-        let t = std::time::Instant::now();
-        let mut cmd = Command::new(&nvcc);
-        cmd.args(NVCC_FLAGS)
-            .arg("-I")
-            .arg(dir.join("include"))
-            .arg("-o")
-            .arg(&raw)
-            .arg(cu);
-        crate::run_cmd(&mut cmd).with_context(|| format!("compiling {}", cu.display()))?;
-        let body = std::fs::read_to_string(&raw)?;
-        let text = format!("{PREAMBLE}{stem}.cu (nvcc {version}); do not edit\n{body}");
+        let want = module_inputs_hash(dir, cu, &version)?;
         let out = ptx_dir.join(format!("{stem}.ptx"));
-        std::fs::write(&out, &text)?;
-        outputs.insert(stem.clone(), sha256_hex(text.as_bytes()).into());
-        println!(
-            "kernels: {stem}.cu -> ptx/{stem}.ptx ({:.1} s)",
-            t.elapsed().as_secs_f64()
-        );
+        let recorded_out = previous["outputs"][&stem].as_str().unwrap_or("");
+        // A manifest from before per-module hashes counts when all sources are unchanged.
+        let same_inputs = match previous["inputs"][&stem].as_str() {
+            Some(h) => h == want,
+            None => {
+                previous["sources_sha256"].as_str() == Some(all_sources.as_str())
+                    && previous["nvcc_version"].as_str() == Some(version.as_str())
+            }
+        };
+        let fresh = !force
+            && same_inputs
+            && std::fs::read(&out).is_ok_and(|b| sha256_hex(&b) == recorded_out);
+        inputs.insert(stem.clone(), want.into());
+        if fresh {
+            outputs.insert(stem.clone(), recorded_out.into());
+            println!("kernels: {stem}.cu unchanged (cached ptx/{stem}.ptx)");
+        } else {
+            todo.push((stem, cu.clone()));
+        }
+    }
+    // Independent nvcc processes: one per changed module, all at once.
+    let results: Vec<Result<(String, String)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = todo
+            .iter()
+            .map(|(stem, cu)| {
+                let (nvcc, tmp, ptx_dir, version) = (&nvcc, &tmp, &ptx_dir, &version);
+                s.spawn(move || -> Result<(String, String)> {
+                    let raw = tmp.join(format!("{stem}.ptx"));
+                    let t = std::time::Instant::now();
+                    let mut cmd = Command::new(nvcc);
+                    cmd.args(NVCC_FLAGS)
+                        .arg("-I")
+                        .arg(dir.join("include"))
+                        .arg("-o")
+                        .arg(&raw)
+                        .arg(cu);
+                    crate::run_cmd(&mut cmd)
+                        .with_context(|| format!("compiling {}", cu.display()))?;
+                    let body = std::fs::read_to_string(&raw)?;
+                    let text = format!("{PREAMBLE}{stem}.cu (nvcc {version}); do not edit\n{body}");
+                    std::fs::write(ptx_dir.join(format!("{stem}.ptx")), &text)?;
+                    println!(
+                        "kernels: {stem}.cu -> ptx/{stem}.ptx ({:.1} s)",
+                        t.elapsed().as_secs_f64()
+                    );
+                    Ok((stem.clone(), sha256_hex(text.as_bytes())))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("nvcc thread panicked")))
+            })
+            .collect()
+    });
+    for r in results {
+        let (stem, hash) = r?;
+        outputs.insert(stem, hash.into());
     }
     // Remove PTX whose source is gone, so the embedded set matches the sources.
     for e in std::fs::read_dir(&ptx_dir)? {
@@ -212,6 +284,7 @@ fn build(root: &Path, dir: &Path) -> Result<()> {
         "nvcc_version": version,
         "flags": NVCC_FLAGS,
         "sources_sha256": sources_hash(dir)?,
+        "inputs": inputs,
         "outputs": outputs,
     });
     std::fs::write(
@@ -219,8 +292,9 @@ fn build(root: &Path, dir: &Path) -> Result<()> {
         serde_json::to_string_pretty(&manifest)? + "\n",
     )?;
     println!(
-        "kernels: {} module(s) built with nvcc {version}",
-        mods.len()
+        "kernels: {} module(s), {} compiled with nvcc {version}",
+        mods.len(),
+        todo.len()
     );
     Ok(())
 }
