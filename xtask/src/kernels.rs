@@ -100,15 +100,41 @@ fn sources_hash(dir: &Path) -> Result<String> {
     Ok(hex::encode(h.finalize()))
 }
 
-/// Hash of what one module's PTX depends on: its own `.cu`, every header, the flags and the
-/// nvcc version. A module whose hash and PTX match the manifest is not recompiled.
+/// Hash of what one module's PTX depends on: its own `.cu`, the headers it includes
+/// (`#include "..."`, followed recursively inside `include/`), the flags and the nvcc
+/// version. A module whose hash and PTX match the manifest is not recompiled.
 fn module_inputs_hash(dir: &Path, cu: &Path, version: &str) -> Result<String> {
-    let mut h = Sha256::new();
-    let own = cu.file_name().unwrap().to_string_lossy().into_owned();
-    for (rel, bytes) in source_files(dir)? {
-        if rel.ends_with(".cu") && rel != own {
+    let inc = dir.join("include");
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut stack = vec![cu.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        if seen.contains(&p) {
             continue;
         }
+        let text =
+            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+        for line in text.lines() {
+            let Some(rest) = line.trim_start().strip_prefix("#include \"") else {
+                continue;
+            };
+            if let Some(name) = rest.split('"').next() {
+                let h = inc.join(name);
+                if h.is_file() {
+                    stack.push(h);
+                }
+            }
+        }
+        seen.push(p);
+    }
+    seen.sort();
+    let mut h = Sha256::new();
+    for p in &seen {
+        let rel = p
+            .strip_prefix(dir)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let bytes = std::fs::read(p)?;
         h.update(rel.as_bytes());
         h.update([0u8]);
         h.update((bytes.len() as u64).to_le_bytes());
