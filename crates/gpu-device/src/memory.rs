@@ -59,6 +59,23 @@ impl<T> DeviceBuffer<T> {
     }
 }
 
+impl DeviceBuffer<u64> {
+    /// The same memory as twice as many `u32` words (each `u64` as its low then high half,
+    /// little-endian), without a copy; the VRAM charge moves with it. Work already queued
+    /// on the buffer keeps its order: the new slice lives on the same stream.
+    pub fn into_u32_words(self) -> DeviceBuffer<u32> {
+        let DeviceBuffer { slice, reservation } = self;
+        let stream = slice.stream().clone();
+        let len = slice.len() * 2;
+        let ptr = slice.leak();
+        // SAFETY: `ptr` is the allocation just released from a CudaSlice<u64> of len / 2
+        // elements, i.e. exactly `len` u32 words, and every bit pattern is a valid u32;
+        // nobody else owns it after `leak`, and the new slice frees it when dropped.
+        let slice = unsafe { stream.upgrade_device_ptr::<u32>(ptr, len) };
+        DeviceBuffer { slice, reservation }
+    }
+}
+
 /// Maps a failed device allocation to `OutOfMemory` (with the free bytes now) or `Driver`.
 fn alloc_error(gpu: &Gpu, requested_bytes: u64, code: DriverError) -> GpuError {
     if code.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {

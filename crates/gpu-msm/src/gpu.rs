@@ -53,6 +53,7 @@ use bls_repr::{FrRepr, G1AffineRepr, ReprError};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use gpu_device::{DeviceBuffer, Entry, Gpu, GpuError};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 use crate::{check_shapes, DensityMask, MsmError};
 
@@ -367,6 +368,46 @@ impl GpuMsm {
             unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
         }
         Ok(s)
+    }
+
+    /// Adopts Montgomery-form scalars already on the device (4 u64 words each, e.g. the H
+    /// polynomial from `gpu-ntt`), converting the first `n` to canonical in place, queued
+    /// on this backend's stream after whatever the buffer's stream has queued. No copy.
+    pub fn adopt_scalars_montgomery(
+        &self,
+        words: DeviceBuffer<u64>,
+        n: usize,
+    ) -> Result<DeviceScalars, GpuMsmError> {
+        if words.len() < n * (SCALAR_WORDS / 2) {
+            return Err(GpuMsmError::LengthMismatch {
+                n_bases: n,
+                n_scalars: words.len() / (SCALAR_WORDS / 2),
+            });
+        }
+        let n32 = u32::try_from(n).map_err(|_| GpuMsmError::TooManyTerms {
+            n_terms: n,
+            max_terms: GPU_MAX_TERMS,
+        })?;
+        let mut words = words.into_u32_words();
+        // The conversion runs on our stream; make it wait for the buffer's own stream.
+        let producer = words.slice().stream().clone();
+        if !Arc::ptr_eq(&producer, self.gpu.stream()) {
+            let ev = producer
+                .record_event(None)
+                .map_err(driver("cuEventRecord"))?;
+            self.gpu
+                .stream()
+                .wait(&ev)
+                .map_err(driver("cuStreamWaitEvent"))?;
+        }
+        if n > 0 {
+            let f = self.gpu.function(Entry::MsmFromMontgomery)?;
+            let mut l = self.gpu.stream().launch_builder(&f);
+            l.arg(words.slice_mut()).arg(&n32);
+            // SAFETY: (u32* scalars, u32 n); the buffer holds at least 8n u32 words.
+            unsafe { l.launch(grid(n32, SCALAR_BLOCK)) }.map_err(launch_err)?;
+        }
+        Ok(DeviceScalars { words, n })
     }
 
     /// `Σ scalars[i]·bases[i]` (with a density mask: see the crate docs); uploads bases
