@@ -10,8 +10,7 @@
 //
 //   ntt_pass_dif / ntt_pass_dit(Fr* data, const Fr* tw, u32 tw_log, u32 lo, u32 s,
 //                               u32 clog, u32 inverse, ScaleArgs pre, ScaleArgs post)
-//       grid n / 2^(s+clog) blocks of at most 256 and at least 2^(s+clog-1) / MAX_BPT
-//       threads, dynamic shared memory 32 * 2^(s+clog) bytes; `pre`
+//       grid n / 2^(s+clog) blocks, dynamic shared memory 32 * 2^(s+clog) bytes; `pre`
 //       scales each element as it is loaded, `post` as it is stored (ntt.cuh), which
 //       saves the memory pass of a separate coset or 1/n scaling.
 //   ntt_twiddles(Fr* tw, const Fr* lo, const Fr* hi, u32 lo_bits, u32 count)
@@ -27,7 +26,6 @@
 #include <stdint.h>
 
 #include "field.cuh"
-#include "fr.cuh"
 #include "ntt.cuh"
 
 using namespace pinion;
@@ -36,46 +34,10 @@ using namespace pinion::ntt;
 #define GRID_STRIDE(i, n) \
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
 
-// Butterflies per thread per stage, at most: the host launches at least E / (2 * MAX_BPT)
-// threads per block.
-constexpr uint32_t MAX_BPT = 4;
-
-// Twiddle of butterfly b (thread-local slot) at stage k; `trivial` when it is 1.
-struct StageTw {
-  Fr w[MAX_BPT];
-  bool trivial[MAX_BPT];
-};
-
 // One pass; DIF selects the butterfly and the stage order. Index of tile element (t, cc)
 // in the array: span * 2^(lo+s) + t * 2^lo + cg * C + cc; its butterfly partner at stage
 // k is t +- 2^k, and its twiddle exponent within the 2h-span (h = 2^(lo+k)) is
 // j = (t mod 2^k) * 2^lo + column.
-//
-// Each thread owns up to MAX_BPT butterflies per stage. Their twiddles (global loads that
-// depend only on indices) for stage st + 1 are issued before the barrier that ends stage
-// st, so their latency overlaps the barrier wait instead of following it.
-template <bool DIF>
-__device__ __forceinline__ void load_stage_tw(StageTw& tw_out, const Fr* __restrict__ tw,
-                                              uint32_t tw_log, uint32_t lo, uint32_t s,
-                                              uint32_t st, uint32_t clog, uint32_t col0,
-                                              uint32_t inverse, uint32_t n_bfly) {
-  const uint32_t k = DIF ? s - 1 - st : st;
-  const uint32_t ht = 1u << k;
-  const uint32_t h = 1u << (lo + k);
-  const uint32_t shift = tw_log - (lo + k + 1);
-  const uint32_t cmask = (1u << clog) - 1;
-#pragma unroll
-  for (uint32_t q = 0; q < MAX_BPT; ++q) {
-    const uint32_t b = threadIdx.x + q * blockDim.x;
-    if (b < n_bfly) {
-      const uint32_t cc = b & cmask, r = b >> clog;
-      const uint32_t j = ((r & (ht - 1)) << lo) | col0 | cc;
-      tw_out.trivial[q] = j == 0;
-      if (j != 0) tw_out.w[q] = fe_load<FrParams>(tw + ((inverse ? h - j : j) << shift));
-    }
-  }
-}
-
 template <bool DIF>
 __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict__ tw,
                                          uint32_t tw_log, uint32_t lo, uint32_t s,
@@ -90,10 +52,6 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
   const uint32_t col0 = cg << clog;
   // Positions fit in 32 bits: n <= 2^28.
   const uint32_t base = (span << (lo + s)) + col0;
-  const uint32_t n_bfly = E >> 1;
-
-  StageTw stw;
-  load_stage_tw<DIF>(stw, tw, tw_log, lo, s, 0, clog, col0, inverse, n_bfly);
 
   for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
     const uint32_t p = base + ((e >> clog) << lo) + (e & cmask);
@@ -101,44 +59,47 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
   }
   __syncthreads();
 
+  const uint32_t n_bfly = E >> 1;
   for (uint32_t st = 0; st < s; ++st) {
     const uint32_t k = DIF ? s - 1 - st : st;
     const uint32_t ht = 1u << k;
-#pragma unroll
-    for (uint32_t q = 0; q < MAX_BPT; ++q) {
-      const uint32_t b = threadIdx.x + q * blockDim.x;
-      if (b < n_bfly) {
-        const uint32_t cc = b & cmask, r = b >> clog;
-        const uint32_t t0 = ((r >> k) << (k + 1)) | (r & (ht - 1));
-        const uint32_t e0 = (t0 << clog) | cc;
-        const uint32_t e1 = e0 + (ht << clog);
-        const Fr x = sh_load(sh, E, e0);
-        const Fr y = sh_load(sh, E, e1);
-        Fr u, v;
-        if (DIF) {
-          u = fe_add<FrParams>(x, y);
-          if (stw.trivial[q]) {
-            v = fe_sub<FrParams>(x, y);
-          } else {
-            // inverse: w^-j = -w^(h-j), so (x - y) w^-j = (y - x) w^(h-j)
-            v = fr_mul(inverse ? fe_sub<FrParams>(y, x) : fe_sub<FrParams>(x, y), stw.w[q]);
-          }
+    const uint32_t h = 1u << (lo + k);
+    const uint32_t shift = tw_log - (lo + k + 1);
+    for (uint32_t b = threadIdx.x; b < n_bfly; b += blockDim.x) {
+      const uint32_t cc = b & cmask, r = b >> clog;
+      const uint32_t tlow = r & (ht - 1);
+      const uint32_t t0 = ((r >> k) << (k + 1)) | tlow;
+      const uint32_t e0 = (t0 << clog) | cc;
+      const uint32_t e1 = e0 + (ht << clog);
+      const uint32_t j = (tlow << lo) | col0 | cc;
+      const Fr x = sh_load(sh, E, e0);
+      const Fr y = sh_load(sh, E, e1);
+      Fr u, v;
+      if (DIF) {
+        u = fe_add<FrParams>(x, y);
+        if (j == 0) {
+          v = fe_sub<FrParams>(x, y);
+        } else if (inverse) {
+          // w^-j = -w^(h-j): (x - y) w^-j = (y - x) w^(h-j)
+          v = fe_mul<FrParams>(fe_sub<FrParams>(y, x), fe_load<FrParams>(tw + ((h - j) << shift)));
         } else {
-          if (stw.trivial[q]) {
-            u = fe_add<FrParams>(x, y);
-            v = fe_sub<FrParams>(x, y);
-          } else {
-            const Fr t = fr_mul(y, stw.w[q]);
-            // inverse: y w^-j = -t, so (x - t, x + t)
-            u = inverse ? fe_sub<FrParams>(x, t) : fe_add<FrParams>(x, t);
-            v = inverse ? fe_add<FrParams>(x, t) : fe_sub<FrParams>(x, t);
-          }
+          v = fe_mul<FrParams>(fe_sub<FrParams>(x, y), fe_load<FrParams>(tw + (j << shift)));
         }
-        sh_store(sh, E, e0, u);
-        sh_store(sh, E, e1, v);
+      } else {
+        if (j == 0) {
+          u = fe_add<FrParams>(x, y);
+          v = fe_sub<FrParams>(x, y);
+        } else {
+          const uint32_t idx = inverse ? (h - j) : j;
+          const Fr t = fe_mul<FrParams>(y, fe_load<FrParams>(tw + (idx << shift)));
+          // inverse: y w^-j = -t, so (x - t, x + t)
+          u = inverse ? fe_sub<FrParams>(x, t) : fe_add<FrParams>(x, t);
+          v = inverse ? fe_add<FrParams>(x, t) : fe_sub<FrParams>(x, t);
+        }
       }
+      sh_store(sh, E, e0, u);
+      sh_store(sh, E, e1, v);
     }
-    if (st + 1 < s) load_stage_tw<DIF>(stw, tw, tw_log, lo, s, st + 1, clog, col0, inverse, n_bfly);
     __syncthreads();
   }
 
@@ -148,13 +109,13 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) ntt_pass_dif(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo,
+extern "C" __global__ void ntt_pass_dif(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo,
                                         uint32_t s, uint32_t clog, uint32_t inverse,
                                         ScaleArgs pre, ScaleArgs post) {
   ntt_pass<true>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
 }
 
-extern "C" __global__ void __launch_bounds__(256) ntt_pass_dit(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo,
+extern "C" __global__ void ntt_pass_dit(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo,
                                         uint32_t s, uint32_t clog, uint32_t inverse,
                                         ScaleArgs pre, ScaleArgs post) {
   ntt_pass<false>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
@@ -164,7 +125,7 @@ extern "C" __global__ void ntt_twiddles(Fr* tw, const Fr* lo, const Fr* hi, uint
                                         uint32_t count) {
   const uint32_t mask = (1u << lo_bits) - 1;
   GRID_STRIDE(i, count) {
-    fe_store<FrParams>(tw + i, fr_mul(fe_load<FrParams>(lo + (i & mask)),
+    fe_store<FrParams>(tw + i, fe_mul<FrParams>(fe_load<FrParams>(lo + (i & mask)),
                                                 fe_load<FrParams>(hi + (i >> lo_bits))));
   }
 }
@@ -175,7 +136,7 @@ extern "C" __global__ void ntt_scale(Fr* data, const Fr* lo, const Fr* hi, uint3
   GRID_STRIDE(p, n) {
     const uint32_t j = bitrev ? bit_reverse(p, log_n) : p;
     const Fr f = power_from_tables(lo, hi, j, lo_bits, lo_mask, hi_mask);
-    fe_store<FrParams>(data + p, fr_mul(fe_load<FrParams>(data + p), f));
+    fe_store<FrParams>(data + p, fe_mul<FrParams>(fe_load<FrParams>(data + p), f));
   }
 }
 
@@ -200,7 +161,7 @@ extern "C" __global__ void ntt_bitrev_scale(Fr* __restrict__ out, const Fr* __re
   GRID_STRIDE(i, n) {
     const Fr f = power_from_tables(lo, hi, i, lo_bits, lo_mask, hi_mask);
     const Fr x = fe_load<FrParams>(in + bit_reverse(i, log_n));
-    fe_store<FrParams>(out + i, fr_mul(x, f));
+    fe_store<FrParams>(out + i, fe_mul<FrParams>(x, f));
   }
 }
 
@@ -208,7 +169,7 @@ extern "C" __global__ void ntt_abc(Fr* __restrict__ a, const Fr* __restrict__ b,
                                    const Fr* __restrict__ c, const Fr* z_inv, uint32_t n) {
   const Fr z = fe_load<FrParams>(z_inv);
   GRID_STRIDE(i, n) {
-    const Fr ab = fr_mul(fe_load<FrParams>(a + i), fe_load<FrParams>(b + i));
-    fe_store<FrParams>(a + i, fr_mul(fe_sub<FrParams>(ab, fe_load<FrParams>(c + i)), z));
+    const Fr ab = fe_mul<FrParams>(fe_load<FrParams>(a + i), fe_load<FrParams>(b + i));
+    fe_store<FrParams>(a + i, fe_mul<FrParams>(fe_sub<FrParams>(ab, fe_load<FrParams>(c + i)), z));
   }
 }

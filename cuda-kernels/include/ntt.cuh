@@ -7,7 +7,7 @@
 #pragma once
 #include <stdint.h>
 
-#include "fr.cuh"
+#include "field.cuh"
 
 namespace pinion {
 namespace ntt {
@@ -38,7 +38,7 @@ __device__ __forceinline__ void sh_store(uint4* sh, uint32_t E, uint32_t e, cons
 __device__ __forceinline__ Fr power_from_tables(const Fr* lo, const Fr* hi, uint32_t j,
                                                 uint32_t lo_bits, uint32_t lo_mask,
                                                 uint32_t hi_mask) {
-  return fr_mul(fe_load<FrParams>(lo + (j & lo_mask)),
+  return fe_mul<FrParams>(fe_load<FrParams>(lo + (j & lo_mask)),
                           fe_load<FrParams>(hi + ((j >> lo_bits) & hi_mask)));
 }
 
@@ -59,7 +59,7 @@ struct ScaleArgs {
 __device__ __forceinline__ Fr apply_scale(const ScaleArgs& a, uint32_t p, const Fr& x) {
   if (a.mode == 0) return x;
   const uint32_t j = a.mode == 2 ? bit_reverse(p, a.log_n) : p;
-  return fr_mul(x, power_from_tables(a.lo, a.hi, j, a.lo_bits, a.lo_mask, a.hi_mask));
+  return fe_mul<FrParams>(x, power_from_tables(a.lo, a.hi, j, a.lo_bits, a.lo_mask, a.hi_mask));
 }
 
 }  // namespace ntt

@@ -99,17 +99,19 @@ fn main() -> Res<()> {
     let stream = gpu.new_stream()?;
     let mut rows = Vec::new();
     let fwd = NttSpec::FORWARD.with_orders(Order::Natural, Order::BitReversed);
-    let configs = [
-        GpuNttConfig::default(),
-        GpuNttConfig {
-            tile_log: 10,
-            max_clog: 2,
-        },
-        GpuNttConfig {
-            tile_log: 11,
-            max_clog: 3,
-        },
-    ];
+    // The default first, then the other tile shapes worth comparing.
+    let configs: Vec<GpuNttConfig> = std::iter::once(GpuNttConfig::default())
+        .chain(
+            [(11, 2), (11, 3), (10, 2), (10, 0)]
+                .into_iter()
+                .map(|(tile_log, max_clog)| GpuNttConfig { tile_log, max_clog }),
+        )
+        .fold(Vec::new(), |mut v, c| {
+            if !v.contains(&c) {
+                v.push(c);
+            }
+            v
+        });
     let reference = [
         (20u32, 0.26),
         (22, 1.05),

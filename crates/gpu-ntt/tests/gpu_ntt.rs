@@ -55,7 +55,7 @@ fn configs() -> [GpuNttConfig; 3] {
     [
         GpuNttConfig::default(),
         GpuNttConfig {
-            tile_log: 10,
+            tile_log: 11,
             max_clog: 2,
         },
         GpuNttConfig {
