@@ -26,7 +26,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 const USAGE: &str =
-    "usage: cargo xtask bench [--quick] [--record | --record-to FILE] [--only TEXT]";
+    "usage: cargo xtask bench [--quick] [--record | --record-to FILE] [--only TEXT] \
+     [--from-logs DIR]";
 const LINE_PREFIX: &str = "PINION_BENCH ";
 
 /// Benchmark programs that need a GPU besides those named `gpu_*`.
@@ -108,6 +109,7 @@ struct Options {
     quick: bool,
     record_to: Option<PathBuf>,
     only: Option<String>,
+    from_logs: Option<PathBuf>,
 }
 
 fn parse_args(root: &Path, args: &[String]) -> Result<Options> {
@@ -115,6 +117,7 @@ fn parse_args(root: &Path, args: &[String]) -> Result<Options> {
         quick: false,
         record_to: None,
         only: None,
+        from_logs: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -125,6 +128,9 @@ fn parse_args(root: &Path, args: &[String]) -> Result<Options> {
                 o.record_to = Some(it.next().context("--record-to needs a file")?.into())
             }
             "--only" => o.only = Some(it.next().context("--only needs a value")?.clone()),
+            "--from-logs" => {
+                o.from_logs = Some(it.next().context("--from-logs needs a directory")?.into())
+            }
             other => bail!("unknown argument `{other}`\n{USAGE}"),
         }
     }
@@ -186,6 +192,9 @@ struct MemLimit {
 
 pub fn run(root: &Path, args: &[String]) -> Result<()> {
     let opts = parse_args(root, args)?;
+    if let Some(dir) = &opts.from_logs {
+        return from_logs(root, dir, &opts);
+    }
     let started = Instant::now();
     let mut benches = find_benches(root)?;
     if let Some(only) = &opts.only {
@@ -270,6 +279,73 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     if !failed.is_empty() {
         bail!("benchmark program(s) failed: {}", failed.join(", "));
     }
+    Ok(())
+}
+
+/// The table of a run made elsewhere: the GPU bundle's `run.sh bench` with `PINION_BENCH_LOGS`
+/// set writes each program's output to `DIR/<program>.log` and the machine to
+/// `DIR/machine.txt` (the device has no Rust toolchain, so the table is assembled here).
+fn from_logs(root: &Path, dir: &Path, opts: &Options) -> Result<()> {
+    let machine_file = dir.join("machine.txt");
+    let machine_text = std::fs::read_to_string(&machine_file)
+        .with_context(|| format!("read {}", machine_file.display()))?;
+    let mut lines = machine_text.lines();
+    let date = lines.next().unwrap_or("?").trim().to_string();
+    let machine = lines.collect::<Vec<_>>().join("; ");
+    let known = find_benches(root)?;
+    let mut runs = Vec::new();
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    for log in logs {
+        let name = log.file_stem().unwrap().to_string_lossy().into_owned();
+        let Some(bench) = known.iter().find(|b| b.name == name) else {
+            continue;
+        };
+        if opts
+            .only
+            .as_ref()
+            .is_some_and(|o| !name.contains(o.as_str()))
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&log)?;
+        let mut run = ProgramRun::without_run(Status::Ok);
+        for line in text.lines() {
+            match parse_bench_line(line) {
+                Some(Ok(rec)) => run.records.push(rec),
+                Some(Err(e)) => run.bad_lines.push(format!("{e}: {line}")),
+                None => {}
+            }
+        }
+        runs.push((bench.clone(), run));
+    }
+    if runs.is_empty() {
+        bail!(
+            "no <bench>.log with a known benchmark name in {}",
+            dir.display()
+        );
+    }
+    let mem = MemLimit {
+        limit_bytes: None,
+        source: "from the logs' machine".into(),
+    };
+    if let Some(path) = &opts.record_to {
+        let section = markdown_section(&runs, &machine, &date, opts.quick, &mem, root);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .with_context(|| format!("open {}", path.display()))?;
+        f.write_all(section.as_bytes())
+            .with_context(|| format!("append to {}", path.display()))?;
+        println!("bench: recorded in {}", path.display());
+    }
+    println!("bench: from {} ({date}; {machine})", dir.display());
+    print!("{}", text_table(&table_rows(&runs, &mem)));
     Ok(())
 }
 
