@@ -1,6 +1,6 @@
-// Pippenger multi-scalar multiplication on G1 (and G2): the kernels of the pipeline in
-// include/msm.cuh, each a grid-stride loop over its threads' bodies. The launch order,
-// buffer sizes and window parameters are chosen by crates/gpu-msm/src/gpu.rs.
+// Pippenger multi-scalar multiplication on G1 (G2's point kernels are in msm_g2.cu): the
+// kernels of the pipeline in include/msm.cuh, each a grid-stride loop over its threads' bodies.
+// The launch order, buffer sizes and window parameters are chosen by crates/gpu-msm/src/gpu.rs.
 //
 // Scalar kernels (shared by G1 and G2):
 //   msm_from_montgomery(u32* scalars, u32 n)                         in place, to canonical
@@ -10,7 +10,7 @@
 //   msm_scan_apply(const u32* counts, u32 n_keys, u32 chunk, const u32* chunk_sums,
 //                  u32* offsets, u32* cursors)
 //   msm_scatter(const u32* scalars, u32 n, u32 c, u32 W, u32* cursors, u32* entries)
-// Point kernels (g1_ and g2_ prefixes):
+// Point kernels (g1_ here, g2_ in msm_g2.cu; the macro is in include/msm_kernels.cuh):
 //   <g>_accumulate(const Affine* bases, const u32* entries, const u32* offsets,
 //                  const u32* counts, Xyzz* buckets, u32 n_keys)
 //   <g>_accumulate_capped(...)   the same, registers capped at 128 (4 blocks per SM)
@@ -20,13 +20,10 @@
 //   <g>_to_affine(const Xyzz* in, Affine* out, u32 n)
 #include <stdint.h>
 
-#include "msm.cuh"
+#include "msm_kernels.cuh"
 
 using namespace pinion;
 using namespace pinion::msm;
-
-#define GRID_STRIDE(i, n) \
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
 
 extern "C" __global__ void msm_from_montgomery(uint32_t* scalars, uint32_t n) {
   GRID_STRIDE(i, n) from_montgomery_body(scalars, i);
@@ -60,35 +57,5 @@ extern "C" __global__ void msm_scatter(const uint32_t* scalars, uint32_t n, uint
   GRID_STRIDE(i, n) scatter_body(scalars, Windows{c, n_windows}, cursors, entries, i);
 }
 
-#define POINT_KERNELS(G, F)                                                                   \
-  extern "C" __global__ void __launch_bounds__(128)                                           \
-      G##_accumulate(const Affine<F>* bases, const uint32_t* entries, const uint32_t* offsets, \
-                     const uint32_t* counts, Xyzz<F>* buckets, uint32_t n_keys) {             \
-    GRID_STRIDE(k, n_keys) accumulate_body(bases, entries, offsets, counts, buckets, k);      \
-  }                                                                                           \
-  /* Same body, registers capped at 128 so that 4 blocks (16 warps) fit an SM instead of 3  \
-     (ptxas: 128 registers and 68 bytes of spills, against 142 and none uncapped). */       \
-  extern "C" __global__ void __launch_bounds__(128, 4)                                        \
-      G##_accumulate_capped(const Affine<F>* bases, const uint32_t* entries,                  \
-                            const uint32_t* offsets, const uint32_t* counts,                  \
-                            Xyzz<F>* buckets, uint32_t n_keys) {                              \
-    GRID_STRIDE(k, n_keys) accumulate_body(bases, entries, offsets, counts, buckets, k);      \
-  }                                                                                           \
-  extern "C" __global__ void __launch_bounds__(128)                                           \
-      G##_reduce_segments(const Xyzz<F>* buckets, uint32_t n_buckets, uint32_t seg_len,       \
-                          uint32_t n_segments, uint32_t ones_window, Xyzz<F>* out,            \
-                          uint32_t n_threads) {                                               \
-    GRID_STRIDE(t, n_threads)                                                                 \
-    reduce_segments_body(buckets, n_buckets, seg_len, n_segments, ones_window, out, t);       \
-  }                                                                                           \
-  extern "C" __global__ void __launch_bounds__(128)                                           \
-      G##_sum_groups(const Xyzz<F>* in, uint32_t group_len, Xyzz<F>* out, uint32_t n_groups) { \
-    GRID_STRIDE(g, n_groups) sum_groups_body(in, group_len, out, g);                          \
-  }                                                                                           \
-  extern "C" __global__ void __launch_bounds__(128)                                           \
-      G##_to_affine(const Xyzz<F>* in, Affine<F>* out, uint32_t n) {                          \
-    GRID_STRIDE(i, n) to_affine_body(in, out, i);                                             \
-  }
-
 POINT_KERNELS(g1, Fp)
-// G2 (POINT_KERNELS(g2, Fp2)) is not instantiated yet: its PTX takes nvcc ~9 minutes here.
+// G2 lives in msm_g2.cu (its own PTX module: its PTX alone takes nvcc ~10 minutes).

@@ -20,19 +20,23 @@ pub enum Module {
     FieldTest,
     /// `msm.cu`: the Pippenger MSM pipeline (sort by bucket, XYZZ buckets, reduction).
     Msm,
+    /// `msm_g2.cu`: the point kernels of the MSM pipeline on G2 (the scalar kernels are
+    /// `msm.cu`'s).
+    MsmG2,
     /// `ntt.cu`: NTT passes, twiddle table, scaling, bit reversal and the H pointwise step.
     Ntt,
 }
 
 impl Module {
     /// Every module, in declaration order.
-    pub const ALL: &'static [Module] = &[Module::FieldTest, Module::Msm, Module::Ntt];
+    pub const ALL: &'static [Module] = &[Module::FieldTest, Module::Msm, Module::MsmG2, Module::Ntt];
 
     /// The module's stem (`<stem>.cu`, `<stem>.ptx`).
     pub const fn name(self) -> &'static str {
         match self {
             Module::FieldTest => "field_test",
             Module::Msm => "msm",
+            Module::MsmG2 => "msm_g2",
             Module::Ntt => "ntt",
         }
     }
@@ -42,6 +46,7 @@ impl Module {
         match self {
             Module::FieldTest => include_str!("../ptx/field_test.ptx"),
             Module::Msm => include_str!("../ptx/msm.ptx"),
+            Module::MsmG2 => include_str!("../ptx/msm_g2.ptx"),
             Module::Ntt => include_str!("../ptx/ntt.ptx"),
         }
     }
@@ -152,6 +157,17 @@ entries! {
     G1SumGroups => (Msm, "g1_sum_groups"),
     /// `g1_to_affine(in, out, n)`: XYZZ to affine (infinity all-zero).
     G1ToAffine => (Msm, "g1_to_affine"),
+    /// `g2_accumulate(bases, entries, offsets, counts, buckets, n_keys)`: as `g1_accumulate`
+    /// on G2 (Fp2 coordinates).
+    G2Accumulate => (MsmG2, "g2_accumulate"),
+    /// `g2_accumulate_capped(..)`: as `g2_accumulate`, registers capped (4 blocks per SM).
+    G2AccumulateCapped => (MsmG2, "g2_accumulate_capped"),
+    /// `g2_reduce_segments(buckets, n_buckets, seg_len, n_segments, ones_window, out, n)`.
+    G2ReduceSegments => (MsmG2, "g2_reduce_segments"),
+    /// `g2_sum_groups(in, group_len, out, n_groups)`.
+    G2SumGroups => (MsmG2, "g2_sum_groups"),
+    /// `g2_to_affine(in, out, n)`.
+    G2ToAffine => (MsmG2, "g2_to_affine"),
     /// `ntt_pass_dif(Fr* data, const Fr* tw, u32 tw_log, u32 lo, u32 s, u32 clog, u32 inverse,
     /// ScaleArgs pre, ScaleArgs post)`: DIF stages over index bits [lo, lo + s) in shared
     /// memory, with optional scaling on load (`pre`) and store (`post`).

@@ -1,0 +1,52 @@
+// The grid-stride wrapper and the point-kernel macro shared by msm.cu (G1 over Fp) and
+// msm_g2.cu (G2 over Fp2). They live in two modules so that a G1-only change does not
+// recompile the slow G2 PTX (nvcc ~10 minutes on a 2-core machine) and vice versa.
+#pragma once
+#include <stdint.h>
+
+#include "msm.cuh"
+
+#define GRID_STRIDE(i, n) \
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
+
+// Point kernels of one curve: G is the name prefix (g1, g2), F the coordinate field.
+//   <G>_accumulate(bases, entries, offsets, counts, buckets, n_keys)
+//   <G>_accumulate_capped(...)   the same, registers capped (4 blocks of 128 per SM)
+//   <G>_reduce_segments(buckets, n_buckets, seg_len, n_segments, ones_window, out, n_threads)
+//   <G>_sum_groups(in, group_len, out, n_groups)
+//   <G>_to_affine(in, out, n)
+// ptxas register counts and spills per curve are recorded in cuda-kernels/NOTES.md.
+#define POINT_KERNELS(G, F)                                                                   \
+  extern "C" __global__ void __launch_bounds__(128)                                           \
+      G##_accumulate(const pinion::Affine<F>* bases, const uint32_t* entries,                 \
+                     const uint32_t* offsets, const uint32_t* counts,                         \
+                     pinion::Xyzz<F>* buckets, uint32_t n_keys) {                             \
+    GRID_STRIDE(k, n_keys)                                                                    \
+    pinion::msm::accumulate_body(bases, entries, offsets, counts, buckets, k);                \
+  }                                                                                           \
+  /* Same body, registers capped so that 4 blocks (16 warps) fit an SM: more warps to hide   \
+     the latency of the random base loads, at the price of a few spills. */                  \
+  extern "C" __global__ void __launch_bounds__(128, 4)                                        \
+      G##_accumulate_capped(const pinion::Affine<F>* bases, const uint32_t* entries,          \
+                            const uint32_t* offsets, const uint32_t* counts,                  \
+                            pinion::Xyzz<F>* buckets, uint32_t n_keys) {                      \
+    GRID_STRIDE(k, n_keys)                                                                    \
+    pinion::msm::accumulate_body(bases, entries, offsets, counts, buckets, k);                \
+  }                                                                                           \
+  extern "C" __global__ void __launch_bounds__(128)                                           \
+      G##_reduce_segments(const pinion::Xyzz<F>* buckets, uint32_t n_buckets,                 \
+                          uint32_t seg_len, uint32_t n_segments, uint32_t ones_window,        \
+                          pinion::Xyzz<F>* out, uint32_t n_threads) {                         \
+    GRID_STRIDE(t, n_threads)                                                                 \
+    pinion::msm::reduce_segments_body(buckets, n_buckets, seg_len, n_segments, ones_window,   \
+                                      out, t);                                                \
+  }                                                                                           \
+  extern "C" __global__ void __launch_bounds__(128)                                           \
+      G##_sum_groups(const pinion::Xyzz<F>* in, uint32_t group_len, pinion::Xyzz<F>* out,     \
+                     uint32_t n_groups) {                                                     \
+    GRID_STRIDE(g, n_groups) pinion::msm::sum_groups_body(in, group_len, out, g);             \
+  }                                                                                           \
+  extern "C" __global__ void __launch_bounds__(128)                                           \
+      G##_to_affine(const pinion::Xyzz<F>* in, pinion::Affine<F>* out, uint32_t n) {          \
+    GRID_STRIDE(i, n) pinion::msm::to_affine_body(in, out, i);                                \
+  }
