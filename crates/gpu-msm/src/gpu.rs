@@ -1,12 +1,13 @@
-//! The CUDA backend: Pippenger on the GPU for G1 (`cuda-kernels/msm.cu`).
+//! The CUDA backend: Pippenger on the GPU for G1 and G2 (`cuda-kernels/msm.cu`, point
+//! kernels of G2 in `cuda-kernels/msm_g2.cu`).
 //!
 //! # Contract
-//! - [`GpuMsm::msm_g1`] gives exactly `Σ scalars[i]·bases[i]` (the same value as
+//! - [`GpuMsm::msm`] (aliases [`GpuMsm::msm_g1`], [`GpuMsm::msm_g2`]) gives exactly `Σ scalars[i]·bases[i]` (the same value as
 //!   [`crate::reference::naive_msm`] and [`crate::CpuMsm`]) for any scalars, bases at
 //!   infinity and repeated bases included; shapes follow the crate's rules
 //!   ([`crate::DensityMask`] pairing, equal lengths otherwise).
-//! - Bases can be made resident once ([`GpuMsm::upload_bases_g1`], [`DeviceBasesG1`]) and
-//!   reused by every MSM over them; scalars can be uploaded separately
+//! - Bases can be made resident once ([`GpuMsm::upload_bases`], [`DeviceBases`]; from
+//!   bls12_381 points or from bls-repr layouts, G1 and G2) and reused by every MSM over them; scalars can be uploaded separately
 //!   ([`GpuMsm::upload_scalars`], canonical on the device) so that a caller can overlap
 //!   or time the copy.
 //! - Scalars: [`Scalar`]s are converted to canonical integers on the host (through
@@ -15,9 +16,12 @@
 //! - Every device allocation (bases, scalars, scratch) is charged to the device's VRAM
 //!   budget first; a refusal or a real CUDA out-of-memory is [`GpuMsmError::Gpu`], never a
 //!   panic. Scratch lives only for one call.
-//! - G2 is not implemented on the GPU yet: the [`crate::MsmBackend`] impl of [`GpuMsm`]
-//!   runs G2 on the host through [`crate::CpuMsm`] (the trait's G1 methods run on the GPU,
-//!   bases uploaded per call). Device errors reach the trait as [`MsmError::Gpu`].
+//! - One pipeline for both curves, generic over [`GpuCurve`] ([`G1Curve`], [`G2Curve`]):
+//!   the scalar kernels (Montgomery conversion, counting sort) are curve-independent and
+//!   live in the `Msm` module; each curve brings its point kernels (`Msm` for G1, `MsmG2`
+//!   for G2, the same CUDA bodies instantiated over Fp and Fp2).
+//! - The [`crate::MsmBackend`] impl of [`GpuMsm`] runs both curves on the GPU, bases
+//!   uploaded per call. Device errors reach the trait as [`MsmError::Gpu`].
 //!
 //! # Pipeline (one stream)
 //! Signed-digit windows of `c` bits (`W = ⌈256/c⌉` windows, `2^(c-1)` buckets each), plus a
@@ -43,13 +47,20 @@
 //! At 2^24 the bucket accumulation is 164.5 of 184.5 ms of device time (count 2.6,
 //! scan 0.3, scatter 11.0, reduction 6.1): the mixed additions bound it.
 //!
+//! G2 has not been measured yet (`examples/gpu_msm_bench.rs --curves g2`).
+//!
 //! # Cost model
 //! About `W·m` mixed additions for `m` scalars other than 0 and 1, one per scalar equal to
-//! 1, `~2·(W+1)·2^(c-1)` additions to reduce buckets; device scratch of
-//! `4·W·n + 192·(W+1)·2^(c-1) + 12·(W+1)·2^(c-1)` bytes (entries, buckets, sort keys).
+//! 1, `~2·(W+1)·2^(c-1)` additions to reduce buckets; a G2 addition is about 3 times a G1
+//! one (Fp2 products are 3 Fp products) and reads 192-byte bases instead of 96. Device
+//! scratch per call: `4·W·n + X·(W+1)·2^(c-1) + 12·(W+1)·2^(c-1)` bytes (entries, buckets,
+//! sort keys) with X = 192 for G1 and 384 for G2 XYZZ buckets, plus small reduction
+//! buffers. At n = 2^26 and c = 16 (W = 16) that is 4 GiB of entries and ~110 MiB (G1) of
+//! buckets, next to 6 GiB of G1 bases and 2 GiB of scalars. Window sizes are shared by
+//! both curves (tuned on G1).
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use bls_repr::{FrRepr, G1AffineRepr, ReprError};
+use bls_repr::{FrRepr, G1AffineRepr, G2AffineRepr, ReprError};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use gpu_device::{DeviceBuffer, Entry, Gpu, GpuError};
 use rayon::prelude::*;
@@ -57,10 +68,6 @@ use std::sync::Arc;
 
 use crate::{check_shapes, DensityMask, MsmError};
 
-/// u32 words of one G1 affine point (x, y: 12 words each).
-const G1_AFFINE_WORDS: usize = 24;
-/// u32 words of one G1 XYZZ point (4 coordinates).
-const G1_XYZZ_WORDS: usize = 48;
 /// u32 words of one scalar (canonical, little-endian).
 const SCALAR_WORDS: usize = 8;
 /// Threads per block: the scalar kernels are light, the point kernels use many registers.
@@ -127,15 +134,110 @@ pub enum GpuMsmError {
 /// Device time of each pipeline phase, in order: (phase, milliseconds).
 pub type PhaseTimes = Vec<(&'static str, f32)>;
 
-/// G1 bases resident on the device (affine, Montgomery, infinity all-zero), charged to the
-/// VRAM budget while they live.
-#[derive(Debug)]
-pub struct DeviceBasesG1 {
-    words: DeviceBuffer<u32>,
-    n: usize,
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::G1Curve {}
+    impl Sealed for super::G2Curve {}
 }
 
-impl DeviceBasesG1 {
+/// A curve group the GPU pipeline runs on ([`G1Curve`], [`G2Curve`]): its bls12_381 and
+/// bls-repr types, its device layouts and its point kernels. The pipeline
+/// ([`GpuMsm::msm_resident`] and friends) is written once over this trait; the scalar
+/// kernels (sort by bucket) are the same for both curves. Sealed: kernels exist for these
+/// two groups only.
+pub trait GpuCurve: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {
+    /// Affine point (bls12_381).
+    type Affine: Copy + Send + Sync;
+    /// Projective point (bls12_381), the result type.
+    type Projective: group::Group + From<Self::Affine>;
+    /// The device layout of an affine point (bls-repr, Montgomery, infinity all-zero).
+    type Repr: bytemuck::Pod + Send + Sync;
+    /// Short name for labels ("g1", "g2").
+    const NAME: &'static str;
+    /// u32 words of one affine point on the device.
+    const AFFINE_WORDS: usize;
+    /// u32 words of one XYZZ point on the device (4 coordinates).
+    const XYZZ_WORDS: usize;
+    /// `<g>_accumulate`.
+    const ACCUMULATE: Entry;
+    /// `<g>_accumulate_capped`.
+    const ACCUMULATE_CAPPED: Entry;
+    /// `<g>_reduce_segments`.
+    const REDUCE_SEGMENTS: Entry;
+    /// `<g>_sum_groups`.
+    const SUM_GROUPS: Entry;
+    /// `<g>_to_affine`.
+    const TO_AFFINE: Entry;
+    /// Host to device layout.
+    fn to_repr(p: &Self::Affine) -> Self::Repr;
+    /// Device layout to host, coordinates checked to be canonical (no curve check: the
+    /// GPU's sums are trusted to be on the curve, the tests check them).
+    fn from_repr(r: &Self::Repr) -> Result<Self::Affine, ReprError>;
+}
+
+/// G1 (coordinates in Fp; kernels `g1_*` in `cuda-kernels/msm.cu`).
+#[derive(Clone, Copy, Debug)]
+pub enum G1Curve {}
+
+/// G2 (coordinates in Fp2; kernels `g2_*` in `cuda-kernels/msm_g2.cu`).
+#[derive(Clone, Copy, Debug)]
+pub enum G2Curve {}
+
+impl GpuCurve for G1Curve {
+    type Affine = G1Affine;
+    type Projective = G1Projective;
+    type Repr = G1AffineRepr;
+    const NAME: &'static str = "g1";
+    const AFFINE_WORDS: usize = 24;
+    const XYZZ_WORDS: usize = 48;
+    const ACCUMULATE: Entry = Entry::G1Accumulate;
+    const ACCUMULATE_CAPPED: Entry = Entry::G1AccumulateCapped;
+    const REDUCE_SEGMENTS: Entry = Entry::G1ReduceSegments;
+    const SUM_GROUPS: Entry = Entry::G1SumGroups;
+    const TO_AFFINE: Entry = Entry::G1ToAffine;
+    fn to_repr(p: &G1Affine) -> G1AffineRepr {
+        G1AffineRepr::from_affine(p)
+    }
+    fn from_repr(r: &G1AffineRepr) -> Result<G1Affine, ReprError> {
+        r.to_affine_unchecked()
+    }
+}
+
+impl GpuCurve for G2Curve {
+    type Affine = G2Affine;
+    type Projective = G2Projective;
+    type Repr = G2AffineRepr;
+    const NAME: &'static str = "g2";
+    const AFFINE_WORDS: usize = 48;
+    const XYZZ_WORDS: usize = 96;
+    const ACCUMULATE: Entry = Entry::G2Accumulate;
+    const ACCUMULATE_CAPPED: Entry = Entry::G2AccumulateCapped;
+    const REDUCE_SEGMENTS: Entry = Entry::G2ReduceSegments;
+    const SUM_GROUPS: Entry = Entry::G2SumGroups;
+    const TO_AFFINE: Entry = Entry::G2ToAffine;
+    fn to_repr(p: &G2Affine) -> G2AffineRepr {
+        G2AffineRepr::from_affine(p)
+    }
+    fn from_repr(r: &G2AffineRepr) -> Result<G2Affine, ReprError> {
+        r.to_affine_unchecked()
+    }
+}
+
+/// Bases of curve `C` resident on the device (affine, Montgomery, infinity all-zero),
+/// charged to the VRAM budget while they live.
+#[derive(Debug)]
+pub struct DeviceBases<C: GpuCurve> {
+    words: DeviceBuffer<u32>,
+    n: usize,
+    curve: std::marker::PhantomData<C>,
+}
+
+/// G1 bases resident on the device.
+pub type DeviceBasesG1 = DeviceBases<G1Curve>;
+/// G2 bases resident on the device.
+pub type DeviceBasesG2 = DeviceBases<G2Curve>;
+
+impl<C: GpuCurve> DeviceBases<C> {
     /// Number of bases.
     pub fn len(&self) -> usize {
         self.n
@@ -261,6 +363,32 @@ pub fn scalars_to_words(scalars: &[Scalar]) -> Vec<u32> {
     words
 }
 
+/// Canonical words of the scalars a mask selects (all of them without a mask).
+fn selected_words(scalars: &[Scalar], density: Option<&DensityMask>) -> Vec<u32> {
+    match density {
+        None => scalars_to_words(scalars),
+        Some(mask) => {
+            let selected: Vec<Scalar> = scalars
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask.get(*i))
+                .map(|(_, s)| *s)
+                .collect();
+            scalars_to_words(&selected)
+        }
+    }
+}
+
+fn check_terms(n_terms: usize) -> Result<(), GpuMsmError> {
+    if n_terms > GPU_MAX_TERMS {
+        return Err(GpuMsmError::TooManyTerms {
+            n_terms,
+            max_terms: GPU_MAX_TERMS,
+        });
+    }
+    Ok(())
+}
+
 fn grid(n: u32, block: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (n.div_ceil(block).max(1), 1, 1),
@@ -320,22 +448,53 @@ impl GpuMsm {
     }
 
     /// Uploads bases once (converted to bls-repr's layout on the host).
-    pub fn upload_bases_g1(&self, bases: &[G1Affine]) -> Result<DeviceBasesG1, GpuMsmError> {
-        let reprs: Vec<G1AffineRepr> = bases.par_iter().map(G1AffineRepr::from_affine).collect();
-        self.upload_bases_g1_repr(&reprs)
+    pub fn upload_bases<C: GpuCurve>(
+        &self,
+        bases: &[C::Affine],
+    ) -> Result<DeviceBases<C>, GpuMsmError> {
+        let reprs: Vec<C::Repr> = bases.par_iter().map(C::to_repr).collect();
+        self.upload_bases_repr::<C>(&reprs)
     }
 
     /// Uploads bases already in bls-repr's layout (e.g. from the SRS store).
+    pub fn upload_bases_repr<C: GpuCurve>(
+        &self,
+        bases: &[C::Repr],
+    ) -> Result<DeviceBases<C>, GpuMsmError> {
+        let words: &[u32] = bytemuck::cast_slice(bases);
+        let label = format!("gpu-msm {} bases", C::NAME);
+        let words = self.gpu.upload(words, &label)?;
+        Ok(DeviceBases {
+            words,
+            n: bases.len(),
+            curve: std::marker::PhantomData,
+        })
+    }
+
+    /// [`GpuMsm::upload_bases`] on G1.
+    pub fn upload_bases_g1(&self, bases: &[G1Affine]) -> Result<DeviceBasesG1, GpuMsmError> {
+        self.upload_bases::<G1Curve>(bases)
+    }
+
+    /// [`GpuMsm::upload_bases_repr`] on G1.
     pub fn upload_bases_g1_repr(
         &self,
         bases: &[G1AffineRepr],
     ) -> Result<DeviceBasesG1, GpuMsmError> {
-        let words: &[u32] = bytemuck::cast_slice(bases);
-        let words = self.gpu.upload(words, "gpu-msm g1 bases")?;
-        Ok(DeviceBasesG1 {
-            words,
-            n: bases.len(),
-        })
+        self.upload_bases_repr::<G1Curve>(bases)
+    }
+
+    /// [`GpuMsm::upload_bases`] on G2.
+    pub fn upload_bases_g2(&self, bases: &[G2Affine]) -> Result<DeviceBasesG2, GpuMsmError> {
+        self.upload_bases::<G2Curve>(bases)
+    }
+
+    /// [`GpuMsm::upload_bases_repr`] on G2.
+    pub fn upload_bases_g2_repr(
+        &self,
+        bases: &[G2AffineRepr],
+    ) -> Result<DeviceBasesG2, GpuMsmError> {
+        self.upload_bases_repr::<G2Curve>(bases)
     }
 
     /// Uploads scalars (converted to canonical on the host).
@@ -410,120 +569,165 @@ impl GpuMsm {
         Ok(DeviceScalars { words, n })
     }
 
-    /// `Σ scalars[i]·bases[i]` (with a density mask: see the crate docs); uploads bases
-    /// and scalars for this call only.
+    /// `Σ scalars[i]·bases[i]` on curve `C` (with a density mask: see the crate docs);
+    /// uploads bases and scalars for this call only.
+    pub fn msm<C: GpuCurve>(
+        &self,
+        bases: &[C::Affine],
+        scalars: &[Scalar],
+        density: Option<&DensityMask>,
+    ) -> Result<C::Projective, GpuMsmError> {
+        check_shapes(bases.len(), scalars.len(), density)?;
+        check_terms(bases.len())?;
+        if bases.is_empty() {
+            return Ok(<C::Projective as group::Group>::identity());
+        }
+        let words = selected_words(scalars, density);
+        let d_bases = self.upload_bases::<C>(bases)?;
+        let d_scalars = self.upload_scalar_words(&words)?;
+        self.msm_resident(&d_bases, &d_scalars)
+    }
+
+    /// One MSM on curve `C` per scalar vector over the same bases (uploaded once).
+    pub fn msm_batch<C: GpuCurve>(
+        &self,
+        bases: &[C::Affine],
+        scalar_sets: &[&[Scalar]],
+        density: Option<&DensityMask>,
+    ) -> Result<Vec<C::Projective>, GpuMsmError> {
+        crate::check_batch(bases.len(), scalar_sets, density)?;
+        check_terms(bases.len())?;
+        if bases.is_empty() {
+            return Ok(vec![
+                <C::Projective as group::Group>::identity();
+                scalar_sets.len()
+            ]);
+        }
+        let d_bases = self.upload_bases::<C>(bases)?;
+        scalar_sets
+            .iter()
+            .map(|scalars| {
+                let d_scalars = self.upload_scalar_words(&selected_words(scalars, density))?;
+                self.msm_resident(&d_bases, &d_scalars)
+            })
+            .collect()
+    }
+
+    /// `Σ scalars[i]·bases[i]` on curve `C` with both already on the device (the fast path).
+    pub fn msm_resident<C: GpuCurve>(
+        &self,
+        bases: &DeviceBases<C>,
+        scalars: &DeviceScalars,
+    ) -> Result<C::Projective, GpuMsmError> {
+        Ok(self.msm_resident_inner(bases, scalars, false)?.0)
+    }
+
+    /// As [`GpuMsm::msm_resident`], also returning the device time of each phase in
+    /// milliseconds (CUDA events between the launches; for benchmarks). Empty for n = 0.
+    pub fn msm_resident_profiled<C: GpuCurve>(
+        &self,
+        bases: &DeviceBases<C>,
+        scalars: &DeviceScalars,
+    ) -> Result<(C::Projective, PhaseTimes), GpuMsmError> {
+        self.msm_resident_inner(bases, scalars, true)
+    }
+
+    /// [`GpuMsm::msm`] on G1.
     pub fn msm_g1(
         &self,
         bases: &[G1Affine],
         scalars: &[Scalar],
         density: Option<&DensityMask>,
     ) -> Result<G1Projective, GpuMsmError> {
-        check_shapes(bases.len(), scalars.len(), density)?;
-        if bases.len() > GPU_MAX_TERMS {
-            return Err(GpuMsmError::TooManyTerms {
-                n_terms: bases.len(),
-                max_terms: GPU_MAX_TERMS,
-            });
-        }
-        if bases.is_empty() {
-            return Ok(G1Projective::identity());
-        }
-        let words = match density {
-            None => scalars_to_words(scalars),
-            Some(mask) => {
-                let selected: Vec<Scalar> = scalars
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| mask.get(*i))
-                    .map(|(_, s)| *s)
-                    .collect();
-                scalars_to_words(&selected)
-            }
-        };
-        let d_bases = self.upload_bases_g1(bases)?;
-        let d_scalars = self.upload_scalar_words(&words)?;
-        self.msm_g1_resident(&d_bases, &d_scalars)
+        self.msm::<G1Curve>(bases, scalars, density)
     }
 
-    /// One G1 MSM per scalar vector over the same bases (uploaded once).
+    /// [`GpuMsm::msm`] on G2.
+    pub fn msm_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[Scalar],
+        density: Option<&DensityMask>,
+    ) -> Result<G2Projective, GpuMsmError> {
+        self.msm::<G2Curve>(bases, scalars, density)
+    }
+
+    /// [`GpuMsm::msm_batch`] on G1.
     pub fn msm_g1_batch(
         &self,
         bases: &[G1Affine],
         scalar_sets: &[&[Scalar]],
         density: Option<&DensityMask>,
     ) -> Result<Vec<G1Projective>, GpuMsmError> {
-        crate::check_batch(bases.len(), scalar_sets, density)?;
-        if bases.is_empty() {
-            return Ok(vec![G1Projective::identity(); scalar_sets.len()]);
-        }
-        let d_bases = self.upload_bases_g1(bases)?;
-        scalar_sets
-            .iter()
-            .map(|scalars| {
-                let words = match density {
-                    None => scalars_to_words(scalars),
-                    Some(mask) => {
-                        let selected: Vec<Scalar> = scalars
-                            .iter()
-                            .enumerate()
-                            .filter(|(i, _)| mask.get(*i))
-                            .map(|(_, s)| *s)
-                            .collect();
-                        scalars_to_words(&selected)
-                    }
-                };
-                let d_scalars = self.upload_scalar_words(&words)?;
-                self.msm_g1_resident(&d_bases, &d_scalars)
-            })
-            .collect()
+        self.msm_batch::<G1Curve>(bases, scalar_sets, density)
     }
 
-    /// `Σ scalars[i]·bases[i]` with both already on the device (the fast path).
+    /// [`GpuMsm::msm_batch`] on G2.
+    pub fn msm_g2_batch(
+        &self,
+        bases: &[G2Affine],
+        scalar_sets: &[&[Scalar]],
+        density: Option<&DensityMask>,
+    ) -> Result<Vec<G2Projective>, GpuMsmError> {
+        self.msm_batch::<G2Curve>(bases, scalar_sets, density)
+    }
+
+    /// [`GpuMsm::msm_resident`] on G1.
     pub fn msm_g1_resident(
         &self,
         bases: &DeviceBasesG1,
         scalars: &DeviceScalars,
     ) -> Result<G1Projective, GpuMsmError> {
-        if bases.n != scalars.n {
-            return Err(GpuMsmError::LengthMismatch {
-                n_bases: bases.n,
-                n_scalars: scalars.n,
-            });
-        }
-        let n = bases.n;
-        if n > GPU_MAX_TERMS {
-            return Err(GpuMsmError::TooManyTerms {
-                n_terms: n,
-                max_terms: GPU_MAX_TERMS,
-            });
-        }
-        if n == 0 {
-            return Ok(G1Projective::identity());
-        }
-        let plan = self.plan(n);
-        let sums = self.window_sums_g1(bases, scalars, &plan, None)?;
-        combine_windows(&sums, plan.window_bits)
+        self.msm_resident(bases, scalars)
     }
 
-    /// As [`GpuMsm::msm_g1_resident`], also returning the device time of each phase in
-    /// milliseconds (CUDA events between the launches; for benchmarks).
+    /// [`GpuMsm::msm_resident`] on G2.
+    pub fn msm_g2_resident(
+        &self,
+        bases: &DeviceBasesG2,
+        scalars: &DeviceScalars,
+    ) -> Result<G2Projective, GpuMsmError> {
+        self.msm_resident(bases, scalars)
+    }
+
+    /// [`GpuMsm::msm_resident_profiled`] on G1.
     pub fn msm_g1_resident_profiled(
         &self,
         bases: &DeviceBasesG1,
         scalars: &DeviceScalars,
     ) -> Result<(G1Projective, PhaseTimes), GpuMsmError> {
+        self.msm_resident_profiled(bases, scalars)
+    }
+
+    /// [`GpuMsm::msm_resident_profiled`] on G2.
+    pub fn msm_g2_resident_profiled(
+        &self,
+        bases: &DeviceBasesG2,
+        scalars: &DeviceScalars,
+    ) -> Result<(G2Projective, PhaseTimes), GpuMsmError> {
+        self.msm_resident_profiled(bases, scalars)
+    }
+
+    /// Shape checks, the pipeline, optional phase timings and the window combination.
+    fn msm_resident_inner<C: GpuCurve>(
+        &self,
+        bases: &DeviceBases<C>,
+        scalars: &DeviceScalars,
+        profile: bool,
+    ) -> Result<(C::Projective, PhaseTimes), GpuMsmError> {
         if bases.n != scalars.n {
             return Err(GpuMsmError::LengthMismatch {
                 n_bases: bases.n,
                 n_scalars: scalars.n,
             });
         }
-        if bases.n == 0 || bases.n > GPU_MAX_TERMS {
-            return Ok((self.msm_g1_resident(bases, scalars)?, Vec::new()));
+        check_terms(bases.n)?;
+        if bases.n == 0 {
+            return Ok((<C::Projective as group::Group>::identity(), Vec::new()));
         }
         let plan = self.plan(bases.n);
         let mut marks = Vec::new();
-        let sums = self.window_sums_g1(bases, scalars, &plan, Some(&mut marks))?;
+        let sums = self.window_sums(bases, scalars, &plan, profile.then_some(&mut marks))?;
         let mut phases = Vec::new();
         for pair in marks.windows(2) {
             let (_, start): &(&'static str, cudarc::driver::CudaEvent) = &pair[0];
@@ -533,17 +737,17 @@ impl GpuMsm {
                 .map_err(driver("cuEventElapsedTime"))?;
             phases.push((*name, ms));
         }
-        Ok((combine_windows(&sums, plan.window_bits)?, phases))
+        Ok((combine_windows::<C>(&sums, plan.window_bits)?, phases))
     }
 
     /// Runs the pipeline and returns the W + 1 window sums (affine, the ones window last).
-    fn window_sums_g1(
+    fn window_sums<C: GpuCurve>(
         &self,
-        bases: &DeviceBasesG1,
+        bases: &DeviceBases<C>,
         scalars: &DeviceScalars,
         plan: &GpuMsmPlan,
         mut marks: Option<&mut Vec<(&'static str, cudarc::driver::CudaEvent)>>,
-    ) -> Result<Vec<G1Affine>, GpuMsmError> {
+    ) -> Result<Vec<C::Affine>, GpuMsmError> {
         let gpu = &self.gpu;
         let stream = gpu.stream();
         // Records an event after the work queued so far, named after the phase it ends.
@@ -572,17 +776,17 @@ impl GpuMsm {
         let mut cursors = gpu.alloc_zeros::<u32>(n_keys as usize, "gpu-msm cursors")?;
         let mut entries = gpu.alloc_zeros::<u32>(n_entries.max(1), "gpu-msm entries")?;
         let mut buckets =
-            gpu.alloc_zeros::<u32>(n_keys as usize * G1_XYZZ_WORDS, "gpu-msm buckets")?;
+            gpu.alloc_zeros::<u32>(n_keys as usize * C::XYZZ_WORDS, "gpu-msm buckets")?;
         let mut segs =
-            gpu.alloc_zeros::<u32>(seg_threads as usize * G1_XYZZ_WORDS, "gpu-msm segments")?;
+            gpu.alloc_zeros::<u32>(seg_threads as usize * C::XYZZ_WORDS, "gpu-msm segments")?;
         let mut level1 = gpu.alloc_zeros::<u32>(
-            (seg_threads / g1_len) as usize * G1_XYZZ_WORDS,
+            (seg_threads / g1_len) as usize * C::XYZZ_WORDS,
             "gpu-msm level 1",
         )?;
         let mut level2 =
-            gpu.alloc_zeros::<u32>(n_groups as usize * G1_XYZZ_WORDS, "gpu-msm window sums")?;
+            gpu.alloc_zeros::<u32>(n_groups as usize * C::XYZZ_WORDS, "gpu-msm window sums")?;
         let mut affine =
-            gpu.alloc_zeros::<u32>(n_groups as usize * G1_AFFINE_WORDS, "gpu-msm affine sums")?;
+            gpu.alloc_zeros::<u32>(n_groups as usize * C::AFFINE_WORDS, "gpu-msm affine sums")?;
 
         mark("alloc")?;
         // SAFETY (all launches below): each kernel's parameter list in msm.cu is matched
@@ -637,8 +841,8 @@ impl GpuMsm {
 
         mark("scatter")?;
         let f = gpu.function(match self.config.accumulate {
-            AccumulateKernel::Uncapped => Entry::G1Accumulate,
-            AccumulateKernel::Capped128 => Entry::G1AccumulateCapped,
+            AccumulateKernel::Uncapped => C::ACCUMULATE,
+            AccumulateKernel::Capped128 => C::ACCUMULATE_CAPPED,
         })?;
         let mut l = stream.launch_builder(&f);
         l.arg(bases.words.slice())
@@ -651,7 +855,7 @@ impl GpuMsm {
 
         mark("accumulate")?;
         let seg_len = plan.n_buckets / plan.n_segments;
-        let f = gpu.function(Entry::G1ReduceSegments)?;
+        let f = gpu.function(C::REDUCE_SEGMENTS)?;
         let mut l = stream.launch_builder(&f);
         l.arg(buckets.slice())
             .arg(&plan.n_buckets)
@@ -664,7 +868,7 @@ impl GpuMsm {
 
         mark("reduce segments")?;
         let level1_n = seg_threads / g1_len;
-        let f = gpu.function(Entry::G1SumGroups)?;
+        let f = gpu.function(C::SUM_GROUPS)?;
         let mut l = stream.launch_builder(&f);
         l.arg(segs.slice())
             .arg(&g1_len)
@@ -680,39 +884,38 @@ impl GpuMsm {
         unsafe { l.launch(grid(n_groups, POINT_BLOCK)) }.map_err(launch_err)?;
 
         mark("sum groups")?;
-        let f = gpu.function(Entry::G1ToAffine)?;
+        let f = gpu.function(C::TO_AFFINE)?;
         let mut l = stream.launch_builder(&f);
         l.arg(level2.slice()).arg(affine.slice_mut()).arg(&n_groups);
         unsafe { l.launch(grid(n_groups, POINT_BLOCK)) }.map_err(launch_err)?;
 
         mark("to affine")?;
         let words = gpu.download(&affine)?;
-        let reprs: &[G1AffineRepr] = bytemuck::cast_slice(&words);
+        let reprs: &[C::Repr] = bytemuck::cast_slice(&words);
         reprs
             .iter()
             .enumerate()
             .map(|(index, r)| {
-                r.to_affine_unchecked()
-                    .map_err(|source| GpuMsmError::BadResult { index, source })
+                C::from_repr(r).map_err(|source| GpuMsmError::BadResult { index, source })
             })
             .collect()
     }
 }
 
 /// `Σ_w 2^(c·w)·sums[w]` over the W signed-digit windows, plus the ones window (last).
-fn combine_windows(sums: &[G1Affine], c: u32) -> Result<G1Projective, GpuMsmError> {
+fn combine_windows<C: GpuCurve>(sums: &[C::Affine], c: u32) -> Result<C::Projective, GpuMsmError> {
     let (ones, windows) = sums.split_last().ok_or(GpuMsmError::LengthMismatch {
         n_bases: 1,
         n_scalars: 0,
     })?;
-    let mut acc = G1Projective::identity();
+    let mut acc = <C::Projective as group::Group>::identity();
     for w in windows.iter().rev() {
         for _ in 0..c {
-            acc = acc.double();
+            acc = group::Group::double(&acc);
         }
-        acc += G1Projective::from(w);
+        acc += C::Projective::from(*w);
     }
-    Ok(acc + G1Projective::from(ones))
+    Ok(acc + C::Projective::from(*ones))
 }
 
 impl From<GpuMsmError> for MsmError {
@@ -732,13 +935,11 @@ impl From<GpuMsmError> for MsmError {
     }
 }
 
-/// The trait view of the CUDA engine: G1 on the GPU (bases uploaded per call; use
-/// [`GpuMsm::upload_bases_g1`] and [`GpuMsm::msm_g1_resident`] to keep them resident), **G2
-/// on the host** through [`crate::CpuMsm`] (there are no G2 kernels yet), so every method
-/// of the trait works and gives the same points as every other backend.
+/// The trait view of the CUDA engine: G1 and G2 on the GPU, bases uploaded per call (use
+/// [`GpuMsm::upload_bases`] and [`GpuMsm::msm_resident`] to keep them resident).
 impl crate::MsmBackend for GpuMsm {
     fn name(&self) -> &'static str {
-        "cuda (g2 on cpu)"
+        "cuda"
     }
 
     fn msm_g1(
@@ -756,7 +957,7 @@ impl crate::MsmBackend for GpuMsm {
         scalars: &[Scalar],
         density: Option<&DensityMask>,
     ) -> Result<G2Projective, MsmError> {
-        crate::CpuMsm::new().msm_g2(bases, scalars, density)
+        Ok(GpuMsm::msm_g2(self, bases, scalars, density)?)
     }
 
     fn msm_g1_batch(
@@ -774,7 +975,7 @@ impl crate::MsmBackend for GpuMsm {
         scalar_sets: &[&[Scalar]],
         density: Option<&DensityMask>,
     ) -> Result<Vec<G2Projective>, MsmError> {
-        crate::CpuMsm::new().msm_g2_batch(bases, scalar_sets, density)
+        Ok(GpuMsm::msm_g2_batch(self, bases, scalar_sets, density)?)
     }
 }
 
@@ -802,6 +1003,35 @@ mod tests {
             let top_bits = 255 - (256u32.div_ceil(c) - 1) * c;
             assert!(top_bits >= 7, "c = {c}: top window has {top_bits} bits");
         }
+    }
+
+    /// The word counts the pipeline sizes its buffers with match the host layouts
+    /// (affine: the bls-repr struct; XYZZ: four coordinates, twice the affine point).
+    fn layout_matches<C: GpuCurve>() {
+        assert_eq!(
+            C::AFFINE_WORDS * 4,
+            std::mem::size_of::<C::Repr>(),
+            "{}",
+            C::NAME
+        );
+        assert_eq!(C::XYZZ_WORDS, 2 * C::AFFINE_WORDS, "{}", C::NAME);
+        // Every point kernel of the curve is its own, from one module.
+        for e in [
+            C::ACCUMULATE,
+            C::ACCUMULATE_CAPPED,
+            C::REDUCE_SEGMENTS,
+            C::SUM_GROUPS,
+            C::TO_AFFINE,
+        ] {
+            assert!(e.name().starts_with(&format!("{}_", C::NAME)), "{e:?}");
+            assert_eq!(e.module(), C::ACCUMULATE.module(), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn curve_layouts_and_entries_match() {
+        layout_matches::<G1Curve>();
+        layout_matches::<G2Curve>();
     }
 
     #[test]

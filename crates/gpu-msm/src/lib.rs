@@ -43,12 +43,13 @@
 //!   ([`BucketArith`], [`CpuMsmConfig`]). Each window is reduced by running sums and the
 //!   windows are combined by doubling. Parallel over windows, and over chunks of terms
 //!   when there are more threads than windows.
-//! - [`GpuMsm`] (CUDA, G1 only for now; see `src/gpu.rs` for its contract): same scalars
-//!   and masks, bases uploaded per call or resident on the device ([`DeviceBasesG1`]).
-//!   Its own methods return [`GpuMsmError`] (which wraps [`MsmError`] and device errors).
-//!   It also implements [`MsmBackend`]: G1 on the GPU (bases uploaded per call), **G2
-//!   delegated to [`CpuMsm`] on the host** (no G2 kernels yet); device failures become
-//!   [`MsmError::Gpu`].
+//! - [`GpuMsm`] (CUDA, G1 and G2; see `src/gpu.rs` for its contract): same scalars and
+//!   masks, bases uploaded per call or resident on the device ([`DeviceBasesG1`],
+//!   [`DeviceBasesG2`]). One pipeline, generic over the curve ([`GpuCurve`]: [`G1Curve`],
+//!   [`G2Curve`]); `*_g1`/`*_g2` methods are thin aliases. Its own methods return
+//!   [`GpuMsmError`] (which wraps [`MsmError`] and device errors). It also implements
+//!   [`MsmBackend`], both curves on the GPU (bases uploaded per call); device failures
+//!   become [`MsmError::Gpu`].
 //!
 //! # Cost model (CPU)
 //! About `⌈256/c⌉·(m + 2^c)` point additions for `m` scalars other than 0 and 1 (a
@@ -58,6 +59,14 @@
 //! scalar), at most [`DEFAULT_SCALARS_IN_FLIGHT`] of them at once (configurable), plus
 //! `2^(c-1)` buckets per window in flight (one window per busy thread). Nothing
 //! proportional to the bases.
+//!
+//! # Cost model (GPU)
+//! The same additions on the device, in XYZZ coordinates (a mixed addition ≈ 8 field
+//! multiplications over Fp for G1, over Fp2 for G2, where an Fp2 product is 3 Fp
+//! products: G2 costs about 3× G1 in arithmetic and 2× in base traffic, 192 against 96
+//! bytes per base). Device memory: the resident bases (96 or 192 bytes each), 32 bytes
+//! per scalar, and per call `4·W·n` bytes of sorted entries plus `(W+1)·2^(c-1)` buckets
+//! of 192 (G1) or 384 (G2) bytes; `src/gpu.rs` has the details and measurements.
 #![warn(missing_docs)]
 // Only the CUDA backend's kernel launches (src/gpu.rs) use unsafe.
 #![deny(unsafe_code)]
@@ -74,8 +83,9 @@ pub use cpu::{BucketArith, CpuMsm, CpuMsmConfig, DEFAULT_SCALARS_IN_FLIGHT, MAX_
 pub use density::DensityMask;
 pub use error::MsmError;
 pub use gpu::{
-    scalars_to_words, AccumulateKernel, DeviceBasesG1, DeviceScalars, GpuMsm, GpuMsmConfig,
-    GpuMsmError, GpuMsmPlan, PhaseTimes, GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS,
+    scalars_to_words, AccumulateKernel, DeviceBases, DeviceBasesG1, DeviceBasesG2, DeviceScalars,
+    G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig, GpuMsmError, GpuMsmPlan, PhaseTimes,
+    GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS,
 };
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};

@@ -1,12 +1,15 @@
-//! CUDA MSM (G1) against the CPU Pippenger and the naive sum, on random inputs and edge
-//! cases. Every test skips loudly without a GPU (and fails under PINION_REQUIRE_GPU=1).
+//! CUDA MSM (G1 and G2) against the CPU Pippenger and the naive sum, on random inputs and
+//! edge cases. Each check is written once, generic over the curve, and run as a G1 test
+//! and a `gpu_g2_*` test. Every test skips loudly without a GPU (and fails under
+//! PINION_REQUIRE_GPU=1).
 
-use bls12_381::{G1Affine, G1Projective, Scalar};
+use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use gpu_device::testing::gpu_or_skip;
 use gpu_msm::reference::naive_msm;
 use gpu_msm::{
-    AccumulateKernel, CpuMsm, DensityMask, GpuMsm, GpuMsmConfig, GpuMsmError, MsmBackend, MsmError,
+    AccumulateKernel, CpuMsm, DensityMask, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
+    GpuMsmError, MsmBackend, MsmError,
 };
 use group::{Curve, Group};
 use rand::rngs::StdRng;
@@ -25,18 +28,53 @@ fn rng() -> StdRng {
     StdRng::seed_from_u64(seed)
 }
 
+/// What the generic checks need of a curve besides [`GpuCurve`]: the CPU oracle.
+trait TestCurve: GpuCurve<Projective = Self::P, Affine = <Self::P as Curve>::Affine> {
+    type P: Curve<Scalar = Scalar> + std::fmt::Debug;
+    fn cpu(
+        bases: &[Self::Affine],
+        scalars: &[Scalar],
+        mask: Option<&DensityMask>,
+    ) -> Result<Self::P, MsmError>;
+    fn cpu_batch(bases: &[Self::Affine], sets: &[&[Scalar]]) -> Result<Vec<Self::P>, MsmError>;
+}
+
+impl TestCurve for G1Curve {
+    type P = G1Projective;
+    fn cpu(b: &[G1Affine], s: &[Scalar], m: Option<&DensityMask>) -> Result<Self::P, MsmError> {
+        CpuMsm::new().msm_g1(b, s, m)
+    }
+    fn cpu_batch(b: &[G1Affine], sets: &[&[Scalar]]) -> Result<Vec<Self::P>, MsmError> {
+        CpuMsm::new().msm_g1_batch(b, sets, None)
+    }
+}
+
+impl TestCurve for G2Curve {
+    type P = G2Projective;
+    fn cpu(b: &[G2Affine], s: &[Scalar], m: Option<&DensityMask>) -> Result<Self::P, MsmError> {
+        CpuMsm::new().msm_g2(b, s, m)
+    }
+    fn cpu_batch(b: &[G2Affine], sets: &[&[Scalar]]) -> Result<Vec<Self::P>, MsmError> {
+        CpuMsm::new().msm_g2_batch(b, sets, None)
+    }
+}
+
+fn identity<C: TestCurve>() -> C::Affine {
+    C::P::identity().to_affine()
+}
+
 /// Random points cheaply: running sums of a few random points.
-fn points(rng: &mut StdRng, n: usize) -> Vec<G1Affine> {
-    let seeds: Vec<G1Projective> = (0..8).map(|_| G1Projective::random(&mut *rng)).collect();
-    let mut acc = G1Projective::random(&mut *rng);
-    let proj: Vec<G1Projective> = (0..n)
+fn points<C: TestCurve>(rng: &mut StdRng, n: usize) -> Vec<C::Affine> {
+    let seeds: Vec<C::P> = (0..8).map(|_| C::P::random(&mut *rng)).collect();
+    let mut acc = C::P::random(&mut *rng);
+    let proj: Vec<C::P> = (0..n)
         .map(|_| {
             acc += seeds[rng.random_range(0..seeds.len())];
             acc
         })
         .collect();
-    let mut out = vec![G1Affine::identity(); n];
-    G1Projective::batch_normalize(&proj, &mut out);
+    let mut out = vec![identity::<C>(); n];
+    C::P::batch_normalize(&proj, &mut out);
     out
 }
 
@@ -46,55 +84,39 @@ fn random_scalars(rng: &mut StdRng, n: usize) -> Vec<Scalar> {
 
 /// GPU = CPU = naive (naive only when `naive` is set: it costs a full scalar
 /// multiplication per term).
-fn check(
+fn check<C: TestCurve>(
     gpu: &GpuMsm,
-    bases: &[G1Affine],
+    bases: &[C::Affine],
     scalars: &[Scalar],
     mask: Option<&DensityMask>,
     naive: bool,
     what: &str,
 ) {
-    let got = gpu.msm_g1(bases, scalars, mask).expect("gpu msm");
-    let cpu = CpuMsm::new().msm_g1(bases, scalars, mask).expect("cpu msm");
+    let what = format!("{}: {what}", C::NAME);
+    let got = gpu.msm::<C>(bases, scalars, mask).expect("gpu msm");
+    let cpu = C::cpu(bases, scalars, mask).expect("cpu msm");
     assert_eq!(got.to_affine(), cpu.to_affine(), "gpu != cpu: {what}");
     if naive {
-        let want: G1Projective = naive_msm(bases, scalars, mask);
+        let want: C::P = naive_msm(bases, scalars, mask);
         assert_eq!(got.to_affine(), want.to_affine(), "gpu != naive: {what}");
     }
 }
 
-#[test]
-fn gpu_random_sizes_match_cpu_and_naive() {
-    let Some(gpu) = gpu_or_skip("gpu-msm") else {
-        return;
-    };
-    let engine = GpuMsm::new(gpu);
-    let mut rng = rng();
+/// Random sizes, powers of two and not; the naive sum up to 1000 terms.
+fn random_sizes<C: TestCurve>(engine: &GpuMsm, rng: &mut StdRng) {
     for n in [1usize, 2, 3, 31, 100, 1000, 4097] {
-        let bases = points(&mut rng, n);
-        let scalars = random_scalars(&mut rng, n);
-        check(
-            &engine,
-            &bases,
-            &scalars,
-            None,
-            n <= 1000,
-            &format!("random n = {n}"),
-        );
+        let bases = points::<C>(rng, n);
+        let scalars = random_scalars(rng, n);
+        let what = format!("random n = {n}");
+        check::<C>(engine, &bases, &scalars, None, n <= 1000, &what);
     }
 }
 
-#[test]
-fn gpu_larger_random_matches_cpu() {
-    let Some(gpu) = gpu_or_skip("gpu-msm") else {
-        return;
-    };
-    let engine = GpuMsm::new(gpu);
-    let mut rng = rng();
-    for n in [65_537usize, 1 << 18] {
-        let bases = points(&mut rng, n);
-        let mut scalars = random_scalars(&mut rng, n);
-        // Groth16-shaped: most scalars 0 or 1.
+/// Larger Groth16-shaped inputs (60% zeros and ones) against the CPU.
+fn larger_mixed<C: TestCurve>(engine: &GpuMsm, rng: &mut StdRng, sizes: &[usize]) {
+    for &n in sizes {
+        let bases = points::<C>(rng, n);
+        let mut scalars = random_scalars(rng, n);
         for s in scalars.iter_mut() {
             match rng.random_range(0..10) {
                 0..=2 => *s = Scalar::ZERO,
@@ -102,8 +124,8 @@ fn gpu_larger_random_matches_cpu() {
                 _ => {}
             }
         }
-        check(
-            &engine,
+        check::<C>(
+            engine,
             &bases,
             &scalars,
             None,
@@ -113,39 +135,26 @@ fn gpu_larger_random_matches_cpu() {
     }
 }
 
-#[test]
-fn gpu_edge_cases() {
-    let Some(gpu) = gpu_or_skip("gpu-msm") else {
-        return;
-    };
-    let engine = GpuMsm::new(gpu);
-    let mut rng = rng();
+fn edge_cases<C: TestCurve>(engine: &GpuMsm, rng: &mut StdRng)
+where
+    C::Affine: std::ops::Neg<Output = C::Affine>,
+{
     // n = 0
-    let none: Vec<G1Affine> = Vec::new();
-    assert_eq!(
-        engine.msm_g1(&none, &[], None).unwrap(),
-        G1Projective::identity()
-    );
+    let none: Vec<C::Affine> = Vec::new();
+    assert_eq!(engine.msm::<C>(&none, &[], None).unwrap(), C::P::identity());
     let n = 777;
-    let bases = points(&mut rng, n);
-    check(
-        &engine,
+    let bases = points::<C>(rng, n);
+    check::<C>(
+        engine,
         &bases,
         &vec![Scalar::ZERO; n],
         None,
         true,
         "all zero",
     );
-    check(
-        &engine,
-        &bases,
-        &vec![Scalar::ONE; n],
-        None,
-        true,
-        "all one",
-    );
-    check(
-        &engine,
+    check::<C>(engine, &bases, &vec![Scalar::ONE; n], None, true, "all one");
+    check::<C>(
+        engine,
         &bases,
         &vec![-Scalar::ONE; n],
         None,
@@ -155,83 +164,49 @@ fn gpu_edge_cases() {
     let small: Vec<Scalar> = (0..n)
         .map(|_| Scalar::from(rng.random_range(0..20u64)))
         .collect();
-    check(&engine, &bases, &small, None, true, "small scalars");
+    check::<C>(engine, &bases, &small, None, true, "small scalars");
     // The same base many times: buckets meet equal points and must double.
     let same = vec![bases[0]; 3000];
-    check(
-        &engine,
-        &same,
-        &vec![Scalar::ONE; 3000],
-        None,
-        true,
-        "same base, ones",
-    );
-    check(
-        &engine,
-        &same,
-        &vec![Scalar::from(5u64); 3000],
-        None,
-        true,
-        "same base, 5",
-    );
-    check(
-        &engine,
-        &same,
-        &random_scalars(&mut rng, 3000),
-        None,
-        true,
-        "same base, random",
-    );
+    let ones = vec![Scalar::ONE; 3000];
+    check::<C>(engine, &same, &ones, None, true, "same base, ones");
+    let fives = vec![Scalar::from(5u64); 3000];
+    check::<C>(engine, &same, &fives, None, true, "same base, 5");
+    let random = random_scalars(rng, 3000);
+    check::<C>(engine, &same, &random, None, true, "same base, random");
     // P and -P in one bucket cancel.
     let mut pm = vec![bases[1]; 64];
     pm.extend(vec![-bases[1]; 64]);
-    check(
-        &engine,
-        &pm,
-        &vec![Scalar::from(3u64); 128],
-        None,
-        true,
-        "p and -p",
-    );
+    let threes = vec![Scalar::from(3u64); 128];
+    check::<C>(engine, &pm, &threes, None, true, "p and -p");
     // Bases at infinity.
     let mut with_inf = bases.clone();
     for i in (0..n).step_by(3) {
-        with_inf[i] = G1Affine::identity();
+        with_inf[i] = identity::<C>();
     }
-    check(
-        &engine,
-        &with_inf,
-        &random_scalars(&mut rng, n),
-        None,
-        true,
-        "bases at infinity",
-    );
-    let all_inf = vec![G1Affine::identity(); 50];
-    check(
-        &engine,
+    let random = random_scalars(rng, n);
+    check::<C>(engine, &with_inf, &random, None, true, "bases at infinity");
+    let all_inf = vec![identity::<C>(); 50];
+    let random = random_scalars(rng, 50);
+    check::<C>(
+        engine,
         &all_inf,
-        &random_scalars(&mut rng, 50),
+        &random,
         None,
         true,
         "all bases at infinity",
     );
     // Shape errors are typed.
-    let err = engine.msm_g1(&bases[..3], &small[..4], None).unwrap_err();
+    let err = engine.msm::<C>(&bases[..3], &small[..4], None).unwrap_err();
     assert!(
         matches!(err, GpuMsmError::Shape(MsmError::LengthMismatch { .. })),
         "{err}"
     );
 }
 
-#[test]
-fn gpu_window_sizes_and_density_mask() {
-    let Some(gpu) = gpu_or_skip("gpu-msm") else {
-        return;
-    };
-    let mut rng = rng();
+fn window_sizes_and_density_mask<C: TestCurve>(gpu: &gpu_device::Gpu, rng: &mut StdRng) {
     let n = 1500;
-    let bases = points(&mut rng, n);
-    let scalars = random_scalars(&mut rng, n);
+    let bases = points::<C>(rng, n);
+    let scalars = random_scalars(rng, n);
     for c in [2u32, 3, 5, 8, 11, 13, 16, 20] {
         for accumulate in [AccumulateKernel::Uncapped, AccumulateKernel::Capped128] {
             let config = GpuMsmConfig {
@@ -240,7 +215,7 @@ fn gpu_window_sizes_and_density_mask() {
             };
             let engine = GpuMsm::with_config(gpu.clone(), config).expect("window in range");
             let what = format!("window {c}, {accumulate:?}");
-            check(&engine, &bases, &scalars, None, c == 5, &what);
+            check::<C>(&engine, &bases, &scalars, None, c == 5, &what);
         }
     }
     let bad = GpuMsmConfig {
@@ -249,10 +224,10 @@ fn gpu_window_sizes_and_density_mask() {
     };
     assert!(GpuMsm::with_config(gpu.clone(), bad).is_err());
     // Density mask: every third bit unset.
-    let engine = GpuMsm::new(gpu);
+    let engine = GpuMsm::new(gpu.clone());
     let mask = DensityMask::from_bools((0..n).map(|i| i % 3 != 1));
     let k = mask.count_ones();
-    check(
+    check::<C>(
         &engine,
         &bases[..k],
         &scalars,
@@ -261,14 +236,109 @@ fn gpu_window_sizes_and_density_mask() {
         "density mask",
     );
     // Batch over shared bases.
-    let s2 = random_scalars(&mut rng, n);
+    let s2 = random_scalars(rng, n);
     let got = engine
-        .msm_g1_batch(&bases, &[&scalars, &s2], None)
+        .msm_batch::<C>(&bases, &[&scalars, &s2], None)
         .expect("batch");
-    let cpu = CpuMsm::new()
-        .msm_g1_batch(&bases, &[&scalars, &s2], None)
-        .expect("cpu batch");
+    let cpu = C::cpu_batch(&bases, &[&scalars, &s2]).expect("cpu batch");
     assert_eq!(got, cpu);
+}
+
+fn resident_and_montgomery_scalars<C: TestCurve>(engine: &GpuMsm, rng: &mut StdRng) {
+    let n = 2049;
+    let bases = points::<C>(rng, n);
+    let scalars = random_scalars(rng, n);
+    let d_bases = engine.upload_bases::<C>(&bases).expect("bases");
+    // The bls-repr upload path gives the same bases.
+    let reprs: Vec<C::Repr> = bases.iter().map(C::to_repr).collect();
+    let d_reprs = engine.upload_bases_repr::<C>(&reprs).expect("repr bases");
+    let canonical = engine.upload_scalars(&scalars).expect("scalars");
+    let mont: Vec<bls_repr::FrRepr> = scalars.iter().map(bls_repr::FrRepr::from_scalar).collect();
+    let montgomery = engine
+        .upload_scalars_montgomery(&mont)
+        .expect("montgomery scalars");
+    let want = C::cpu(&bases, &scalars, None).expect("cpu");
+    let a = engine.msm_resident(&d_bases, &canonical).expect("resident");
+    let (b, phases) = engine
+        .msm_resident_profiled(&d_bases, &montgomery)
+        .expect("profiled");
+    let c = engine
+        .msm_resident(&d_reprs, &canonical)
+        .expect("repr resident");
+    assert_eq!(a, want);
+    assert_eq!(b, want);
+    assert_eq!(c, want);
+    assert!(!phases.is_empty());
+    let short = engine.upload_scalars(&scalars[..5]).expect("short");
+    assert!(matches!(
+        engine.msm_resident(&d_bases, &short),
+        Err(GpuMsmError::LengthMismatch { .. })
+    ));
+}
+
+#[test]
+fn gpu_random_sizes_match_cpu_and_naive() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    random_sizes::<G1Curve>(&GpuMsm::new(gpu), &mut rng());
+}
+
+#[test]
+fn gpu_g2_random_sizes_match_cpu_and_naive() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    random_sizes::<G2Curve>(&GpuMsm::new(gpu), &mut rng());
+}
+
+#[test]
+fn gpu_larger_random_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    larger_mixed::<G1Curve>(&GpuMsm::new(gpu), &mut rng(), &[65_537, 1 << 18]);
+}
+
+#[test]
+fn gpu_g2_larger_random_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    // The CPU oracle on G2 is ~3x slower than on G1: smaller sizes.
+    larger_mixed::<G2Curve>(&GpuMsm::new(gpu), &mut rng(), &[65_537]);
+}
+
+#[test]
+fn gpu_edge_cases() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    edge_cases::<G1Curve>(&GpuMsm::new(gpu), &mut rng());
+}
+
+#[test]
+fn gpu_g2_edge_cases() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    edge_cases::<G2Curve>(&GpuMsm::new(gpu), &mut rng());
+}
+
+#[test]
+fn gpu_window_sizes_and_density_mask() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    window_sizes_and_density_mask::<G1Curve>(&gpu, &mut rng());
+}
+
+#[test]
+fn gpu_g2_window_sizes_and_density_mask() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    window_sizes_and_density_mask::<G2Curve>(&gpu, &mut rng());
 }
 
 #[test]
@@ -276,30 +346,33 @@ fn gpu_resident_and_montgomery_scalars() {
     let Some(gpu) = gpu_or_skip("gpu-msm") else {
         return;
     };
+    resident_and_montgomery_scalars::<G1Curve>(&GpuMsm::new(gpu), &mut rng());
+}
+
+#[test]
+fn gpu_g2_resident_and_montgomery_scalars() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    resident_and_montgomery_scalars::<G2Curve>(&GpuMsm::new(gpu), &mut rng());
+}
+
+/// The trait view runs G2 on the GPU too and agrees with the CPU backend.
+#[test]
+fn gpu_g2_through_msm_backend() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
     let engine = GpuMsm::new(gpu);
     let mut rng = rng();
-    let n = 2049;
-    let bases = points(&mut rng, n);
+    let n = 3001;
+    let bases = points::<G2Curve>(&mut rng, n);
     let scalars = random_scalars(&mut rng, n);
-    let d_bases = engine.upload_bases_g1(&bases).expect("bases");
-    let canonical = engine.upload_scalars(&scalars).expect("scalars");
-    let mont: Vec<bls_repr::FrRepr> = scalars.iter().map(bls_repr::FrRepr::from_scalar).collect();
-    let montgomery = engine
-        .upload_scalars_montgomery(&mont)
-        .expect("montgomery scalars");
-    let want = CpuMsm::new().msm_g1(&bases, &scalars, None).expect("cpu");
-    let a = engine
-        .msm_g1_resident(&d_bases, &canonical)
-        .expect("resident");
-    let (b, phases) = engine
-        .msm_g1_resident_profiled(&d_bases, &montgomery)
-        .expect("profiled");
-    assert_eq!(a, want);
-    assert_eq!(b, want);
-    assert!(!phases.is_empty());
-    let short = engine.upload_scalars(&scalars[..5]).expect("short");
-    assert!(matches!(
-        engine.msm_g1_resident(&d_bases, &short),
-        Err(GpuMsmError::LengthMismatch { .. })
-    ));
+    let got = MsmBackend::msm_g2(&engine, &bases, &scalars, None).expect("trait g2");
+    let want = CpuMsm::new()
+        .msm_g2(&bases, &scalars, None)
+        .expect("cpu g2");
+    assert_eq!(got, want);
+    let got = MsmBackend::msm_g2_batch(&engine, &bases, &[&scalars], None).expect("batch");
+    assert_eq!(got, vec![want]);
 }
