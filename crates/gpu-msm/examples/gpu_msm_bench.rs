@@ -1,14 +1,17 @@
-//! G1 MSM on the GPU: bases resident, median of timed runs after warm-up, CUDA events.
+//! G1 and G2 MSM on the GPU: bases resident, median of timed runs after warm-up, CUDA events.
 //!
-//! `cargo run --release -p gpu-msm --example gpu_msm_bench [log2 sizes...]`
-//! (default 16 18 20 22 24; add 26 for 2^26). Two timings per size: including the copy
-//! of the (canonical) scalars from pinned host memory to the device, as the reference
-//! figures do, and with the scalars already on the device. Then Groth16-shaped scalars
-//! (30% zeros, 30% ones, 40% uniform) at the largest size, and a per-phase breakdown.
+//! `cargo run --release -p gpu-msm --example gpu_msm_bench [--curves g1,g2] [log2 sizes...]`
+//! `--curves` picks the curves (default both); sizes apply to every picked curve (default
+//! 16 18 20 22 24 for G1 and 20 24 for G2; add 26 for 2^26: 6 GiB of G1 bases, about 15 GiB
+//! of device memory in all). Two timings per size: including the copy of the (canonical)
+//! scalars from pinned host memory to the device, as the reference figures do, and with the
+//! scalars already on the device. Then Groth16-shaped scalars (30% zeros, 30% ones, 40%
+//! uniform) at each curve's largest size, and a per-phase breakdown.
 //! The library's default window and kernel are timed; with `PINION_MSM_SWEEP=1` a short
 //! sweep per size (scalars resident, median of 3) over windows 8, 13, 16 and the two
 //! accumulation kernels picks the configuration that the table then times in full.
-//! `PINION_BENCH_QUICK=1`: 2^16 and 2^18 only. Each result is also printed as a
+//! `PINION_BENCH_QUICK=1`: G1 at 2^16 and 2^18, G2 at 2^16 (unless sizes are given).
+//! `PINION_BENCH_RUNS` (default 7) timed runs per row. Each result is also printed as a
 //! `PINION_BENCH {json}` line for `cargo xtask bench`.
 //! Bases: 2^16 distinct random points tiled to n (the MSM's cost does not depend on
 //! whether bases repeat). Scalars: uniform below r (random words, top word reduced).
@@ -16,17 +19,21 @@
 use pinion_bench::BenchLine;
 use std::time::Instant;
 
-use bls12_381::{G1Affine, G1Projective};
-use bls_repr::G1AffineRepr;
 use gpu_device::Gpu;
-use gpu_msm::{AccumulateKernel, GpuMsm, GpuMsmConfig};
+use gpu_msm::{
+    AccumulateKernel, DeviceBases, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
+};
 use group::{Curve, Group};
 use memory_budget::{Budget, Category};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-/// Reference library on the same H200 kind, 2026-11-30 (issue 6), ms, with the copy.
-fn reference_ms(log_n: u32) -> Option<f64> {
+/// Reference library on the same H200 kind, 2026-11-30 (issue 6), ms, with the copy;
+/// G1 only (the issue gives no G2 figures).
+fn reference_ms(curve: &str, log_n: u32) -> Option<f64> {
+    if curve != "g1" {
+        return None;
+    }
     match log_n {
         16 => Some(7.2),
         18 => Some(20.2),
@@ -67,18 +74,19 @@ fn median(mut v: Vec<f32>) -> f32 {
     v[v.len() / 2]
 }
 
+type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
+
 struct Timing {
     with_copy_ms: f32,
     resident_ms: f32,
-    result: G1Projective,
 }
 
-fn time_one(
+fn time_one<C: GpuCurve>(
     engine: &GpuMsm,
-    bases: &gpu_msm::DeviceBasesG1,
+    bases: &DeviceBases<C>,
     words: &[u32],
     runs: usize,
-) -> Result<Timing, Box<dyn std::error::Error>> {
+) -> BenchResult<Timing> {
     let gpu = engine.gpu();
     let stream = gpu.stream();
     let host_budget = Budget::fixed(words.len() as u64 * 4);
@@ -94,23 +102,21 @@ fn time_one(
     let end = gpu.timing_event()?;
     let mut with_copy = Vec::new();
     let mut resident = Vec::new();
-    let mut result = G1Projective::identity();
     for i in 0..runs + 2 {
         start.record(stream)?;
         stream.memcpy_htod(pinned.host_slice(), scalars.words_mut().slice_mut())?;
-        let r1 = engine.msm_g1_resident(bases, &scalars)?;
+        let r1 = engine.msm_resident(bases, &scalars)?;
         end.record(stream)?;
         end.synchronize()?;
         let t1 = start.elapsed_ms(&end)?;
         start.record(stream)?;
-        let r2 = engine.msm_g1_resident(bases, &scalars)?;
+        let r2 = engine.msm_resident(bases, &scalars)?;
         end.record(stream)?;
         end.synchronize()?;
         let t2 = start.elapsed_ms(&end)?;
         if r1 != r2 {
             return Err("two runs on the same inputs disagree".into());
         }
-        result = r1;
         if i >= 2 {
             with_copy.push(t1);
             resident.push(t2);
@@ -119,7 +125,6 @@ fn time_one(
     Ok(Timing {
         with_copy_ms: median(with_copy),
         resident_ms: median(resident),
-        result,
     })
 }
 
@@ -134,9 +139,9 @@ fn env_flag(name: &str) -> bool {
 
 /// One machine-readable result for `cargo xtask bench` (`PINION_BENCH {json}`); peer is the
 /// issue's reference figure (which includes the scalar copy), the target is at or below it.
-fn emit_bench_line(what: &str, log_n: u32, ms: f32, peer: Option<f64>) {
+fn emit_bench_line(curve: &str, what: &str, log_n: u32, ms: f32, peer: Option<f64>) {
     BenchLine {
-        what: &format!("gpu msm g1 {what}"),
+        what: &format!("gpu msm {curve} {what}"),
         size: format!("2^{log_n}"),
         ours: f64::from(ms),
         peer,
@@ -149,21 +154,21 @@ fn emit_bench_line(what: &str, log_n: u32, ms: f32, peer: Option<f64>) {
 }
 
 /// Median device time of `runs` MSMs with the scalars resident (one warm-up first).
-fn time_resident(
+fn time_resident<C: GpuCurve>(
     engine: &GpuMsm,
-    bases: &gpu_msm::DeviceBasesG1,
-    scalars: &gpu_msm::DeviceScalars,
+    bases: &DeviceBases<C>,
+    scalars: &DeviceScalars,
     runs: usize,
-) -> Result<f32, Box<dyn std::error::Error>> {
+) -> BenchResult<f32> {
     let gpu = engine.gpu();
     let stream = gpu.stream();
     let start = gpu.timing_event()?;
     let end = gpu.timing_event()?;
-    engine.msm_g1_resident(bases, scalars)?;
+    engine.msm_resident(bases, scalars)?;
     let mut v = Vec::new();
     for _ in 0..runs {
         start.record(stream)?;
-        engine.msm_g1_resident(bases, scalars)?;
+        engine.msm_resident(bases, scalars)?;
         end.record(stream)?;
         end.synchronize()?;
         v.push(start.elapsed_ms(&end)?);
@@ -171,68 +176,138 @@ fn time_resident(
     Ok(median(v))
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut logs: Vec<u32> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    if logs.is_empty() {
-        logs = if pinion_bench::quick() {
-            vec![16, 18]
+/// Command line: `--curves g1,g2` and log2 sizes.
+struct Args {
+    curves: Vec<String>,
+    logs: Vec<u32>,
+}
+
+fn parse_args() -> BenchResult<Args> {
+    let mut curves = vec!["g1".to_owned(), "g2".to_owned()];
+    let mut logs = Vec::new();
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        if a == "--curves" {
+            let list = it.next().ok_or("--curves needs a list, e.g. g1,g2")?;
+            curves = list.split(',').map(str::to_owned).collect();
+            if let Some(bad) = curves.iter().find(|c| *c != "g1" && *c != "g2") {
+                return Err(format!("unknown curve {bad:?} (g1, g2)").into());
+            }
         } else {
-            vec![16, 18, 20, 22, 24]
-        };
+            let log: u32 = a.parse().map_err(|_| format!("bad argument {a:?}"))?;
+            if !(1..=28).contains(&log) {
+                return Err(format!("size 2^{log} outside 2^1..=2^28").into());
+            }
+            logs.push(log);
+        }
     }
-    let sweep_on = env_flag("PINION_MSM_SWEEP");
+    Ok(Args { curves, logs })
+}
+
+/// Settings shared by every curve's rows.
+struct Run {
+    gpu: Gpu,
+    runs: usize,
+    sweep_on: bool,
+    rng: StdRng,
+    rows: Vec<String>,
+    phase_lines: Vec<String>,
+}
+
+fn main() -> BenchResult<()> {
+    let args = parse_args()?;
     let runs: usize = std::env::var("PINION_BENCH_RUNS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(7);
     let gpu = Gpu::open(0)?;
     println!("device: {} ({} SMs)", gpu.info().name, gpu.info().sm_count);
-    let seed = 0x5eed_u64;
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut run = Run {
+        gpu,
+        runs,
+        sweep_on: env_flag("PINION_MSM_SWEEP"),
+        rng: StdRng::seed_from_u64(0x5eed),
+        rows: Vec::new(),
+        phase_lines: Vec::new(),
+    };
+    for curve in &args.curves {
+        let logs = if !args.logs.is_empty() {
+            args.logs.clone()
+        } else {
+            match (curve.as_str(), pinion_bench::quick()) {
+                ("g1", true) => vec![16, 18],
+                ("g1", false) => vec![16, 18, 20, 22, 24],
+                (_, true) => vec![16],
+                (_, false) => vec![20, 24],
+            }
+        };
+        if curve == "g1" {
+            bench_curve::<G1Curve>(&mut run, &logs)?;
+        } else {
+            bench_curve::<G2Curve>(&mut run, &logs)?;
+        }
+    }
+    println!();
+    for l in &run.phase_lines {
+        println!("{l}");
+    }
+    println!();
+    println!("median of {runs} after warm-up, CUDA events; reference: issue 6 (same H200 kind, G1, with the copy)");
+    println!("| curve | n | window, kernel | ours, with scalar copy (ms) | ours, scalars resident (ms) | reference (ms) | ours/ref |");
+    println!("|---|---|---|---:|---:|---:|---:|");
+    for r in &run.rows {
+        println!("{r}");
+    }
+    Ok(())
+}
+
+/// Every size of one curve, then the Groth16-shaped row at the largest size.
+fn bench_curve<C: GpuCurve>(run: &mut Run, logs: &[u32]) -> BenchResult<()>
+where
+    C::Projective: Curve<Affine = C::Affine>,
+{
+    let name = C::NAME;
+    let gpu = run.gpu.clone();
+    let rng = &mut run.rng;
     let max_n = 1usize << logs.iter().max().copied().unwrap_or(16);
     let t = Instant::now();
-    let distinct = 1usize << 16;
+    let distinct = (1usize << 16).min(max_n);
     // Running sums of a few random points: cheap distinct points.
-    let seeds: Vec<G1Projective> = (0..8).map(|_| G1Projective::random(&mut rng)).collect();
-    let mut acc = G1Projective::random(&mut rng);
-    let proj: Vec<G1Projective> = (0..distinct)
+    let seeds: Vec<C::Projective> = (0..8).map(|_| C::Projective::random(&mut *rng)).collect();
+    let mut acc = C::Projective::random(&mut *rng);
+    let proj: Vec<C::Projective> = (0..distinct)
         .map(|_| {
             acc += seeds[rng.random_range(0..seeds.len())];
             acc
         })
         .collect();
-    let mut base_pool = vec![G1Affine::identity(); distinct];
-    G1Projective::batch_normalize(&proj, &mut base_pool);
-    let pool: Vec<G1AffineRepr> = base_pool.iter().map(G1AffineRepr::from_affine).collect();
-    let all_bases: Vec<G1AffineRepr> = (0..max_n).map(|i| pool[i % distinct]).collect();
-    eprintln!("setup {:.1} s", t.elapsed().as_secs_f64());
+    let mut base_pool = vec![C::Projective::identity().to_affine(); distinct];
+    C::Projective::batch_normalize(&proj, &mut base_pool);
+    let pool: Vec<C::Repr> = base_pool.iter().map(C::to_repr).collect();
+    let all_bases: Vec<C::Repr> = (0..max_n).map(|i| pool[i % distinct]).collect();
+    eprintln!("{name} setup {:.1} s", t.elapsed().as_secs_f64());
 
     // Warm-up at the largest size: module load, clocks, memory pool.
     {
         let engine = GpuMsm::new(gpu.clone());
-        let bases = engine.upload_bases_g1_repr(&all_bases)?;
-        let scalars = engine.upload_scalar_words(&scalar_words(&mut rng, max_n, false))?;
+        let bases = engine.upload_bases_repr::<C>(&all_bases)?;
+        let scalars = engine.upload_scalar_words(&scalar_words(rng, max_n, false))?;
         for _ in 0..2 {
-            engine.msm_g1_resident(&bases, &scalars)?;
+            engine.msm_resident(&bases, &scalars)?;
         }
     }
 
-    let mut rows = Vec::new();
-    let mut phase_lines = Vec::new();
     let mut last = None;
-    for &log_n in &logs {
+    for &log_n in logs {
         let n = 1usize << log_n;
-        let bases = GpuMsm::new(gpu.clone()).upload_bases_g1_repr(&all_bases[..n])?;
-        let words = scalar_words(&mut rng, n, false);
+        let bases = GpuMsm::new(gpu.clone()).upload_bases_repr::<C>(&all_bases[..n])?;
+        let words = scalar_words(rng, n, false);
         // Optional sweep of window size and accumulation kernel (scalars resident, 3 runs
         // each); without it the library's defaults are timed.
         let d_scalars = GpuMsm::new(gpu.clone()).upload_scalar_words(&words)?;
         let mut best: Option<(f32, GpuMsmConfig)> = None;
         let mut sweep = Vec::new();
-        let windows: &[u32] = if sweep_on { &SWEEP_WINDOWS } else { &[] };
+        let windows: &[u32] = if run.sweep_on { &SWEEP_WINDOWS } else { &[] };
         for &c in windows {
             for accumulate in [AccumulateKernel::Uncapped, AccumulateKernel::Capped128] {
                 let config = GpuMsmConfig {
@@ -247,15 +322,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
-        if sweep_on {
-            println!("sweep 2^{log_n} (ms): {}", sweep.join(", "));
+        if run.sweep_on {
+            println!("sweep {name} 2^{log_n} (ms): {}", sweep.join(", "));
         }
         let config = best.map_or_else(GpuMsmConfig::default, |(_, c)| c);
         let engine = GpuMsm::with_config(gpu.clone(), config)?;
-        let timing = time_one(&engine, &bases, &words, runs)?;
-        let r = reference_ms(log_n);
-        rows.push(format!(
-            "| 2^{log_n} | {} {:?} | {:.2} | {:.2} | {} | {} |",
+        let timing = time_one(&engine, &bases, &words, run.runs)?;
+        let r = reference_ms(name, log_n);
+        run.rows.push(format!(
+            "| {name} | 2^{log_n} | {} {:?} | {:.2} | {:.2} | {} | {} |",
             engine.plan(n).window_bits,
             config.accumulate,
             timing.with_copy_ms,
@@ -266,45 +341,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 timing.with_copy_ms as f64 / r
             )),
         ));
-        println!("{}", rows.last().map_or("", String::as_str));
-        emit_bench_line("uniform, with scalar copy", log_n, timing.with_copy_ms, r);
-        emit_bench_line("uniform, scalars resident", log_n, timing.resident_ms, None);
-        let _ = timing.result.to_affine();
-        let (_, phases) = engine.msm_g1_resident_profiled(&bases, &d_scalars)?;
-        phase_lines.push(phase_line(&format!("2^{log_n} uniform"), &phases));
+        println!("{}", run.rows.last().map_or("", String::as_str));
+        let uniform = "uniform, with scalar copy";
+        emit_bench_line(name, uniform, log_n, timing.with_copy_ms, r);
+        let resident = "uniform, scalars resident";
+        emit_bench_line(name, resident, log_n, timing.resident_ms, None);
+        let (_, phases) = engine.msm_resident_profiled(&bases, &d_scalars)?;
+        let label = format!("{name} 2^{log_n} uniform");
+        run.phase_lines.push(phase_line(&label, &phases));
         last = Some((log_n, bases, engine));
     }
     if let Some((log_n, bases, engine)) = last {
         let n = 1usize << log_n;
-        let g16 = scalar_words(&mut rng, n, true);
-        let t = time_one(&engine, &bases, &g16, runs)?;
-        rows.push(format!(
-            "| 2^{log_n} Groth16-shaped (30% 0, 30% 1) | {} {:?} | {:.2} | {:.2} | - | - |",
+        let g16 = scalar_words(rng, n, true);
+        let t = time_one(&engine, &bases, &g16, run.runs)?;
+        run.rows.push(format!(
+            "| {name} | 2^{log_n} Groth16-shaped (30% 0, 30% 1) | {} {:?} | {:.2} | {:.2} | - | - |",
             engine.plan(n).window_bits,
             engine.config().accumulate,
             t.with_copy_ms,
             t.resident_ms
         ));
-        emit_bench_line(
-            "groth16-shaped, with scalar copy",
-            log_n,
-            t.with_copy_ms,
-            None,
-        );
+        println!("{}", run.rows.last().map_or("", String::as_str));
+        let what = "groth16-shaped, with scalar copy";
+        emit_bench_line(name, what, log_n, t.with_copy_ms, None);
         let scalars = engine.upload_scalar_words(&g16)?;
-        let (_, phases) = engine.msm_g1_resident_profiled(&bases, &scalars)?;
-        phase_lines.push(phase_line(&format!("2^{log_n} groth16-shaped"), &phases));
-    }
-    println!();
-    for l in &phase_lines {
-        println!("{l}");
-    }
-    println!();
-    println!("median of {runs} after warm-up, CUDA events; reference: issue 6 (same H200 kind, with the copy)");
-    println!("| n | window, kernel | ours, with scalar copy (ms) | ours, scalars resident (ms) | reference (ms) | ours/ref |");
-    println!("|---|---|---:|---:|---:|---:|");
-    for r in &rows {
-        println!("{r}");
+        let (_, phases) = engine.msm_resident_profiled(&bases, &scalars)?;
+        let label = format!("{name} 2^{log_n} groth16-shaped");
+        run.phase_lines.push(phase_line(&label, &phases));
     }
     Ok(())
 }
