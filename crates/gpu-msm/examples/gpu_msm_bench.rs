@@ -11,7 +11,10 @@
 //! sweep per size (scalars resident, median of 3) over windows 8, 13, 16 and the two
 //! accumulation kernels picks the configuration that the table then times in full.
 //! `PINION_BENCH_QUICK=1`: G1 at 2^16 and 2^18, G2 at 2^16 (unless sizes are given).
-//! `PINION_BENCH_RUNS` (default 7) timed runs per row. Each result is also printed as a
+//! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
+//! "bases streamed from pinned" row: bases in pinned host memory, copied in chunks of
+//! 2^`PINION_MSM_STREAM_CHUNK_LOG` (default 22) on a second stream while the previous
+//! chunk is summed (scalars resident); `--no-streamed` skips those rows. Each result is also printed as a
 //! `PINION_BENCH {json}` line for `cargo xtask bench`.
 //! Bases: 2^16 distinct random points tiled to n (the MSM's cost does not depend on
 //! whether bases repeat). Scalars: uniform below r (random words, top word reduced).
@@ -22,6 +25,7 @@ use std::time::Instant;
 use gpu_device::Gpu;
 use gpu_msm::{
     AccumulateKernel, DeviceBases, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
+    PinnedBases,
 };
 use group::{Curve, Group};
 use memory_budget::{Budget, Category};
@@ -176,18 +180,58 @@ fn time_resident<C: GpuCurve>(
     Ok(median(v))
 }
 
+/// Median device time of `runs` MSMs with the bases streamed from pinned host memory in
+/// chunks of `chunk_len` (scalars resident; one warm-up first), checked against the
+/// resident result.
+fn time_streamed<C: GpuCurve>(
+    engine: &GpuMsm,
+    bases: &[C::Repr],
+    resident_bases: &DeviceBases<C>,
+    scalars: &DeviceScalars,
+    chunk_len: usize,
+    runs: usize,
+) -> BenchResult<f32> {
+    let gpu = engine.gpu();
+    let n_words = bases.len() * C::AFFINE_WORDS;
+    let bytes = n_words as u64 * 4;
+    let host_budget = Budget::fixed(bytes);
+    let reservation = host_budget.try_reserve(bytes, Category::PinnedPool, "bench bases")?;
+    let mut pinned = PinnedBases::<C>::from_words(gpu.alloc_pinned::<u32>(n_words, reservation)?)?;
+    pinned.reprs_mut()?.copy_from_slice(bases);
+    let resident = engine.msm_resident(resident_bases, scalars)?;
+    if engine.msm_streamed(&pinned, scalars, chunk_len)? != resident {
+        return Err("streamed and resident results disagree".into());
+    }
+    let stream = gpu.stream();
+    let start = gpu.timing_event()?;
+    let end = gpu.timing_event()?;
+    let mut v = Vec::new();
+    for _ in 0..runs {
+        start.record(stream)?;
+        engine.msm_streamed(&pinned, scalars, chunk_len)?;
+        end.record(stream)?;
+        end.synchronize()?;
+        v.push(start.elapsed_ms(&end)?);
+    }
+    Ok(median(v))
+}
+
 /// Command line: `--curves g1,g2` and log2 sizes.
 struct Args {
     curves: Vec<String>,
     logs: Vec<u32>,
+    streamed: bool,
 }
 
 fn parse_args() -> BenchResult<Args> {
     let mut curves = vec!["g1".to_owned(), "g2".to_owned()];
     let mut logs = Vec::new();
+    let mut streamed = true;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
-        if a == "--curves" {
+        if a == "--no-streamed" {
+            streamed = false;
+        } else if a == "--curves" {
             let list = it.next().ok_or("--curves needs a list, e.g. g1,g2")?;
             curves = list.split(',').map(str::to_owned).collect();
             if let Some(bad) = curves.iter().find(|c| *c != "g1" && *c != "g2") {
@@ -201,7 +245,11 @@ fn parse_args() -> BenchResult<Args> {
             logs.push(log);
         }
     }
-    Ok(Args { curves, logs })
+    Ok(Args {
+        curves,
+        logs,
+        streamed,
+    })
 }
 
 /// Settings shared by every curve's rows.
@@ -209,6 +257,8 @@ struct Run {
     gpu: Gpu,
     runs: usize,
     sweep_on: bool,
+    streamed: bool,
+    stream_chunk_log: u32,
     rng: StdRng,
     rows: Vec<String>,
     phase_lines: Vec<String>,
@@ -226,6 +276,11 @@ fn main() -> BenchResult<()> {
         gpu,
         runs,
         sweep_on: env_flag("PINION_MSM_SWEEP"),
+        streamed: args.streamed,
+        stream_chunk_log: std::env::var("PINION_MSM_STREAM_CHUNK_LOG")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(22),
         rng: StdRng::seed_from_u64(0x5eed),
         rows: Vec::new(),
         phase_lines: Vec::new(),
@@ -349,6 +404,26 @@ where
         let (_, phases) = engine.msm_resident_profiled(&bases, &d_scalars)?;
         let label = format!("{name} 2^{log_n} uniform");
         run.phase_lines.push(phase_line(&label, &phases));
+        if run.streamed && log_n >= 24 {
+            let chunk_len = 1usize << run.stream_chunk_log.min(log_n);
+            let ms = time_streamed::<C>(
+                &engine,
+                &all_bases[..n],
+                &bases,
+                &d_scalars,
+                chunk_len,
+                run.runs,
+            )?;
+            run.rows.push(format!(
+                "| {name} | 2^{log_n} bases streamed from pinned (chunks of 2^{}) | {} {:?} | - | {ms:.2} | - | - |",
+                run.stream_chunk_log.min(log_n),
+                engine.plan(chunk_len).window_bits,
+                config.accumulate,
+            ));
+            println!("{}", run.rows.last().map_or("", String::as_str));
+            let what = "uniform, bases streamed from pinned, scalars resident";
+            emit_bench_line(name, what, log_n, ms, None);
+        }
         last = Some((log_n, bases, engine));
     }
     if let Some((log_n, bases, engine)) = last {

@@ -16,6 +16,10 @@
 //! - Every device allocation (bases, scalars, scratch) is charged to the device's VRAM
 //!   budget first; a refusal or a real CUDA out-of-memory is [`GpuMsmError::Gpu`], never a
 //!   panic. Scratch lives only for one call.
+//! - Bases can also stay in pinned host memory ([`PinnedBases`]) and be streamed to the
+//!   device per MSM ([`GpuMsm::msm_streamed`]): chunks copied on a second stream while the
+//!   previous chunk is summed, two chunks of device memory whatever `n` (the way to run an
+//!   MSM whose bases exceed the VRAM budget). Same result as the resident path (tested).
 //! - One pipeline for both curves, generic over [`GpuCurve`] ([`G1Curve`], [`G2Curve`]):
 //!   the scalar kernels (Montgomery conversion, counting sort) are curve-independent and
 //!   live in the `Msm` module; each curve brings its point kernels (`Msm` for G1, `MsmG2`
@@ -61,8 +65,8 @@
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use bls_repr::{FrRepr, G1AffineRepr, G2AffineRepr, ReprError};
-use cudarc::driver::{LaunchConfig, PushKernelArg};
-use gpu_device::{DeviceBuffer, Entry, Gpu, GpuError};
+use cudarc::driver::{CudaView, LaunchConfig, PushKernelArg};
+use gpu_device::{DeviceBuffer, Entry, Gpu, GpuError, PinnedBuffer};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -119,6 +123,20 @@ pub enum GpuMsmError {
         n_bases: usize,
         /// Scalars on the device.
         n_scalars: usize,
+    },
+    /// A pinned host buffer of bases does not hold a whole number of points.
+    #[error("{n_words} pinned words are not a whole number of {words_per_point}-word points")]
+    BadPinnedBases {
+        /// u32 words in the buffer.
+        n_words: usize,
+        /// u32 words per affine point of the curve.
+        words_per_point: usize,
+    },
+    /// A streamed MSM was asked for chunks of no bases.
+    #[error("streamed msm chunks must hold at least one base, got {chunk_len}")]
+    BadChunk {
+        /// Requested bases per chunk.
+        chunk_len: usize,
     },
     /// A window sum read back from the device is not a valid point (a kernel bug).
     #[error("window sum {index} read back from the gpu is invalid: {source}")]
@@ -242,6 +260,55 @@ impl<C: GpuCurve> DeviceBases<C> {
     pub fn len(&self) -> usize {
         self.n
     }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
+
+/// Bases of curve `C` in pinned (page-locked) host memory, in bls-repr's layout, for
+/// [`GpuMsm::msm_streamed`]: the host keeps them and each MSM streams them to the device
+/// in chunks. The buffer's reservation charges the host budget for them.
+#[derive(Debug)]
+pub struct PinnedBases<C: GpuCurve> {
+    words: PinnedBuffer<u32>,
+    n: usize,
+    curve: std::marker::PhantomData<C>,
+}
+
+impl<C: GpuCurve> PinnedBases<C> {
+    /// Takes a pinned buffer (from [`Gpu::alloc_pinned`]) of `n · C::AFFINE_WORDS` words;
+    /// fill it through [`PinnedBases::reprs_mut`].
+    pub fn from_words(words: PinnedBuffer<u32>) -> Result<PinnedBases<C>, GpuMsmError> {
+        if words.len() % C::AFFINE_WORDS != 0 {
+            return Err(GpuMsmError::BadPinnedBases {
+                n_words: words.len(),
+                words_per_point: C::AFFINE_WORDS,
+            });
+        }
+        let n = words.len() / C::AFFINE_WORDS;
+        Ok(PinnedBases {
+            words,
+            n,
+            curve: std::marker::PhantomData,
+        })
+    }
+
+    /// The bases, writable (after any copy queued from them has finished).
+    pub fn reprs_mut(&mut self) -> Result<&mut [C::Repr], GpuMsmError> {
+        let words = self.words.as_mut_slice()?;
+        // Pinned allocations are page-aligned, so the cast only fails on a bug.
+        bytemuck::try_cast_slice_mut(words).map_err(|_| GpuMsmError::BadPinnedBases {
+            n_words: self.n * C::AFFINE_WORDS,
+            words_per_point: C::AFFINE_WORDS,
+        })
+    }
+
+    /// Number of bases.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.n == 0
@@ -708,6 +775,92 @@ impl GpuMsm {
         self.msm_resident_profiled(bases, scalars)
     }
 
+    /// `Σ scalars[i]·bases[i]` with the bases in pinned host memory, streamed to the device
+    /// in chunks of `chunk_len` bases: the copy of chunk k+1 runs on a second stream while
+    /// chunk k is summed, and the chunks' sums add up. Device memory for bases is two
+    /// chunks, whatever `n`: this is also how an MSM whose bases do not fit the VRAM budget
+    /// runs. Each chunk is a full MSM (its own sort and bucket reduction), so chunks much
+    /// smaller than 2^20 waste work on the reduction.
+    pub fn msm_streamed<C: GpuCurve>(
+        &self,
+        bases: &PinnedBases<C>,
+        scalars: &DeviceScalars,
+        chunk_len: usize,
+    ) -> Result<C::Projective, GpuMsmError> {
+        if bases.n != scalars.n {
+            return Err(GpuMsmError::LengthMismatch {
+                n_bases: bases.n,
+                n_scalars: scalars.n,
+            });
+        }
+        if chunk_len == 0 {
+            return Err(GpuMsmError::BadChunk { chunk_len });
+        }
+        let mut total = <C::Projective as group::Group>::identity();
+        let n = bases.n;
+        if n == 0 {
+            return Ok(total);
+        }
+        let chunk_len = chunk_len.min(n);
+        check_terms(chunk_len)?;
+        let host = bases.words.as_slice()?;
+        let chunk_words = chunk_len * C::AFFINE_WORDS;
+        let label = format!("gpu-msm streamed {} bases", C::NAME);
+        let mut buffers = [
+            self.gpu.alloc_zeros::<u32>(chunk_words, &label)?,
+            self.gpu.alloc_zeros::<u32>(chunk_words, &label)?,
+        ];
+        let copy_stream = self.gpu.new_stream()?;
+        let range = |k: usize| k * chunk_len..((k + 1) * chunk_len).min(n);
+        // Queues the copy of chunk k into `dst` on the copy stream; the returned event
+        // marks its end. `dst` was last read by chunk k - 2, whose window sums were
+        // downloaded (the main stream synchronized) before this copy is queued.
+        let copy = |k: usize, dst: &mut DeviceBuffer<u32>| -> Result<_, GpuMsmError> {
+            let r = range(k);
+            let src = &host[r.start * C::AFFINE_WORDS..r.end * C::AFFINE_WORDS];
+            let mut view = dst.slice_mut().slice_mut(..src.len());
+            // The source is page-locked, so the copy is truly asynchronous: `bases` is
+            // borrowed for the whole call, which synchronizes on every chunk's download.
+            copy_stream
+                .memcpy_htod(src, &mut view)
+                .map_err(driver("cuMemcpyHtoDAsync"))?;
+            copy_stream
+                .record_event(None)
+                .map_err(driver("cuEventRecord"))
+        };
+        let n_chunks = n.div_ceil(chunk_len);
+        let mut ready = copy(0, &mut buffers[0])?;
+        for k in 0..n_chunks {
+            let next = if k + 1 < n_chunks {
+                Some(copy(k + 1, &mut buffers[(k + 1) % 2])?)
+            } else {
+                None
+            };
+            self.gpu
+                .stream()
+                .wait(&ready)
+                .map_err(driver("cuStreamWaitEvent"))?;
+            let r = range(k);
+            let len = r.len();
+            let plan = self.plan(len);
+            let sums = self.window_sums::<C>(
+                &buffers[k % 2].slice().slice(..len * C::AFFINE_WORDS),
+                &scalars
+                    .words
+                    .slice()
+                    .slice(r.start * SCALAR_WORDS..r.end * SCALAR_WORDS),
+                len,
+                &plan,
+                None,
+            )?;
+            total += combine_windows::<C>(&sums, plan.window_bits)?;
+            if let Some(e) = next {
+                ready = e;
+            }
+        }
+        Ok(total)
+    }
+
     /// Shape checks, the pipeline, optional phase timings and the window combination.
     fn msm_resident_inner<C: GpuCurve>(
         &self,
@@ -727,7 +880,13 @@ impl GpuMsm {
         }
         let plan = self.plan(bases.n);
         let mut marks = Vec::new();
-        let sums = self.window_sums(bases, scalars, &plan, profile.then_some(&mut marks))?;
+        let sums = self.window_sums::<C>(
+            &bases.words.slice().slice(..),
+            &scalars.words.slice().slice(..),
+            bases.n,
+            &plan,
+            profile.then_some(&mut marks),
+        )?;
         let mut phases = Vec::new();
         for pair in marks.windows(2) {
             let (_, start): &(&'static str, cudarc::driver::CudaEvent) = &pair[0];
@@ -740,11 +899,14 @@ impl GpuMsm {
         Ok((combine_windows::<C>(&sums, plan.window_bits)?, phases))
     }
 
-    /// Runs the pipeline and returns the W + 1 window sums (affine, the ones window last).
+    /// Runs the pipeline over `n` bases (`C::AFFINE_WORDS` words each) and `n` canonical
+    /// scalars (8 words each) and returns the W + 1 window sums (affine, the ones window
+    /// last). `0 < n <= GPU_MAX_TERMS` (checked by the callers).
     fn window_sums<C: GpuCurve>(
         &self,
-        bases: &DeviceBases<C>,
-        scalars: &DeviceScalars,
+        bases: &CudaView<'_, u32>,
+        scalars: &CudaView<'_, u32>,
+        n: usize,
         plan: &GpuMsmPlan,
         mut marks: Option<&mut Vec<(&'static str, cudarc::driver::CudaEvent)>>,
     ) -> Result<Vec<C::Affine>, GpuMsmError> {
@@ -759,7 +921,8 @@ impl GpuMsm {
             }
             Ok(())
         };
-        let n = bases.n as u32;
+        debug_assert!(bases.len() >= n * C::AFFINE_WORDS && scalars.len() >= n * SCALAR_WORDS);
+        let n = n as u32;
         let c = plan.window_bits;
         let n_windows = plan.n_windows;
         let n_keys = plan.n_keys;
@@ -797,7 +960,7 @@ impl GpuMsm {
         // every buffer outlives the stream work (the final download synchronizes).
         let f = gpu.function(Entry::MsmCount)?;
         let mut l = stream.launch_builder(&f);
-        l.arg(scalars.words.slice())
+        l.arg(scalars)
             .arg(&n)
             .arg(&c)
             .arg(&n_windows)
@@ -831,7 +994,7 @@ impl GpuMsm {
         mark("scan")?;
         let f = gpu.function(Entry::MsmScatter)?;
         let mut l = stream.launch_builder(&f);
-        l.arg(scalars.words.slice())
+        l.arg(scalars)
             .arg(&n)
             .arg(&c)
             .arg(&n_windows)
@@ -845,7 +1008,7 @@ impl GpuMsm {
             AccumulateKernel::Capped128 => C::ACCUMULATE_CAPPED,
         })?;
         let mut l = stream.launch_builder(&f);
-        l.arg(bases.words.slice())
+        l.arg(bases)
             .arg(entries.slice())
             .arg(offsets.slice())
             .arg(counts.slice())

@@ -44,8 +44,8 @@
 //!   windows are combined by doubling. Parallel over windows, and over chunks of terms
 //!   when there are more threads than windows.
 //! - [`GpuMsm`] (CUDA, G1 and G2; see `src/gpu.rs` for its contract): same scalars and
-//!   masks, bases uploaded per call or resident on the device ([`DeviceBasesG1`],
-//!   [`DeviceBasesG2`]). One pipeline, generic over the curve ([`GpuCurve`]: [`G1Curve`],
+//!   masks, bases uploaded per call, resident on the device ([`DeviceBasesG1`],
+//!   [`DeviceBasesG2`]) or streamed in chunks from pinned host memory ([`PinnedBases`]). One pipeline, generic over the curve ([`GpuCurve`]: [`G1Curve`],
 //!   [`G2Curve`]); `*_g1`/`*_g2` methods are thin aliases. Its own methods return
 //!   [`GpuMsmError`] (which wraps [`MsmError`] and device errors). It also implements
 //!   [`MsmBackend`], both curves on the GPU (bases uploaded per call); device failures
@@ -85,7 +85,7 @@ pub use error::MsmError;
 pub use gpu::{
     scalars_to_words, AccumulateKernel, DeviceBases, DeviceBasesG1, DeviceBasesG2, DeviceScalars,
     G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig, GpuMsmError, GpuMsmPlan, PhaseTimes,
-    GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS,
+    PinnedBases, GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS,
 };
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};

@@ -9,7 +9,7 @@ use gpu_device::testing::gpu_or_skip;
 use gpu_msm::reference::naive_msm;
 use gpu_msm::{
     AccumulateKernel, CpuMsm, DensityMask, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
-    GpuMsmError, MsmBackend, MsmError,
+    GpuMsmError, MsmBackend, MsmError, PinnedBases,
 };
 use group::{Curve, Group};
 use rand::rngs::StdRng;
@@ -375,4 +375,86 @@ fn gpu_g2_through_msm_backend() {
     assert_eq!(got, want);
     let got = MsmBackend::msm_g2_batch(&engine, &bases, &[&scalars], None).expect("batch");
     assert_eq!(got, vec![want]);
+}
+
+/// Pinned host bases of curve `C` holding `bases`.
+fn pin<C: TestCurve>(gpu: &gpu_device::Gpu, bases: &[C::Affine]) -> PinnedBases<C> {
+    let n_words = bases.len() * C::AFFINE_WORDS;
+    let bytes = (n_words * 4) as u64;
+    let budget = memory_budget::Budget::fixed(bytes);
+    let reservation = budget
+        .try_reserve(bytes, memory_budget::Category::PinnedPool, "test bases")
+        .expect("reservation");
+    let words = gpu
+        .alloc_pinned::<u32>(n_words, reservation)
+        .expect("pinned");
+    let mut pinned = PinnedBases::<C>::from_words(words).expect("whole points");
+    for (dst, src) in pinned.reprs_mut().expect("reprs").iter_mut().zip(bases) {
+        *dst = C::to_repr(src);
+    }
+    pinned
+}
+
+/// Bases streamed from pinned memory in chunks give the resident result, for chunk
+/// sizes that divide n, do not, equal it and exceed it; bad shapes are typed errors.
+fn streamed_matches_resident<C: TestCurve>(gpu: &gpu_device::Gpu, rng: &mut StdRng) {
+    let engine = GpuMsm::new(gpu.clone());
+    for (n, chunks) in [
+        (5usize, &[1usize, 2, 5, 8][..]),
+        (5000, &[1000, 1024, 4999, 5000]),
+    ] {
+        let bases = points::<C>(rng, n);
+        let mut scalars = random_scalars(rng, n);
+        scalars[0] = Scalar::ONE;
+        scalars[n - 1] = Scalar::ZERO;
+        let d_bases = engine.upload_bases::<C>(&bases).expect("bases");
+        let d_scalars = engine.upload_scalars(&scalars).expect("scalars");
+        let want = engine.msm_resident(&d_bases, &d_scalars).expect("resident");
+        assert_eq!(want, C::cpu(&bases, &scalars, None).expect("cpu"));
+        let pinned = pin::<C>(gpu, &bases);
+        assert_eq!(pinned.len(), n);
+        for &chunk_len in chunks {
+            let got = engine
+                .msm_streamed(&pinned, &d_scalars, chunk_len)
+                .expect("streamed");
+            assert_eq!(got, want, "{}: n = {n}, chunks of {chunk_len}", C::NAME);
+        }
+        assert!(matches!(
+            engine.msm_streamed(&pinned, &d_scalars, 0),
+            Err(GpuMsmError::BadChunk { chunk_len: 0 })
+        ));
+        let short = engine.upload_scalars(&scalars[..n - 1]).expect("short");
+        assert!(matches!(
+            engine.msm_streamed(&pinned, &short, 1000),
+            Err(GpuMsmError::LengthMismatch { .. })
+        ));
+    }
+    // A buffer that is not a whole number of points is refused.
+    let budget = memory_budget::Budget::fixed(4 * 4096);
+    let reservation = budget
+        .try_reserve(4 * 4096, memory_budget::Category::PinnedPool, "odd")
+        .expect("reservation");
+    let odd = gpu
+        .alloc_pinned::<u32>(C::AFFINE_WORDS + 1, reservation)
+        .expect("pinned");
+    assert!(matches!(
+        PinnedBases::<C>::from_words(odd),
+        Err(GpuMsmError::BadPinnedBases { .. })
+    ));
+}
+
+#[test]
+fn gpu_streamed_from_pinned_matches_resident() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    streamed_matches_resident::<G1Curve>(&gpu, &mut rng());
+}
+
+#[test]
+fn gpu_g2_streamed_from_pinned_matches_resident() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    streamed_matches_resident::<G2Curve>(&gpu, &mut rng());
 }
