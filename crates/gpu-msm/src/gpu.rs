@@ -811,6 +811,16 @@ impl GpuMsm {
             self.gpu.alloc_zeros::<u32>(chunk_words, &label)?,
         ];
         let copy_stream = self.gpu.new_stream()?;
+        // The buffers' zero fill is queued on the main stream: copies must come after it
+        // (cudarc's event tracking would also order them; this does not rely on it).
+        let allocated = self
+            .gpu
+            .stream()
+            .record_event(None)
+            .map_err(driver("cuEventRecord"))?;
+        copy_stream
+            .wait(&allocated)
+            .map_err(driver("cuStreamWaitEvent"))?;
         let range = |k: usize| k * chunk_len..((k + 1) * chunk_len).min(n);
         // Queues the copy of chunk k into `dst` on the copy stream; the returned event
         // marks its end. `dst` was last read by chunk k - 2, whose window sums were
