@@ -33,6 +33,7 @@ mod device;
 mod error;
 pub mod field;
 mod memory;
+pub mod pinned_pool;
 pub mod testing;
 
 pub use device::{
@@ -41,3 +42,7 @@ pub use device::{
 pub use error::GpuError;
 pub use memory::{DeviceBuffer, PinnedBuffer};
 pub use pinion_kernels::{Entry, Module};
+pub use pinned_pool::{
+    size_class, PinnedPool, PinnedStagingPool, PoolError, PoolStats, Pooled, StagingAllocator,
+    StagingBuffer,
+};
