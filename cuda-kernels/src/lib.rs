@@ -1,17 +1,25 @@
 //! Pinion's CUDA kernels, embedded as PTX.
 //!
 //! Contract: every top-level `cuda-kernels/<stem>.cu` is compiled by `cargo xtask kernels`
-//! (`nvcc -arch=sm_90 -ptx -O3 -std=c++17 -I cuda-kernels/include`) to
-//! `cuda-kernels/ptx/<stem>.ptx`, which is committed, so building this crate needs no CUDA
-//! toolkit. [`Module`] names each PTX module and [`Entry`] each kernel entry point, so a
-//! misspelt kernel is a compile error rather than a failed lookup at run time; a unit test
-//! checks that every [`Entry`] is really defined (`.entry <name>`) in its module's PTX.
+//! (`nvcc -arch=sm_90 -ptx -O3 -std=c++17 -I cuda-kernels/include`) to PTX stored
+//! zlib-compressed as `cuda-kernels/ptx/<stem>.ptx.zlib`, which is committed, so building this
+//! crate needs no CUDA toolkit. [`Module`] names each PTX module and [`Entry`] each kernel
+//! entry point, so a misspelt kernel is a compile error rather than a failed lookup at run
+//! time; a unit test checks that every [`Entry`] is really defined (`.entry <name>`) in its
+//! module's PTX.
+//!
+//! With the `external-ptx` feature the PTX is not embedded but read at run time from
+//! `$PINION_PTX_DIR/<stem>.ptx.zlib` (the GPU bundle ships one copy beside its binaries); a
+//! missing or damaged file is a [`PtxError`], never a panic.
 //!
 //! Non-goals: loading or launching (that is `gpu-device`'s job); this crate is data only.
-//! Cost: the PTX text lives in the binary's read-only data; the driver JIT-compiles a
-//! module once when `gpu-device` first loads it.
+//! Cost: about a tenth of the PTX's size in the binary's read-only data (the text compresses
+//! ~10x); a module's text is inflated once, on first use, and kept for the process's
+//! lifetime; the driver JIT-compiles a module once when `gpu-device` first loads it.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+
+use std::sync::OnceLock;
 
 /// One PTX module (one top-level `.cu` file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -29,7 +37,8 @@ pub enum Module {
 
 impl Module {
     /// Every module, in declaration order.
-    pub const ALL: &'static [Module] = &[Module::FieldTest, Module::Msm, Module::MsmG2, Module::Ntt];
+    pub const ALL: &'static [Module] =
+        &[Module::FieldTest, Module::Msm, Module::MsmG2, Module::Ntt];
 
     /// The module's stem (`<stem>.cu`, `<stem>.ptx`).
     pub const fn name(self) -> &'static str {
@@ -41,16 +50,107 @@ impl Module {
         }
     }
 
-    /// The module's PTX text.
-    pub const fn ptx(self) -> &'static str {
+    /// The module's PTX text, inflated on first use and kept.
+    pub fn ptx(self) -> Result<&'static str, PtxError> {
+        static TEXT: [OnceLock<Result<&'static str, PtxError>>; Module::ALL.len()] =
+            [const { OnceLock::new() }; Module::ALL.len()];
+        let slot = Module::ALL.iter().position(|m| *m == self).unwrap_or(0);
+        TEXT[slot]
+            .get_or_init(|| {
+                let compressed = self.compressed()?;
+                inflate(self, &compressed).map(|t| &*Box::leak(t.into_boxed_str()))
+            })
+            .clone()
+    }
+
+    /// The zlib-compressed PTX as stored in `ptx/`.
+    #[cfg(not(feature = "external-ptx"))]
+    fn compressed(self) -> Result<std::borrow::Cow<'static, [u8]>, PtxError> {
+        Ok(std::borrow::Cow::Borrowed(match self {
+            Module::FieldTest => include_bytes!("../ptx/field_test.ptx.zlib"),
+            Module::Msm => include_bytes!("../ptx/msm.ptx.zlib"),
+            Module::MsmG2 => include_bytes!("../ptx/msm_g2.ptx.zlib"),
+            Module::Ntt => include_bytes!("../ptx/ntt.ptx.zlib"),
+        }))
+    }
+
+    /// The zlib-compressed PTX read from `$PINION_PTX_DIR`.
+    #[cfg(feature = "external-ptx")]
+    fn compressed(self) -> Result<std::borrow::Cow<'static, [u8]>, PtxError> {
+        let dir = std::env::var_os(PTX_DIR_VAR).ok_or(PtxError::NoDirectory)?;
+        let path = std::path::Path::new(&dir).join(format!("{}.ptx.zlib", self.name()));
+        std::fs::read(&path)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|e| PtxError::Unreadable {
+                module: self.name(),
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })
+    }
+}
+
+/// Environment variable naming the PTX directory of `external-ptx` builds.
+pub const PTX_DIR_VAR: &str = "PINION_PTX_DIR";
+
+fn inflate(module: Module, compressed: &[u8]) -> Result<String, PtxError> {
+    let bytes = miniz_oxide::inflate::decompress_to_vec_zlib(compressed).map_err(|e| {
+        PtxError::Corrupt {
+            module: module.name(),
+            reason: format!("zlib: {:?}", e.status),
+        }
+    })?;
+    String::from_utf8(bytes).map_err(|e| PtxError::Corrupt {
+        module: module.name(),
+        reason: format!("not utf-8 at byte {}", e.utf8_error().valid_up_to()),
+    })
+}
+
+/// Why a module's PTX text is unavailable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PtxError {
+    /// An `external-ptx` build runs without `PINION_PTX_DIR` set.
+    NoDirectory,
+    /// The module's file cannot be read.
+    Unreadable {
+        /// Module name.
+        module: &'static str,
+        /// The file tried.
+        path: String,
+        /// The operating system's reason.
+        reason: String,
+    },
+    /// The stored bytes are not zlib-compressed UTF-8 text.
+    Corrupt {
+        /// Module name.
+        module: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for PtxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Module::FieldTest => include_str!("../ptx/field_test.ptx"),
-            Module::Msm => include_str!("../ptx/msm.ptx"),
-            Module::MsmG2 => include_str!("../ptx/msm_g2.ptx"),
-            Module::Ntt => include_str!("../ptx/ntt.ptx"),
+            PtxError::NoDirectory => write!(
+                f,
+                "this build reads its PTX from ${PTX_DIR_VAR}, which is not set"
+            ),
+            PtxError::Unreadable {
+                module,
+                path,
+                reason,
+            } => write!(
+                f,
+                "cannot read the ptx of module {module} from {path}: {reason}"
+            ),
+            PtxError::Corrupt { module, reason } => {
+                write!(f, "the stored ptx of module {module} is damaged: {reason}")
+            }
         }
     }
 }
+
+impl std::error::Error for PtxError {}
 
 macro_rules! entries {
     ($( $(#[$doc:meta])* $variant:ident => ($module:ident, $name:literal), )*) => {
@@ -209,9 +309,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg(not(feature = "external-ptx"))]
     fn every_entry_is_defined_in_its_module() {
         for entry in Entry::ALL {
-            let ptx = entry.module().ptx();
+            let ptx = entry.module().ptx().unwrap();
             assert!(
                 defines_entry(ptx, entry.name()),
                 "entry {} not found in {}.ptx: run `cargo xtask kernels`",
@@ -222,18 +323,20 @@ mod tests {
     }
 
     #[test]
+    #[cfg(not(feature = "external-ptx"))]
     fn entry_lookup_is_exact() {
         // `fp_mul` must not match `fp_mul_chain`, nor an absent name match anything.
-        let ptx = Module::FieldTest.ptx();
+        let ptx = Module::FieldTest.ptx().unwrap();
         assert!(defines_entry(ptx, "fp_mul"));
         assert!(!defines_entry(ptx, "fp_mu"));
         assert!(!defines_entry(ptx, "fp_mul_cha"));
     }
 
     #[test]
+    #[cfg(not(feature = "external-ptx"))]
     fn every_module_is_ptx_for_sm_90() {
         for module in Module::ALL {
-            let ptx = module.ptx();
+            let ptx = module.ptx().unwrap();
             assert!(
                 ptx.contains(".target sm_90"),
                 "{} is not sm_90 PTX",
@@ -244,6 +347,31 @@ mod tests {
                 "{} has no .version",
                 module.name()
             );
+        }
+    }
+
+    #[test]
+    fn damaged_ptx_is_an_error_not_a_panic() {
+        let good = miniz_oxide::deflate::compress_to_vec_zlib(b".version 9.0", 6);
+        assert_eq!(inflate(Module::Ntt, &good).unwrap(), ".version 9.0");
+        let mut bad = good.clone();
+        bad.truncate(bad.len() / 2);
+        assert!(matches!(
+            inflate(Module::Ntt, &bad),
+            Err(PtxError::Corrupt { module: "ntt", .. })
+        ));
+        let not_utf8 = miniz_oxide::deflate::compress_to_vec_zlib(&[0xff, 0xfe], 6);
+        assert!(inflate(Module::Msm, &not_utf8).is_err());
+    }
+
+    #[test]
+    #[cfg(feature = "external-ptx")]
+    fn external_ptx_needs_its_directory() {
+        if std::env::var_os(PTX_DIR_VAR).is_none() {
+            assert_eq!(Module::Ntt.ptx(), Err(PtxError::NoDirectory));
+        } else {
+            // Pointed at a directory: the text is there and is PTX.
+            assert!(Module::Ntt.ptx().unwrap().contains(".target sm_90"));
         }
     }
 

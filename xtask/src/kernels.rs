@@ -1,6 +1,7 @@
 //! `cargo xtask kernels [--check]`: CUDA C++ to PTX, and the staleness check.
 //!
-//! The committed PTX is what the GPU crates embed, so `cargo build` needs no CUDA toolkit. A
+//! The committed PTX (zlib-compressed, `ptx/<stem>.ptx.zlib`; hashes are of the text) is
+//! what the GPU crates embed, so `cargo build` needs no CUDA toolkit. A
 //! manifest (`cuda-kernels/ptx/MANIFEST.json`) records the hash of every kernel source and
 //! header, the nvcc version and the flags; `--check` recomputes the source hash (no nvcc needed)
 //! and the hash of each PTX file, and fails with the command to run when anything disagrees.
@@ -145,6 +146,17 @@ fn module_inputs_hash(dir: &Path, cu: &Path, version: &str) -> Result<String> {
     Ok(hex::encode(h.finalize()))
 }
 
+/// Path of a module's stored PTX (zlib-compressed text).
+fn stored_ptx(ptx_dir: &Path, stem: &str) -> PathBuf {
+    ptx_dir.join(format!("{stem}.ptx.zlib"))
+}
+
+/// The PTX text of a stored module, or `None` when missing or not valid zlib.
+fn read_stored_ptx(path: &Path) -> Option<Vec<u8>> {
+    let z = std::fs::read(path).ok()?;
+    miniz_oxide::inflate::decompress_to_vec_zlib(&z).ok()
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
@@ -176,9 +188,9 @@ fn check_fresh(dir: &Path) -> Result<()> {
     let mut expected: Vec<String> = Vec::new();
     for cu in modules(dir)? {
         let stem = cu.file_stem().unwrap().to_string_lossy().into_owned();
-        let ptx = dir.join("ptx").join(format!("{stem}.ptx"));
-        let bytes =
-            std::fs::read(&ptx).map_err(|e| stale(format!("missing {}: {e}", ptx.display())))?;
+        let ptx = stored_ptx(&dir.join("ptx"), &stem);
+        let bytes = read_stored_ptx(&ptx)
+            .ok_or_else(|| stale(format!("missing or damaged {}", ptx.display())))?;
         let recorded = outputs.get(&stem).and_then(|v| v.as_str()).unwrap_or("");
         if sha256_hex(&bytes) != recorded {
             return Err(stale(format!(
@@ -197,11 +209,16 @@ fn check_fresh(dir: &Path) -> Result<()> {
     }
     for e in std::fs::read_dir(dir.join("ptx"))? {
         let p = e?.path();
-        if p.extension().is_some_and(|x| x == "ptx") {
-            let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
-            if !expected.contains(&stem) {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix(".ptx.zlib") {
+            if !expected.iter().any(|e| e == stem) {
                 return Err(stale(format!("{} has no source", p.display())));
             }
+        } else if name.ends_with(".ptx") {
+            return Err(stale(format!(
+                "{} is uncompressed PTX (the crate embeds ptx/<stem>.ptx.zlib)",
+                p.display()
+            )));
         }
     }
     println!(
@@ -232,7 +249,7 @@ fn build(root: &Path, dir: &Path, force: bool) -> Result<()> {
     for cu in &mods {
         let stem = cu.file_stem().unwrap().to_string_lossy().into_owned();
         let want = module_inputs_hash(dir, cu, &version)?;
-        let out = ptx_dir.join(format!("{stem}.ptx"));
+        let out = stored_ptx(&ptx_dir, &stem);
         let recorded_out = previous["outputs"][&stem].as_str().unwrap_or("");
         // A manifest from before per-module hashes counts when all sources are unchanged.
         let same_inputs = match previous["inputs"][&stem].as_str() {
@@ -244,11 +261,11 @@ fn build(root: &Path, dir: &Path, force: bool) -> Result<()> {
         };
         let fresh = !force
             && same_inputs
-            && std::fs::read(&out).is_ok_and(|b| sha256_hex(&b) == recorded_out);
+            && read_stored_ptx(&out).is_some_and(|b| sha256_hex(&b) == recorded_out);
         inputs.insert(stem.clone(), want.into());
         if fresh {
             outputs.insert(stem.clone(), recorded_out.into());
-            println!("kernels: {stem}.cu unchanged (cached ptx/{stem}.ptx)");
+            println!("kernels: {stem}.cu unchanged (cached ptx/{stem}.ptx.zlib)");
         } else {
             todo.push((stem, cu.clone()));
         }
@@ -273,9 +290,10 @@ fn build(root: &Path, dir: &Path, force: bool) -> Result<()> {
                         .with_context(|| format!("compiling {}", cu.display()))?;
                     let body = std::fs::read_to_string(&raw)?;
                     let text = format!("{PREAMBLE}{stem}.cu (nvcc {version}); do not edit\n{body}");
-                    std::fs::write(ptx_dir.join(format!("{stem}.ptx")), &text)?;
+                    let z = miniz_oxide::deflate::compress_to_vec_zlib(text.as_bytes(), 10);
+                    std::fs::write(stored_ptx(ptx_dir, stem), z)?;
                     println!(
-                        "kernels: {stem}.cu -> ptx/{stem}.ptx ({:.1} s)",
+                        "kernels: {stem}.cu -> ptx/{stem}.ptx.zlib ({:.1} s)",
                         t.elapsed().as_secs_f64()
                     );
                     Ok((stem.clone(), sha256_hex(text.as_bytes())))
@@ -297,12 +315,15 @@ fn build(root: &Path, dir: &Path, force: bool) -> Result<()> {
     // Remove PTX whose source is gone, so the embedded set matches the sources.
     for e in std::fs::read_dir(&ptx_dir)? {
         let p = e?.path();
-        if p.extension().is_some_and(|x| x == "ptx") {
-            let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
-            if !outputs.contains_key(&stem) {
-                std::fs::remove_file(&p)?;
-                println!("kernels: removed ptx/{stem}.ptx (no source)");
-            }
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let keep = match name.strip_suffix(".ptx.zlib") {
+            Some(stem) => outputs.contains_key(stem),
+            // Uncompressed PTX from before the switch to .ptx.zlib: superseded.
+            None => !name.ends_with(".ptx"),
+        };
+        if !keep {
+            std::fs::remove_file(&p)?;
+            println!("kernels: removed ptx/{name}");
         }
     }
     let manifest = serde_json::json!({

@@ -241,13 +241,13 @@ impl Gpu {
             .map_err(GpuError::driver("cuEventCreate"))
     }
 
-    /// The loaded module, loading (JIT-compiling) its embedded PTX on first use.
+    /// The loaded module, loading (JIT-compiling) its PTX on first use.
     pub fn module(&self, module: Module) -> Result<Arc<CudaModule>, GpuError> {
         let mut modules = lock(&self.inner.modules);
         if let Some(m) = modules.get(&module) {
             return Ok(m.clone());
         }
-        let ptx = cudarc::nvrtc::Ptx::from_src(module.ptx());
+        let ptx = cudarc::nvrtc::Ptx::from_src(module.ptx()?);
         let loaded = self
             .inner
             .ctx

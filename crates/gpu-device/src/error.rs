@@ -74,6 +74,9 @@ pub enum GpuError {
         /// The driver's code.
         code: DriverError,
     },
+    /// A module's PTX text is unavailable (an `external-ptx` build without its files).
+    #[error("{0}")]
+    Ptx(#[from] pinion_kernels::PtxError),
     /// The driver refused to load a PTX module (for example PTX newer than the driver).
     #[error("loading module {module} failed: {code:?}")]
     ModuleLoad {
