@@ -387,7 +387,7 @@ where
         run.rows.push(format!(
             "| {name} | 2^{log_n} | {} {:?} | {:.2} | {:.2} | {} | {} |",
             engine.plan(n).window_bits,
-            config.accumulate,
+            config.accumulate.resolve::<C>(),
             timing.with_copy_ms,
             timing.resident_ms,
             r.map_or("-".into(), |r| format!("{r:.1}")),
@@ -418,7 +418,7 @@ where
                 "| {name} | 2^{log_n} bases streamed from pinned (chunks of 2^{}) | {} {:?} | - | {ms:.2} | - | - |",
                 run.stream_chunk_log.min(log_n),
                 engine.plan(chunk_len).window_bits,
-                config.accumulate,
+                config.accumulate.resolve::<C>(),
             ));
             println!("{}", run.rows.last().map_or("", String::as_str));
             let what = "uniform, bases streamed from pinned, scalars resident";
@@ -433,7 +433,7 @@ where
         run.rows.push(format!(
             "| {name} | 2^{log_n} Groth16-shaped (30% 0, 30% 1) | {} {:?} | {:.2} | {:.2} | - | - |",
             engine.plan(n).window_bits,
-            engine.config().accumulate,
+            engine.config().accumulate.resolve::<C>(),
             t.with_copy_ms,
             t.resident_ms
         ));

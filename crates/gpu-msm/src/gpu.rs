@@ -80,7 +80,21 @@ const POINT_BLOCK: u32 = 128;
 /// Counts summed per thread in the first level of the prefix sum.
 const SCAN_CHUNK: u32 = 256;
 /// Most segments a window's buckets are split into for the reduction (a power of two).
-const MAX_SEGMENTS: u32 = 1024;
+const MAX_SEGMENTS: u32 = 4096;
+/// Points one thread adds at each level of the window-sum tree (a power of two).
+const TREE_FANIN: u32 = 4;
+
+/// Fan-in of each tree level that adds `n_segments` (a power of two) points to one.
+fn tree_levels(n_segments: u32) -> Vec<u32> {
+    let mut levels = Vec::new();
+    let mut n = n_segments;
+    while n > 1 {
+        let f = TREE_FANIN.min(n);
+        levels.push(f);
+        n /= f;
+    }
+    levels
+}
 /// Smallest and largest window sizes.
 pub const GPU_MIN_WINDOW_BITS: u32 = 2;
 /// Largest window size (keeps bucket keys and scratch small).
@@ -138,14 +152,14 @@ pub enum GpuMsmError {
         /// Requested bases per chunk.
         chunk_len: usize,
     },
-    /// A window sum read back from the device is not a valid point (a kernel bug).
-    #[error("window sum {index} read back from the gpu is invalid: {source}")]
+    /// A window sum read back from the device is not a point in XYZZ coordinates (a
+    /// kernel bug).
+    #[error("window sum {index} read back from the gpu is invalid: {what}")]
     BadResult {
         /// Index of the window sum.
         index: usize,
-        /// Why it was rejected.
-        #[source]
-        source: ReprError,
+        /// What is wrong with it.
+        what: &'static str,
     },
 }
 
@@ -176,6 +190,8 @@ pub trait GpuCurve: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {
     const AFFINE_WORDS: usize;
     /// u32 words of one XYZZ point on the device (4 coordinates).
     const XYZZ_WORDS: usize;
+    /// The accumulation kernel [`AccumulateKernel::Auto`] picks on this curve.
+    const DEFAULT_ACCUMULATE: AccumulateKernel;
     /// `<g>_accumulate`.
     const ACCUMULATE: Entry;
     /// `<g>_accumulate_capped`.
@@ -184,8 +200,10 @@ pub trait GpuCurve: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {
     const REDUCE_SEGMENTS: Entry;
     /// `<g>_sum_groups`.
     const SUM_GROUPS: Entry;
-    /// `<g>_to_affine`.
-    const TO_AFFINE: Entry;
+    /// Window sums read back from the device (XYZZ, `XYZZ_WORDS` u32 words each) as curve
+    /// points, with one shared field inversion on the host.
+    #[doc(hidden)]
+    fn sums_from_xyzz(words: &[u32]) -> Result<Vec<Self::Projective>, GpuMsmError>;
     /// Host to device layout.
     fn to_repr(p: &Self::Affine) -> Self::Repr;
     /// Device layout to host, coordinates checked to be canonical (no curve check: the
@@ -208,11 +226,14 @@ impl GpuCurve for G1Curve {
     const NAME: &'static str = "g1";
     const AFFINE_WORDS: usize = 24;
     const XYZZ_WORDS: usize = 48;
+    const DEFAULT_ACCUMULATE: AccumulateKernel = AccumulateKernel::Capped128;
     const ACCUMULATE: Entry = Entry::G1Accumulate;
     const ACCUMULATE_CAPPED: Entry = Entry::G1AccumulateCapped;
     const REDUCE_SEGMENTS: Entry = Entry::G1ReduceSegments;
     const SUM_GROUPS: Entry = Entry::G1SumGroups;
-    const TO_AFFINE: Entry = Entry::G1ToAffine;
+    fn sums_from_xyzz(words: &[u32]) -> Result<Vec<G1Projective>, GpuMsmError> {
+        crate::xyzz::xyzz_words_to_curve::<G1Projective>(words).map_err(bad_sum)
+    }
     fn to_repr(p: &G1Affine) -> G1AffineRepr {
         G1AffineRepr::from_affine(p)
     }
@@ -228,16 +249,34 @@ impl GpuCurve for G2Curve {
     const NAME: &'static str = "g2";
     const AFFINE_WORDS: usize = 48;
     const XYZZ_WORDS: usize = 96;
+    // Capped at 128 registers, G2's accumulation spills ~4 KiB per thread (ptxas).
+    const DEFAULT_ACCUMULATE: AccumulateKernel = AccumulateKernel::Uncapped;
     const ACCUMULATE: Entry = Entry::G2Accumulate;
     const ACCUMULATE_CAPPED: Entry = Entry::G2AccumulateCapped;
     const REDUCE_SEGMENTS: Entry = Entry::G2ReduceSegments;
     const SUM_GROUPS: Entry = Entry::G2SumGroups;
-    const TO_AFFINE: Entry = Entry::G2ToAffine;
+    fn sums_from_xyzz(words: &[u32]) -> Result<Vec<G2Projective>, GpuMsmError> {
+        crate::xyzz::xyzz_words_to_curve::<G2Projective>(words).map_err(bad_sum)
+    }
     fn to_repr(p: &G2Affine) -> G2AffineRepr {
         G2AffineRepr::from_affine(p)
     }
     fn from_repr(r: &G2AffineRepr) -> Result<G2Affine, ReprError> {
         r.to_affine_unchecked()
+    }
+}
+
+fn bad_sum(e: crate::xyzz::XyzzError) -> GpuMsmError {
+    use crate::xyzz::XyzzError;
+    match e {
+        XyzzError::NotReduced { index } => GpuMsmError::BadResult {
+            index,
+            what: "a coordinate is not a reduced field element",
+        },
+        XyzzError::ZeroDenominator { index } => GpuMsmError::BadResult {
+            index,
+            what: "ZZ is not zero but ZZZ is",
+        },
     }
 }
 
@@ -341,13 +380,28 @@ impl DeviceScalars {
 /// Which bucket-accumulation kernel to run (same results; a tuning choice).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AccumulateKernel {
-    /// Registers as the compiler likes (142 on sm_90: 3 blocks of 128 threads per SM).
-    Uncapped,
-    /// Registers capped at 128 (4 blocks per SM, 68 bytes of spills). The default:
-    /// measured 4-5% faster on the H200 at 2^18 and 2^20 (11.31 vs 11.73 ms, 21.19 vs
-    /// 22.34 ms, scalars resident, median of 3); not yet measured at 2^22 and above.
+    /// The curve's default ([`GpuCurve::DEFAULT_ACCUMULATE`]): [`Self::Capped128`] on G1,
+    /// [`Self::Uncapped`] on G2.
     #[default]
+    Auto,
+    /// Registers as the compiler likes. G1: 142 on sm_90, no spills (3 blocks of 128
+    /// threads per SM). G2: 255 and 244 bytes of spills (2 blocks per SM).
+    Uncapped,
+    /// Registers capped at 128 (4 blocks per SM). G1: 68 bytes of spills, measured 4-5%
+    /// faster than uncapped on the H200 at 2^18 and 2^20 (11.31 vs 11.73 ms, 21.19 vs
+    /// 22.34 ms, scalars resident, median of 3). G2: about 4 KiB of spills per thread
+    /// (ptxas), so not G2's default; not measured on G2 yet.
     Capped128,
+}
+
+impl AccumulateKernel {
+    /// The kernel this choice runs on curve `C` (never [`Self::Auto`]).
+    pub fn resolve<C: GpuCurve>(self) -> AccumulateKernel {
+        match self {
+            AccumulateKernel::Auto => C::DEFAULT_ACCUMULATE,
+            other => other,
+        }
+    }
 }
 
 /// Configuration of the GPU backend.
@@ -919,7 +973,7 @@ impl GpuMsm {
         n: usize,
         plan: &GpuMsmPlan,
         mut marks: Option<&mut Vec<(&'static str, cudarc::driver::CudaEvent)>>,
-    ) -> Result<Vec<C::Affine>, GpuMsmError> {
+    ) -> Result<Vec<C::Projective>, GpuMsmError> {
         let gpu = &self.gpu;
         let stream = gpu.stream();
         // Records an event after the work queued so far, named after the phase it ends.
@@ -940,8 +994,10 @@ impl GpuMsm {
         let n_entries = (n as usize) * (n_windows as usize);
         let n_groups = n_windows + 1;
         let seg_threads = n_groups * plan.n_segments;
-        let g1_len = plan.n_segments.min(32);
-        let g2_len = plan.n_segments / g1_len;
+        // The segment sums of each window are added by a tree of TREE_FANIN-point groups
+        // (one launch per level): the serial chain per window is log(segments) levels of a
+        // few additions, not one long run.
+        let levels = tree_levels(plan.n_segments);
 
         let mut counts = gpu.alloc_zeros::<u32>(n_keys as usize, "gpu-msm counts")?;
         let mut chunk_sums = gpu.alloc_zeros::<u32>(n_chunks as usize, "gpu-msm chunk sums")?;
@@ -952,21 +1008,19 @@ impl GpuMsm {
             gpu.alloc_zeros::<u32>(n_keys as usize * C::XYZZ_WORDS, "gpu-msm buckets")?;
         let mut segs =
             gpu.alloc_zeros::<u32>(seg_threads as usize * C::XYZZ_WORDS, "gpu-msm segments")?;
-        let mut level1 = gpu.alloc_zeros::<u32>(
-            (seg_threads / g1_len) as usize * C::XYZZ_WORDS,
-            "gpu-msm level 1",
-        )?;
-        let mut level2 =
-            gpu.alloc_zeros::<u32>(n_groups as usize * C::XYZZ_WORDS, "gpu-msm window sums")?;
-        let mut affine =
-            gpu.alloc_zeros::<u32>(n_groups as usize * C::AFFINE_WORDS, "gpu-msm affine sums")?;
+        // Tree levels ping-pong between two buffers sized for the first level's output.
+        let tree_len = (seg_threads / levels.first().copied().unwrap_or(1)).max(n_groups);
+        let mut tree = [
+            gpu.alloc_zeros::<u32>(tree_len as usize * C::XYZZ_WORDS, "gpu-msm tree a")?,
+            gpu.alloc_zeros::<u32>(tree_len as usize * C::XYZZ_WORDS, "gpu-msm tree b")?,
+        ];
 
         mark("alloc")?;
         // SAFETY (all launches below): each kernel's parameter list in msm.cu is matched
         // argument by argument (device pointers to u32 words, then u32 values); every buffer
         // was sized above for the plan (counts/offsets/cursors: n_keys; chunk_sums: n_chunks;
         // entries: n·W, the most entries n scalars can produce; buckets: n_keys XYZZ points;
-        // segs: (W+1)·n_segments; level1: seg_threads/g1_len; level2 and affine: W+1), and
+        // segs: (W+1)·n_segments; tree: the first tree level's output, the largest), and
         // every buffer outlives the stream work (the final download synchronizes).
         let f = gpu.function(Entry::MsmCount)?;
         let mut l = stream.launch_builder(&f);
@@ -1013,8 +1067,8 @@ impl GpuMsm {
         unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
 
         mark("scatter")?;
-        let f = gpu.function(match self.config.accumulate {
-            AccumulateKernel::Uncapped => C::ACCUMULATE,
+        let f = gpu.function(match self.config.accumulate.resolve::<C>() {
+            AccumulateKernel::Uncapped | AccumulateKernel::Auto => C::ACCUMULATE,
             AccumulateKernel::Capped128 => C::ACCUMULATE_CAPPED,
         })?;
         let mut l = stream.launch_builder(&f);
@@ -1040,43 +1094,45 @@ impl GpuMsm {
         unsafe { l.launch(grid(seg_threads, POINT_BLOCK)) }.map_err(launch_err)?;
 
         mark("reduce segments")?;
-        let level1_n = seg_threads / g1_len;
         let f = gpu.function(C::SUM_GROUPS)?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(segs.slice())
-            .arg(&g1_len)
-            .arg(level1.slice_mut())
-            .arg(&level1_n);
-        unsafe { l.launch(grid(level1_n, POINT_BLOCK)) }.map_err(launch_err)?;
-
-        let mut l = stream.launch_builder(&f);
-        l.arg(level1.slice())
-            .arg(&g2_len)
-            .arg(level2.slice_mut())
-            .arg(&n_groups);
-        unsafe { l.launch(grid(n_groups, POINT_BLOCK)) }.map_err(launch_err)?;
+        let mut n_in = seg_threads;
+        for (i, &fan_in) in levels.iter().enumerate() {
+            let n_out = n_in / fan_in;
+            let [a, b] = &mut tree;
+            let (src, dst) = match i {
+                0 => (&segs, a),
+                _ if i % 2 == 1 => (&*a, b),
+                _ => (&*b, a),
+            };
+            let mut l = stream.launch_builder(&f);
+            l.arg(src.slice())
+                .arg(&fan_in)
+                .arg(dst.slice_mut())
+                .arg(&n_out);
+            unsafe { l.launch(grid(n_out, POINT_BLOCK)) }.map_err(launch_err)?;
+            n_in = n_out;
+        }
+        debug_assert_eq!(n_in, n_groups);
+        // The last level wrote tree[0] after an odd number of levels, tree[1] after an
+        // even one; with one segment per window the segment sums are the window sums.
+        let sums = match levels.len() {
+            0 => &segs,
+            k if k % 2 == 1 => &tree[0],
+            _ => &tree[1],
+        };
 
         mark("sum groups")?;
-        let f = gpu.function(C::TO_AFFINE)?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(level2.slice()).arg(affine.slice_mut()).arg(&n_groups);
-        unsafe { l.launch(grid(n_groups, POINT_BLOCK)) }.map_err(launch_err)?;
-
-        mark("to affine")?;
-        let words = gpu.download(&affine)?;
-        let reprs: &[C::Repr] = bytemuck::cast_slice(&words);
-        reprs
-            .iter()
-            .enumerate()
-            .map(|(index, r)| {
-                C::from_repr(r).map_err(|source| GpuMsmError::BadResult { index, source })
-            })
-            .collect()
+        let mut words = gpu.download(sums)?;
+        words.truncate(n_groups as usize * C::XYZZ_WORDS);
+        C::sums_from_xyzz(&words)
     }
 }
 
 /// `Σ_w 2^(c·w)·sums[w]` over the W signed-digit windows, plus the ones window (last).
-fn combine_windows<C: GpuCurve>(sums: &[C::Affine], c: u32) -> Result<C::Projective, GpuMsmError> {
+fn combine_windows<C: GpuCurve>(
+    sums: &[C::Projective],
+    c: u32,
+) -> Result<C::Projective, GpuMsmError> {
     let (ones, windows) = sums.split_last().ok_or(GpuMsmError::LengthMismatch {
         n_bases: 1,
         n_scalars: 0,
@@ -1086,9 +1142,9 @@ fn combine_windows<C: GpuCurve>(sums: &[C::Affine], c: u32) -> Result<C::Project
         for _ in 0..c {
             acc = group::Group::double(&acc);
         }
-        acc += C::Projective::from(*w);
+        acc += *w;
     }
-    Ok(acc + C::Projective::from(*ones))
+    Ok(acc + *ones)
 }
 
 impl From<GpuMsmError> for MsmError {
@@ -1154,6 +1210,16 @@ impl crate::MsmBackend for GpuMsm {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn tree_levels_multiply_to_the_segment_count() {
+        for log in 0..=12u32 {
+            let levels = tree_levels(1 << log);
+            assert_eq!(levels.iter().product::<u32>(), 1 << log, "{levels:?}");
+            assert!(levels.iter().all(|&f| (2..=TREE_FANIN).contains(&f)));
+        }
+        assert!(tree_levels(1).is_empty());
+    }
+
     use super::*;
 
     #[test]
@@ -1164,8 +1230,7 @@ mod tests {
             assert!((p.n_windows - 1) * c < 256, "c = {c}");
             assert_eq!(p.n_buckets % p.n_segments, 0);
             assert!(p.n_segments.is_power_of_two());
-            let g1 = p.n_segments.min(32);
-            assert!(p.n_segments / g1 <= 32);
+            assert!(p.n_segments <= MAX_SEGMENTS);
         }
         assert_eq!(GpuMsmPlan::default_window_bits(0), 8);
         assert_eq!(GpuMsmPlan::default_window_bits(1 << 16), 13);
@@ -1194,7 +1259,6 @@ mod tests {
             C::ACCUMULATE_CAPPED,
             C::REDUCE_SEGMENTS,
             C::SUM_GROUPS,
-            C::TO_AFFINE,
         ] {
             assert!(e.name().starts_with(&format!("{}_", C::NAME)), "{e:?}");
             assert_eq!(e.module(), C::ACCUMULATE.module(), "{e:?}");
@@ -1205,6 +1269,13 @@ mod tests {
     fn curve_layouts_and_entries_match() {
         layout_matches::<G1Curve>();
         layout_matches::<G2Curve>();
+        for k in [AccumulateKernel::Uncapped, AccumulateKernel::Capped128] {
+            assert_eq!(k.resolve::<G1Curve>(), k);
+            assert_eq!(k.resolve::<G2Curve>(), k);
+        }
+        let auto = AccumulateKernel::Auto;
+        assert_eq!(auto.resolve::<G1Curve>(), AccumulateKernel::Capped128);
+        assert_eq!(auto.resolve::<G2Curve>(), AccumulateKernel::Uncapped);
     }
 
     #[test]

@@ -78,6 +78,7 @@ mod error;
 #[allow(unsafe_code)]
 mod gpu;
 pub mod reference;
+mod xyzz;
 
 pub use cpu::{BucketArith, CpuMsm, CpuMsmConfig, DEFAULT_SCALARS_IN_FLIGHT, MAX_WINDOW_BITS};
 pub use density::DensityMask;
