@@ -9,6 +9,7 @@ use gpu_msm::{CpuMsm, DensityMask, MsmBackend};
 use gpu_ntt::{AbcEvaluations, CpuNtt, NttBackend};
 use memory_budget::{Budget, Category, Reservation};
 
+use crate::gpu::DeviceH;
 use crate::{GpuBackend, ProverError, ProvingKey};
 
 /// Which kind of engine a backend is.
@@ -33,11 +34,9 @@ pub enum BackendChoice {
     Gpu,
 }
 
-/// What the MSMs of one proof read besides the key's bases.
+/// What the MSMs of one proof read besides the key's bases and h.
 #[derive(Clone, Copy, Debug)]
 pub struct MsmInputs<'a> {
-    /// h's coefficients (domain size − 1 of them).
-    pub h: &'a [Scalar],
     /// Public inputs, ONE first.
     pub inputs: &'a [Scalar],
     /// Auxiliary assignment.
@@ -67,9 +66,13 @@ pub struct MsmTimings {
     pub b_g2: Duration,
     /// Uploading bases to the device (first proof over a key only; zero on the CPU).
     pub bases_upload: Duration,
-    /// Converting scalars to canonical words and copying them to the device (zero on
-    /// the CPU).
+    /// Host time converting scalars to canonical words in pinned staging buffers and
+    /// queueing their copies to the device (zero on the CPU). On the GPU backend this
+    /// runs on its own thread while the device computes the previous MSM.
     pub scalar_transfers: Duration,
+    /// Device time of the H transforms, measured by events around them (GPU backend with
+    /// h on the device; zero otherwise). They run while the MSM scalars are prepared.
+    pub h_device: Duration,
     /// The whole MSM phase, start to end.
     pub wall: Duration,
 }
@@ -91,11 +94,44 @@ pub struct MsmOutputs {
     pub timings: MsmTimings,
 }
 
+/// h's `m − 1` coefficients, where the H step left them.
+#[derive(Debug)]
+pub enum HPoly {
+    /// On the host (the CPU backend).
+    Host(Vec<Scalar>),
+    /// On the device of the GPU backend that computed it (Montgomery form, possibly still
+    /// being computed on the device's stream); only that backend's `msms` reads it.
+    Device(DeviceH),
+}
+
+impl HPoly {
+    /// Number of coefficients.
+    pub fn len(&self) -> usize {
+        match self {
+            HPoly::Host(h) => h.len(),
+            HPoly::Device(d) => d.len(),
+        }
+    }
+
+    /// Whether h has no coefficients.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Host bytes it holds (a device-resident h holds none).
+    pub fn host_bytes(&self) -> u64 {
+        match self {
+            HPoly::Host(h) => h.capacity() as u64 * 32,
+            HPoly::Device(_) => 0,
+        }
+    }
+}
+
 /// What the H step returns.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct HOutput {
     /// h's `m − 1` coefficients.
-    pub h: Vec<Scalar>,
+    pub h: HPoly,
     /// Of the step's time, host conversions and uploads (zero on the CPU; see
     /// `ProofTimings::h_transfers`).
     pub transfers: Duration,
@@ -117,7 +153,23 @@ pub trait ProverBackend: Send + Sync {
     /// Host bytes the MSMs need at most, when the largest has `n_max_terms` scalars.
     fn msm_scratch_bytes(&self, n_max_terms: usize) -> u64;
 
-    /// h's `m − 1` coefficients from a, b, c (see `gpu_ntt::NttBackend::h_poly`).
+    /// Host bytes h holds once the H step returns (the CPU backend: `m − 1` scalars; a
+    /// backend that keeps h on the device: 0).
+    fn h_host_bytes(&self, domain_size: usize) -> u64 {
+        32 * domain_size as u64
+    }
+
+    /// Restarts the staging pool's peak (a backend without one: nothing).
+    fn reset_staging_peak(&self) {}
+
+    /// The most bytes the backend's pinned staging pool held charged (idle buffers
+    /// included) since [`ProverBackend::reset_staging_peak`]; 0 without a pool.
+    fn staging_peak_bytes(&self) -> u64 {
+        0
+    }
+
+    /// h's `m − 1` coefficients from a, b, c (see `gpu_ntt::NttBackend::h_poly`), on the
+    /// host or left on the device for [`ProverBackend::msms`].
     /// `inputs_released` is called once the host a, b, c are freed before the step ends
     /// (the GPU backend: when their upload has completed), so the caller can shrink its
     /// charge early; a backend that reuses their buffers for h never calls it.
@@ -127,8 +179,14 @@ pub trait ProverBackend: Send + Sync {
         inputs_released: &mut dyn FnMut(),
     ) -> Result<HOutput, ProverError>;
 
-    /// The five MSMs of one proof over `key`'s bases, sliced as groth16 slices them.
-    fn msms(&self, key: &ProvingKey, inputs: &MsmInputs<'_>) -> Result<MsmOutputs, ProverError>;
+    /// The five MSMs of one proof over `key`'s bases, sliced as groth16 slices them; `h`
+    /// is what this backend's [`ProverBackend::h_poly`] returned (or host coefficients).
+    fn msms(
+        &self,
+        key: &ProvingKey,
+        h: HPoly,
+        inputs: &MsmInputs<'_>,
+    ) -> Result<MsmOutputs, ProverError>;
 }
 
 /// Builds the backend for a choice: `Auto` falls back to the CPU when no device opens,
@@ -269,14 +327,23 @@ impl ProverBackend for CpuBackend {
         let m = gpu_ntt::h_domain_size(abc.a.len())?;
         self.charge_twiddles(m)?;
         Ok(HOutput {
-            h: self.ntt.h_poly(abc)?,
+            h: HPoly::Host(self.ntt.h_poly(abc)?),
             transfers: Duration::ZERO,
         })
     }
 
-    fn msms(&self, key: &ProvingKey, x: &MsmInputs<'_>) -> Result<MsmOutputs, ProverError> {
+    fn msms(
+        &self,
+        key: &ProvingKey,
+        h: HPoly,
+        x: &MsmInputs<'_>,
+    ) -> Result<MsmOutputs, ProverError> {
         let start = Instant::now();
-        let mut out = self.msms_serial(key, x)?;
+        let h = match h {
+            HPoly::Host(h) => h,
+            HPoly::Device(d) => d.into_host()?,
+        };
+        let mut out = self.msms_serial(key, &h, x)?;
         out.timings.wall = start.elapsed();
         Ok(out)
     }
@@ -296,13 +363,18 @@ pub(crate) fn cpu_msm_scratch_bytes(n_max_terms: usize) -> u64 {
 
 impl CpuBackend {
     /// The five MSMs one after another.
-    fn msms_serial(&self, key: &ProvingKey, x: &MsmInputs<'_>) -> Result<MsmOutputs, ProverError> {
+    fn msms_serial(
+        &self,
+        key: &ProvingKey,
+        h: &[Scalar],
+        x: &MsmInputs<'_>,
+    ) -> Result<MsmOutputs, ProverError> {
         let msm = &self.msm;
         let n_in = x.inputs.len();
         let mut timings = MsmTimings::default();
 
-        let bases = slice("h_query", key.h_query(), 0, x.h.len())?;
-        let (h, t) = timed(|| msm.msm_g1(bases, x.h, None));
+        let bases = slice("h_query", key.h_query(), 0, h.len())?;
+        let (h, t) = timed(|| msm.msm_g1(bases, h, None));
         let h = h.map_err(msm_err("h"))?;
         timings.h = t;
 

@@ -87,6 +87,16 @@ pub enum ProverError {
     /// The H polynomial step failed.
     #[error("h polynomial: {0}")]
     Ntt(#[from] gpu_ntt::NttError),
+    /// The pinned staging pool could not hand out a buffer (host budget refusal or a
+    /// driver failure); nothing was allocated for it.
+    #[error("pinned staging for {what}: {source}")]
+    Staging {
+        /// What was being staged.
+        what: &'static str,
+        /// The pool's reason.
+        #[source]
+        source: gpu_device::PoolError,
+    },
     /// An MSM was refused.
     #[error("msm {query}: {source}")]
     Msm {

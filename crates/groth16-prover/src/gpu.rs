@@ -18,42 +18,46 @@
 //! `b_g1_query[..|b_in| + |b_aux|]` with `inputs[b_in] ++ aux[b_aux]`. That is exactly
 //! groth16's two sums added (exact group arithmetic), so proofs do not change.
 //!
-//! # Host memory
-//! H: a, b and c are converted to bls-repr's Montgomery layout one vector at a time (each
-//! `Vec<Scalar>` is dropped once converted: one extra vector of `32·m` bytes at most) and
-//! copied synchronously, so the caller's a/b/c charge can be released when the call's
-//! upload is done; h comes back as `32·m` bytes of reprs and `32·m` of scalars. MSMs:
-//! inputs and aux are converted to canonical words once per proof (32 bytes per scalar,
-//! kept until the G1 MSMs end) and the l MSM uploads aux's words as they are; the a and
-//! b_g1 MSMs gather their selected words into one more vector (32 bytes per term); h's
-//! words (32 per coefficient) live only for the h MSM, before aux is converted. At most
-//! `64·(n_inputs + n_aux)` bytes at once (the per-MSM selection it replaces held as much),
-//! plus the CPU G2 MSM's scratch. Not yet: a pinned staging pool (copies are from pageable
-//! memory).
-use std::borrow::Cow;
-use std::cell::OnceCell;
+//! # Host memory and copies
+//! H: a, b and c are converted to bls-repr's Montgomery layout straight into pinned
+//! staging buffers from the backend's [`PinnedStagingPool`] (charged to the backend's
+//! budget, `Category::PinnedPool`), one vector at a time, each `Vec` dropped once
+//! converted; then the caller's a/b/c charge is released and gpu-ntt copies them
+//! asynchronously (`AbcSource::Pinned`). h **stays on the device**: the H MSM adopts the
+//! result buffer in place (`GpuMsm::adopt_scalars_montgomery`, first `m − 1` of its `m`
+//! elements, the length of `h_query`); nothing comes back. MSMs: each query's scalars are
+//! converted to canonical limbs (and filtered by the densities) straight into a pooled
+//! pinned buffer, then copied asynchronously into a device buffer; a device thread runs
+//! the MSMs in order while this thread stages the next query's scalars, so host
+//! conversion overlaps device compute. The pool keeps its buffers between proofs (an idle
+//! buffer stays charged until the budget's eviction frees it) and waits for a buffer's
+//! copies before reusing it. Host bytes outside the pool: the CPU G2 MSM's scratch, and
+//! for a query whose bases are not resident its scalars (h copied back when it is H).
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bls12_381::{G1Affine, G1Projective, G2Projective, Scalar};
 use bls_repr::FrRepr;
-use gpu_device::{Gpu, GpuError};
-use gpu_msm::{CpuMsm, DensityMask, DeviceBasesG1, GpuMsm, GpuMsmError, MsmBackend, MsmError};
+use cudarc::driver::CudaEvent;
+use gpu_device::{DeviceBuffer, Gpu, GpuError, PinnedStagingPool, PoolError};
+use gpu_msm::{
+    CpuMsm, DensityMask, DeviceBasesG1, DeviceScalars, GpuMsm, GpuMsmError, MsmBackend, MsmError,
+};
 use gpu_ntt::{AbcEvaluations, AbcSource, GpuNtt, GpuNttError, NttError};
 use memory_budget::{Budget, Category};
 use rayon::prelude::*;
 
 use crate::backend::{
-    cpu_msm_scratch_bytes, msm_err, slice, BackendKind, HOutput, MsmInputs, MsmOutputs, MsmTimings,
-    ProverBackend,
+    cpu_msm_scratch_bytes, msm_err, slice, BackendKind, HOutput, HPoly, MsmInputs, MsmOutputs,
+    MsmTimings, ProverBackend,
 };
 use crate::{ProverError, ProvingKey};
 
 /// Bytes of one base in bls-repr's layout (the upload's host copy).
 const G1_REPR_BYTES: u64 = 96;
 
-/// Host bytes per MSM term while its scalars are prepared: the selected `Scalar` and its
-/// 8 canonical u32 words.
+/// Host bytes per term of a query computed on the CPU although the H step left h on the
+/// device: h copied back in the device layout, then as scalars.
 const GPU_TERM_BYTES: u64 = 64;
 
 /// Scalars of one part of an MSM, filtered by the mask when there is one.
@@ -119,6 +123,7 @@ pub struct GpuBackend {
     ntt: GpuNtt,
     msm: GpuMsm,
     cpu: CpuMsm,
+    pool: PinnedStagingPool<u64>,
     budget: Budget,
     resident: Mutex<Resident>,
     /// Most bytes of bases kept resident (beyond them, queries run on the CPU).
@@ -158,19 +163,51 @@ fn out_of_vram(e: &GpuMsmError) -> bool {
     )
 }
 
-/// u32 words of one scalar on the device (canonical, little-endian).
-const SCALAR_WORDS: usize = 8;
+/// u64 limbs of one scalar in a staging buffer (canonical for the MSMs, Montgomery for
+/// the H step; either way the 8 little-endian u32 words the device reads).
+const SCALAR_LIMBS: usize = 4;
 
-/// Scalars per task when [`select_words_into`] filters in parallel (64 mask words).
+/// Scalars per task when converting or filtering in parallel (64 mask words).
 const SELECT_BLOCK: usize = 4096;
 
-/// Appends to `out` the words (8 per scalar, as [`gpu_msm::scalars_to_words`] makes them)
-/// of the scalars whose bit is set in `mask`, in order, filtered in parallel. Scalar `i`
-/// is kept when `mask.get(i)`; scalars past the mask's end are dropped and bits past the
-/// scalars ignored, as the per-element filter did. Writes in place (no temporary), so a
-/// caller that reserved the capacity holds no more than the result.
-fn select_words_into(out: &mut Vec<u32>, words: &[u32], mask: &DensityMask) {
-    let n = (words.len() / SCALAR_WORDS).min(mask.len());
+/// The canonical little-endian limbs of `s` (what `gpu_msm::scalars_to_words` makes, as
+/// u64 pairs of its u32 words).
+fn canonical_limbs(s: &Scalar) -> [u64; SCALAR_LIMBS] {
+    let b = s.to_bytes();
+    std::array::from_fn(|i| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[8 * i..8 * i + 8]);
+        u64::from_le_bytes(w)
+    })
+}
+
+/// Writes `f(s)` for every scalar, 4 limbs each, into the start of `out`, in parallel.
+fn write_limbs(
+    out: &mut [u64],
+    scalars: &[Scalar],
+    f: impl Fn(&Scalar) -> [u64; SCALAR_LIMBS] + Sync,
+) {
+    out[..SCALAR_LIMBS * scalars.len()]
+        .par_chunks_mut(SCALAR_LIMBS * SELECT_BLOCK)
+        .zip(scalars.par_chunks(SELECT_BLOCK))
+        .for_each(|(o, s)| {
+            for (o, s) in o.chunks_exact_mut(SCALAR_LIMBS).zip(s) {
+                o.copy_from_slice(&f(s));
+            }
+        });
+}
+
+/// Writes into the start of `out` the canonical limbs of the scalars whose bit is set in
+/// `mask` (all of them without a mask), in order, converted and filtered in parallel;
+/// returns how many. Scalar `i` is kept when `mask.get(i)`; scalars past the mask's end
+/// are dropped and bits past the scalars ignored. `out` must have room for every kept
+/// scalar (the caller sizes it from the mask's count).
+fn select_limbs_into(out: &mut [u64], scalars: &[Scalar], mask: Option<&DensityMask>) -> usize {
+    let Some(mask) = mask else {
+        write_limbs(out, scalars, canonical_limbs);
+        return scalars.len();
+    };
+    let n = scalars.len().min(mask.len());
     let mask_words = &mask.words()[..n.div_ceil(64)];
     // Mask word `k` restricted to the first `n` scalars.
     let bits = |k: usize| -> u64 {
@@ -190,13 +227,11 @@ fn select_words_into(out: &mut Vec<u32>, words: &[u32], mask: &DensityMask) {
         .map(|b| block_words(b).map(|k| bits(k).count_ones() as usize).sum())
         .collect();
     let total: usize = counts.iter().sum();
-    let start = out.len();
-    out.resize(start + total * SCALAR_WORDS, 0);
-    // Each block writes its own slice of the new tail, sized by its count.
+    // Each block writes its own slice of the output, sized by its count.
     let mut outs = Vec::with_capacity(n_blocks);
-    let mut rest = &mut out[start..];
+    let mut rest = &mut out[..total * SCALAR_LIMBS];
     for &count in &counts {
-        let (head, tail) = rest.split_at_mut(count * SCALAR_WORDS);
+        let (head, tail) = rest.split_at_mut(count * SCALAR_LIMBS);
         outs.push(head);
         rest = tail;
     }
@@ -206,67 +241,86 @@ fn select_words_into(out: &mut Vec<u32>, words: &[u32], mask: &DensityMask) {
             let mut w = bits(k);
             while w != 0 {
                 let i = 64 * k + w.trailing_zeros() as usize;
-                dst[pos..pos + SCALAR_WORDS]
-                    .copy_from_slice(&words[i * SCALAR_WORDS..(i + 1) * SCALAR_WORDS]);
-                pos += SCALAR_WORDS;
+                dst[pos..pos + SCALAR_LIMBS].copy_from_slice(&canonical_limbs(&scalars[i]));
+                pos += SCALAR_LIMBS;
                 w &= w - 1;
             }
         }
     });
+    total
 }
 
-/// The canonical words of a proof's inputs and aux, converted at most once per proof
-/// (on first use) and shared by the l, a and b_g1 MSMs.
-struct ProofWords<'a> {
-    inputs: &'a [Scalar],
-    aux: &'a [Scalar],
-    input_words: OnceCell<Vec<u32>>,
-    aux_words: OnceCell<Vec<u32>>,
+/// Writes the concatenated parts (each filtered by its mask) as canonical limbs into the
+/// start of `out`; returns the number of scalars written.
+fn write_parts(out: &mut [u64], parts: &[Part<'_>]) -> usize {
+    let mut n = 0;
+    for (scalars, mask) in parts {
+        n += select_limbs_into(&mut out[SCALAR_LIMBS * n..], scalars, *mask);
+    }
+    n
 }
 
-impl<'a> ProofWords<'a> {
-    fn new(x: &MsmInputs<'a>) -> ProofWords<'a> {
-        ProofWords {
-            inputs: x.inputs,
-            aux: x.aux,
-            input_words: OnceCell::new(),
-            aux_words: OnceCell::new(),
-        }
-    }
+/// h on the device, as the GPU backend's H step leaves it: `m` elements of which the
+/// first `m − 1` are h's coefficients (Montgomery form), possibly still being computed on
+/// the device's stream. Read by [`GpuBackend`]'s MSMs in place (no copy);
+/// [`DeviceH::into_host`] copies it back for other backends.
+pub struct DeviceH {
+    coeffs: DeviceBuffer<u64>,
+    n_coeffs: usize,
+    gpu: Gpu,
+    /// Recorded on the device's stream before and after the transforms.
+    started: CudaEvent,
+    finished: CudaEvent,
+}
 
-    fn inputs(&self) -> &[u32] {
-        self.input_words
-            .get_or_init(|| gpu_msm::scalars_to_words(self.inputs))
-    }
-
-    fn aux(&self) -> &[u32] {
-        self.aux_words
-            .get_or_init(|| gpu_msm::scalars_to_words(self.aux))
+impl std::fmt::Debug for DeviceH {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceH")
+            .field("n_coeffs", &self.n_coeffs)
+            .field("coeffs", &self.coeffs)
+            .finish_non_exhaustive()
     }
 }
 
-/// The device scalars of query `q`'s MSM as canonical words: h, aux (l), `inputs ++
-/// aux[a_aux]` (a), `inputs[b_input] ++ aux[b_aux]` (b_g1).
-fn query_words<'w>(q: Query, x: &MsmInputs<'_>, w: &'w ProofWords<'_>) -> Cow<'w, [u32]> {
-    match q {
-        Query::H => Cow::Owned(gpu_msm::scalars_to_words(x.h)),
-        Query::L => Cow::Borrowed(w.aux()),
-        Query::A => {
-            let (inputs, aux) = (w.inputs(), w.aux());
-            let mut v = Vec::with_capacity(inputs.len() + SCALAR_WORDS * x.a_aux.count_ones());
-            v.extend_from_slice(inputs);
-            select_words_into(&mut v, aux, x.a_aux);
-            Cow::Owned(v)
-        }
-        Query::BG1 => {
-            let (inputs, aux) = (w.inputs(), w.aux());
-            let n_terms = x.b_input.count_ones() + x.b_aux.count_ones();
-            let mut v = Vec::with_capacity(SCALAR_WORDS * n_terms);
-            select_words_into(&mut v, inputs, x.b_input);
-            select_words_into(&mut v, aux, x.b_aux);
-            Cow::Owned(v)
-        }
+impl DeviceH {
+    /// Number of coefficients (`m − 1`).
+    pub fn len(&self) -> usize {
+        self.n_coeffs
     }
+
+    /// Whether there are none (a domain of one point).
+    pub fn is_empty(&self) -> bool {
+        self.n_coeffs == 0
+    }
+
+    /// Copies the coefficients back to the host (waits for the transforms).
+    pub fn into_host(self) -> Result<Vec<Scalar>, ProverError> {
+        let reprs = gpu_ntt::download_reprs(&self.gpu, &self.coeffs).map_err(ntt_err)?;
+        reprs[..self.n_coeffs]
+            .par_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r.to_scalar()
+                    .map_err(|_| ntt_err(GpuNttError::NotReduced { index: i }))
+            })
+            .collect()
+    }
+}
+
+fn driver_err(call: &'static str, code: cudarc::driver::DriverError) -> ProverError {
+    ntt_err(GpuNttError::Gpu(GpuError::Driver { call, code }))
+}
+
+fn staging_err(what: &'static str) -> impl FnOnce(PoolError) -> ProverError {
+    move |source| ProverError::Staging { what, source }
+}
+
+/// Scalars of one G1 MSM, staged on the device (or computed on the CPU).
+enum Staged {
+    /// On the device, with the host time spent preparing and queueing them.
+    Device(DeviceScalars, Duration),
+    /// The bases are not resident: the sum was computed on the CPU.
+    Cpu(G1Projective),
 }
 
 impl GpuBackend {
@@ -277,17 +331,25 @@ impl GpuBackend {
         Ok(GpuBackend::with_gpu(gpu, budget))
     }
 
-    /// The backend on an opened device.
+    /// The backend on an opened device. Its pinned staging pool (a, b, c and MSM scalars
+    /// on their way to the device) is charged to `budget` under `Category::PinnedPool`
+    /// and kept across proofs; the budget can evict its idle buffers.
     pub fn with_gpu(gpu: Gpu, budget: Budget) -> GpuBackend {
         GpuBackend {
             ntt: GpuNtt::new(gpu.clone()),
             msm: GpuMsm::new(gpu.clone()),
             cpu: CpuMsm::new(),
+            pool: PinnedStagingPool::cuda(gpu.clone(), budget.clone(), "groth16-prover staging"),
             gpu,
             budget,
             resident: Mutex::new(Resident::default()),
             resident_limit_bytes: u64::MAX,
         }
+    }
+
+    /// The pinned staging pool (its stats show what it holds charged).
+    pub fn pinned_pool(&self) -> &PinnedStagingPool<u64> {
+        &self.pool
     }
 
     /// Keeps at most `bytes` of bases resident (96 per base); a query that would go past
@@ -387,56 +449,87 @@ impl GpuBackend {
         Ok((p, elapsed))
     }
 
-    /// One query's MSM: `Σ scalars·bases[..n]` where the scalars are `parts`
-    /// concatenated (each filtered by its mask). On the device when the bases are
-    /// resident (scalars from `words`, the same values as canonical words), else on the
-    /// CPU. Returns the sum, the upload time of bases (first use) and the time spent
-    /// converting and copying scalars.
-    fn msm_query<'w>(
+    /// Stages `n` scalars (the parts concatenated, each filtered by its mask) for a
+    /// resident MSM: canonical limbs written straight into a pooled pinned buffer, a
+    /// device buffer of `n` scalars, and an asynchronous copy on the device's stream
+    /// (ordered before the MSM queued after it). The staging buffer goes back to the pool
+    /// at once; the pool waits for the copy before reusing it. Returns the scalars and
+    /// the host time spent.
+    fn stage(
+        &self,
+        q: Query,
+        n: usize,
+        parts: &[Part<'_>],
+    ) -> Result<(DeviceScalars, Duration), ProverError> {
+        let t = Instant::now();
+        let limbs = SCALAR_LIMBS * n;
+        let mut staging = self.pool.acquire(limbs).map_err(staging_err(q.name()))?;
+        let host = staging
+            .as_mut_slice()
+            .map_err(|e| gpu_msm_err(q.name())(GpuMsmError::Gpu(e)))?;
+        let written = write_parts(host, parts);
+        if written != n {
+            return Err(gpu_msm_err(q.name())(GpuMsmError::LengthMismatch {
+                n_bases: n,
+                n_scalars: written,
+            }));
+        }
+        let words = self
+            .gpu
+            .alloc_zeros::<u64>(limbs, "groth16-prover msm scalars")
+            .map_err(|e| gpu_msm_err(q.name())(GpuMsmError::Gpu(e)))?;
+        // gpu-msm's way to a DeviceScalars of n without an upload: adopt device words
+        // (its Montgomery → canonical pass maps the zeros to zeros), then overwrite them
+        // with the canonical words on the same stream, after that pass.
+        let mut scalars = self
+            .msm
+            .adopt_scalars_montgomery(words, n)
+            .map_err(gpu_msm_err(q.name()))?;
+        staging
+            .copy_to_device(0..limbs, scalars.words_mut(), 0, self.gpu.stream())
+            .map_err(|e| gpu_msm_err(q.name())(GpuMsmError::Gpu(e)))?;
+        Ok((scalars, t.elapsed()))
+    }
+
+    /// The same sums as the CPU backend, part by part over consecutive bases.
+    fn cpu_sum(
         &self,
         key: &ProvingKey,
         q: Query,
         n: usize,
         parts: &[Part<'_>],
-        words: impl FnOnce() -> Cow<'w, [u32]>,
-    ) -> Result<(G1Projective, Duration, Duration), ProverError> {
-        if n == 0 {
-            // No base is used (e.g. a circuit without aux in B): nothing to upload.
-            return Ok((G1Projective::identity(), Duration::ZERO, Duration::ZERO));
+    ) -> Result<G1Projective, ProverError> {
+        let all = slice(q.name(), q.bases(key), 0, n)?;
+        let mut start = 0;
+        let mut sum = G1Projective::identity();
+        for (scalars, mask) in parts {
+            let k = mask.map_or(scalars.len(), DensityMask::count_ones);
+            let bases = slice(q.name(), all, start, start + k)?;
+            sum += self
+                .cpu
+                .msm_g1(bases, scalars, *mask)
+                .map_err(msm_err(q.name()))?;
+            start += k;
         }
-        let (placement, bases_upload) = self.placement(key, q, n)?;
+        Ok(sum)
+    }
+
+    /// Stages one query's scalars on the device, or computes its sum on the CPU when its
+    /// bases are not resident.
+    fn prepare(
+        &self,
+        key: &ProvingKey,
+        q: Query,
+        n: usize,
+        placement: &Placement,
+        parts: &[Part<'_>],
+    ) -> Result<Staged, ProverError> {
         match placement {
-            Placement::Device(bases) => {
-                let t = Instant::now();
-                let words = words();
-                let scalars = self
-                    .msm
-                    .upload_scalar_words(&words)
-                    .map_err(gpu_msm_err(q.name()))?;
-                drop(words);
-                let scalar_upload = t.elapsed();
-                let sum = self
-                    .msm
-                    .msm_g1_resident(&bases, &scalars)
-                    .map_err(gpu_msm_err(q.name()))?;
-                Ok((sum, bases_upload, scalar_upload))
+            Placement::Device(_) => {
+                let (s, t) = self.stage(q, n, parts)?;
+                Ok(Staged::Device(s, t))
             }
-            Placement::Cpu { .. } => {
-                // The same sums as the CPU backend, part by part over consecutive bases.
-                let all = slice(q.name(), q.bases(key), 0, n)?;
-                let mut start = 0;
-                let mut sum = G1Projective::identity();
-                for (scalars, mask) in parts {
-                    let k = mask.map_or(scalars.len(), DensityMask::count_ones);
-                    let bases = slice(q.name(), all, start, start + k)?;
-                    sum += self
-                        .cpu
-                        .msm_g1(bases, scalars, *mask)
-                        .map_err(msm_err(q.name()))?;
-                    start += k;
-                }
-                Ok((sum, bases_upload, Duration::ZERO))
-            }
+            Placement::Cpu { .. } => Ok(Staged::Cpu(self.cpu_sum(key, q, n, parts)?)),
         }
     }
 
@@ -460,6 +553,13 @@ fn to_reprs(v: Vec<Scalar>) -> Vec<FrRepr> {
     v.par_iter().map(FrRepr::from_scalar).collect()
 }
 
+/// One G1 MSM for the device thread: its bases and its staged scalars.
+struct DeviceJob {
+    q: Query,
+    bases: Arc<DeviceBasesG1>,
+    scalars: DeviceScalars,
+}
+
 impl ProverBackend for GpuBackend {
     fn name(&self) -> &'static str {
         "gpu"
@@ -469,15 +569,28 @@ impl ProverBackend for GpuBackend {
         BackendKind::Gpu
     }
 
-    fn h_scratch_bytes(&self, domain_size: usize) -> u64 {
-        // One converted vector beyond a, b, c while converting. After the upload, h's
-        // reprs and scalars (64·m) replace a, b, c (96·m), within the prover's charge.
-        32 * domain_size as u64
+    fn h_scratch_bytes(&self, _domain_size: usize) -> u64 {
+        // a, b and c go into pinned staging (charged to the pool, `Category::PinnedPool`)
+        // one at a time, each `Vec` dropped once converted; h stays on the device.
+        0
     }
 
     fn msm_scratch_bytes(&self, n_max_terms: usize) -> u64 {
-        // The G2 MSM on the CPU runs while one G1 MSM's scalars are prepared.
+        // Scalars are staged in the pool. Host bytes: the G2 MSM on the CPU, and a query
+        // whose bases are not resident (h copied back: device layout and scalars).
         GPU_TERM_BYTES * n_max_terms as u64 + cpu_msm_scratch_bytes(n_max_terms)
+    }
+
+    fn h_host_bytes(&self, _domain_size: usize) -> u64 {
+        0
+    }
+
+    fn reset_staging_peak(&self) {
+        self.pool.reset_peak();
+    }
+
+    fn staging_peak_bytes(&self) -> u64 {
+        self.pool.stats().peak_charged_bytes
     }
 
     fn h_poly(
@@ -487,99 +600,263 @@ impl ProverBackend for GpuBackend {
     ) -> Result<HOutput, ProverError> {
         let AbcEvaluations { a, b, c } = abc;
         let t = Instant::now();
-        let (a, b, c) = (to_reprs(a), to_reprs(b), to_reprs(c));
         let stream = self.gpu.stream().clone();
-        let h = self
-            .ntt
-            .h_poly_device(
-                AbcSource::Host {
-                    a: &a,
-                    b: &b,
-                    c: &c,
-                },
-                &stream,
-            )
-            .map_err(ntt_err)?;
-        // Pageable copies are staged by the driver before the call returns, but wait for
-        // the upload event anyway: that is the documented release point.
-        h.inputs_uploaded.synchronize().map_err(|code| {
-            ntt_err(GpuNttError::Gpu(GpuError::Driver {
-                call: "cuEventSynchronize",
-                code,
-            }))
-        })?;
-        let mut transfers = t.elapsed();
-        drop((a, b, c));
-        inputs_released();
-        let reprs = gpu_ntt::download_reprs(&self.gpu, &h.coeffs).map_err(ntt_err)?;
-        let t = Instant::now();
-        let coeffs: Result<Vec<Scalar>, ProverError> = reprs[..h.n_coeffs]
-            .par_iter()
-            .enumerate()
-            .map(|(i, r)| {
-                r.to_scalar()
-                    .map_err(|_| ntt_err(GpuNttError::NotReduced { index: i }))
-            })
-            .collect();
-        transfers += t.elapsed();
+        let gpu_err = |e: GpuError| ntt_err(GpuNttError::Gpu(e));
+        let started = self.gpu.timing_event().map_err(gpu_err)?;
+        let m = a.len();
+        let limbs = SCALAR_LIMBS * m;
+        // gpu-ntt takes the domain from the pinned buffers' length, so they must hold
+        // exactly m elements: true for the prover's a, b, c (padded to the power of two
+        // m, whose size class is itself).
+        let staged_exactly = m.is_power_of_two()
+            && b.len() == m
+            && c.len() == m
+            && gpu_device::size_class(limbs) == limbs;
+        let h = if staged_exactly {
+            let mut staged = Vec::with_capacity(3);
+            for v in [a, b, c] {
+                let mut g = self.pool.acquire(limbs).map_err(staging_err("a, b, c"))?;
+                let host = g.as_mut_slice().map_err(gpu_err)?;
+                write_limbs(host, &v, |s| FrRepr::from_scalar(s).limbs);
+                // In pinned memory now: the host vector goes.
+                drop(v);
+                staged.push(g);
+            }
+            inputs_released();
+            started
+                .record(&stream)
+                .map_err(|c| driver_err("cuEventRecord", c))?;
+            let h = self
+                .ntt
+                .h_poly_device(
+                    AbcSource::Pinned {
+                        a: staged[0].pinned(),
+                        b: staged[1].pinned(),
+                        c: staged[2].pinned(),
+                    },
+                    &stream,
+                )
+                .map_err(ntt_err)?;
+            // Back to the pool while the copies may still run: gpu-ntt copies through
+            // cudarc's `host_slice()`, whose event the pool waits for before reuse.
+            drop(staged);
+            h
+        } else {
+            // Not the prover's layout (a caller of the trait with unpadded vectors):
+            // pageable copies, synchronous for the host.
+            let (a, b, c) = (to_reprs(a), to_reprs(b), to_reprs(c));
+            started
+                .record(&stream)
+                .map_err(|c| driver_err("cuEventRecord", c))?;
+            let h = self
+                .ntt
+                .h_poly_device(
+                    AbcSource::Host {
+                        a: &a,
+                        b: &b,
+                        c: &c,
+                    },
+                    &stream,
+                )
+                .map_err(ntt_err)?;
+            h.inputs_uploaded
+                .synchronize()
+                .map_err(|c| driver_err("cuEventSynchronize", c))?;
+            drop((a, b, c));
+            inputs_released();
+            h
+        };
+        let finished = self.gpu.timing_event().map_err(gpu_err)?;
+        finished
+            .record(&stream)
+            .map_err(|c| driver_err("cuEventRecord", c))?;
         Ok(HOutput {
-            h: coeffs?,
-            transfers,
+            h: HPoly::Device(DeviceH {
+                coeffs: h.coeffs,
+                n_coeffs: h.n_coeffs,
+                gpu: self.gpu.clone(),
+                started,
+                finished,
+            }),
+            transfers: t.elapsed(),
         })
     }
 
-    fn msms(&self, key: &ProvingKey, x: &MsmInputs<'_>) -> Result<MsmOutputs, ProverError> {
+    fn msms(
+        &self,
+        key: &ProvingKey,
+        h: HPoly,
+        x: &MsmInputs<'_>,
+    ) -> Result<MsmOutputs, ProverError> {
         let start = Instant::now();
         let n_in = x.inputs.len();
         let (k_in, k_aux) = (x.b_input.count_ones(), x.b_aux.count_ones());
         let mut timings = MsmTimings::default();
-        let proof_words = ProofWords::new(x);
-        let (g1, g2) = std::thread::scope(|scope| {
+        let n_h = h.len();
+        let others: [(Query, usize, Vec<Part<'_>>); 3] = [
+            (Query::L, x.aux.len(), vec![(x.aux, None)]),
+            (
+                Query::A,
+                n_in + x.a_aux.count_ones(),
+                vec![(x.inputs, None), (x.aux, Some(x.a_aux))],
+            ),
+            (
+                Query::BG1,
+                k_in + k_aux,
+                vec![(x.inputs, Some(x.b_input)), (x.aux, Some(x.b_aux))],
+            ),
+        ];
+        // Where each query runs (uploading bases on a key's first proof), up front.
+        let mut placements: [Option<Placement>; 4] = [None, None, None, None];
+        for (q, n) in [(Query::H, n_h)]
+            .into_iter()
+            .chain(others.iter().map(|(q, n, _)| (*q, *n)))
+        {
+            if n > 0 {
+                let (p, upload) = self.placement(key, q, n)?;
+                timings.bases_upload += upload;
+                placements[q as usize] = Some(p);
+            }
+        }
+        let mut out = [G1Projective::identity(); 4];
+        let mut h_events = None;
+        let (device, g2) = std::thread::scope(|scope| {
             // G2 on the host while the device does the G1 sums.
             let g2 = scope.spawn(|| {
                 let t = Instant::now();
                 self.msm_b_g2(key, x).map(|p| (p, t.elapsed()))
             });
-            let g1 = (|| -> Result<[G1Projective; 4], ProverError> {
-                let mut out = [G1Projective::identity(); 4];
-                let jobs: [(Query, usize, Vec<Part<'_>>); 4] = [
-                    (Query::H, x.h.len(), vec![(x.h, None)]),
-                    (Query::L, x.aux.len(), vec![(x.aux, None)]),
-                    (
-                        Query::A,
-                        n_in + x.a_aux.count_ones(),
-                        vec![(x.inputs, None), (x.aux, Some(x.a_aux))],
-                    ),
-                    (
-                        Query::BG1,
-                        k_in + k_aux,
-                        vec![(x.inputs, Some(x.b_input)), (x.aux, Some(x.b_aux))],
-                    ),
-                ];
-                for (q, n, parts) in jobs {
-                    let t = Instant::now();
-                    let (sum, bases, scalars) =
-                        self.msm_query(key, q, n, &parts, || query_words(q, x, &proof_words))?;
-                    let d = t.elapsed();
-                    timings.bases_upload += bases;
-                    timings.scalar_transfers += scalars;
-                    match q {
-                        Query::H => timings.h = d,
-                        Query::L => timings.l = d,
-                        Query::A => timings.a = d,
-                        Query::BG1 => timings.b_g1 = d,
+            // The device thread runs the resident MSMs in order while this thread
+            // stages the next one's scalars (at most one staged ahead in the channel).
+            let (tx, rx) = std::sync::mpsc::sync_channel::<DeviceJob>(1);
+            let device = scope.spawn(
+                move || -> Result<Vec<(Query, G1Projective, Duration)>, ProverError> {
+                    let mut sums = Vec::new();
+                    for job in rx {
+                        let t = Instant::now();
+                        let sum = self
+                            .msm
+                            .msm_g1_resident(&job.bases, &job.scalars)
+                            .map_err(gpu_msm_err(job.q.name()))?;
+                        drop(job.scalars);
+                        sums.push((job.q, sum, t.elapsed()));
                     }
-                    out[q as usize] = sum;
+                    Ok(sums)
+                },
+            );
+            let staged = (|| -> Result<(), ProverError> {
+                // H first: in place on the device when the H step left it there.
+                if let Some(p) = &placements[Query::H as usize] {
+                    let t = Instant::now();
+                    match (h, p) {
+                        (HPoly::Device(d), Placement::Device(bases)) => {
+                            let DeviceH {
+                                coeffs,
+                                n_coeffs,
+                                started,
+                                finished,
+                                ..
+                            } = d;
+                            let scalars = self
+                                .msm
+                                .adopt_scalars_montgomery(coeffs, n_coeffs)
+                                .map_err(gpu_msm_err(Query::H.name()))?;
+                            h_events = Some((started, finished));
+                            timings.scalar_transfers += t.elapsed();
+                            let job = DeviceJob {
+                                q: Query::H,
+                                bases: bases.clone(),
+                                scalars,
+                            };
+                            if tx.send(job).is_err() {
+                                return Ok(());
+                            }
+                        }
+                        (h, p) => {
+                            let host = match h {
+                                HPoly::Host(v) => v,
+                                HPoly::Device(d) => d.into_host()?,
+                            };
+                            let parts = [(&host[..], None)];
+                            match self.prepare(key, Query::H, n_h, p, &parts)? {
+                                Staged::Device(scalars, t) => {
+                                    timings.scalar_transfers += t;
+                                    let Placement::Device(bases) = p else {
+                                        unreachable!("staged on the device only when resident")
+                                    };
+                                    let job = DeviceJob {
+                                        q: Query::H,
+                                        bases: bases.clone(),
+                                        scalars,
+                                    };
+                                    if tx.send(job).is_err() {
+                                        return Ok(());
+                                    }
+                                }
+                                Staged::Cpu(sum) => {
+                                    out[Query::H as usize] = sum;
+                                    timings.h = t.elapsed();
+                                }
+                            }
+                        }
+                    }
                 }
-                Ok(out)
+                for (q, n, parts) in &others {
+                    let Some(p) = &placements[*q as usize] else {
+                        continue;
+                    };
+                    let t = Instant::now();
+                    match self.prepare(key, *q, *n, p, parts)? {
+                        Staged::Device(scalars, host_time) => {
+                            timings.scalar_transfers += host_time;
+                            let Placement::Device(bases) = p else {
+                                unreachable!("staged on the device only when resident")
+                            };
+                            let job = DeviceJob {
+                                q: *q,
+                                bases: bases.clone(),
+                                scalars,
+                            };
+                            // A closed channel: the device thread failed; its error wins.
+                            if tx.send(job).is_err() {
+                                return Ok(());
+                            }
+                        }
+                        Staged::Cpu(sum) => {
+                            out[*q as usize] = sum;
+                            *query_time(&mut timings, *q) = t.elapsed();
+                        }
+                    }
+                }
+                Ok(())
             })();
+            drop(tx);
+            let device = device.join();
             let g2 = g2.join();
-            (g1, g2)
+            ((staged, device), g2)
         });
-        let [h, l, a, b_g1] = g1?;
+        let (staged, device) = device;
+        let sums = match device {
+            Ok(r) => r,
+            // The device thread only panics on a bug; re-raise it where it belongs.
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        // A device failure closes the channel and makes staging stop: report it first.
+        let sums = sums?;
+        staged?;
+        for (q, sum, d) in sums {
+            out[q as usize] = sum;
+            *query_time(&mut timings, q) = d;
+        }
+        if let Some((started, finished)) = h_events {
+            let ms = started
+                .elapsed_ms(&finished)
+                .map_err(|c| driver_err("cuEventElapsedTime", c))?;
+            timings.h_device = Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3);
+        }
+        let [h, l, a, b_g1] = out;
         let (b_g2, t) = match g2 {
             Ok(r) => r?,
-            // The G2 thread only panics on a bug; re-raise it where it belongs.
             Err(panic) => std::panic::resume_unwind(panic),
         };
         timings.b_g2 = t;
@@ -592,6 +869,16 @@ impl ProverBackend for GpuBackend {
             b_g2,
             timings,
         })
+    }
+}
+
+/// The timing slot of a G1 query.
+fn query_time(t: &mut MsmTimings, q: Query) -> &mut Duration {
+    match q {
+        Query::H => &mut t.h,
+        Query::L => &mut t.l,
+        Query::A => &mut t.a,
+        Query::BG1 => &mut t.b_g1,
     }
 }
 
@@ -649,8 +936,16 @@ mod tests {
         DensityMask::from_bools((0..len).map(|_| g.below(1000) < per_mille))
     }
 
+    /// Limbs as the u32 words the device reads (little-endian halves, low first).
+    fn as_words(limbs: &[u64]) -> Vec<u32> {
+        limbs
+            .iter()
+            .flat_map(|l| [*l as u32, (*l >> 32) as u32])
+            .collect()
+    }
+
     #[test]
-    fn select_words_matches_per_element_filter() {
+    fn select_limbs_matches_per_element_filter() {
         let mut g = SplitMix::new(seed());
         let lens = [
             0usize,
@@ -666,28 +961,32 @@ mod tests {
         ];
         for &n in &lens {
             let s = scalars(&mut g, n);
-            let words = gpu_msm::scalars_to_words(&s);
             for per_mille in [0, 1, 300, 999, 1000] {
                 // Masks as long as the scalars, shorter and longer.
                 for mask_len in [n, n.saturating_sub(g.below(70)), n + g.below(70)] {
                     let m = mask(&mut g, mask_len, per_mille);
                     let expected = reference_words(&[(&s, Some(&m))]);
-                    let mut prefix = vec![7u32; 8 * g.below(3)];
-                    let kept = prefix.clone();
-                    select_words_into(&mut prefix, &words, &m);
-                    assert_eq!(&prefix[..kept.len()], &kept[..], "prefix kept, n = {n}");
+                    // Room to spare, filled with garbage: only the kept prefix is written.
+                    let spare = 4 * g.below(3);
+                    let mut out = vec![7u64; SCALAR_LIMBS * m.count_ones().min(n) + spare];
+                    let k = select_limbs_into(&mut out, &s, Some(&m));
+                    assert_eq!(8 * k, expected.len(), "n = {n}");
                     assert_eq!(
-                        &prefix[kept.len()..],
-                        &expected[..],
+                        as_words(&out[..SCALAR_LIMBS * k]),
+                        expected,
                         "n = {n}, mask len = {mask_len}, density = {per_mille}/1000"
                     );
+                    assert!(out[SCALAR_LIMBS * k..].iter().all(|&w| w == 7));
                 }
             }
+            let mut out = vec![0u64; SCALAR_LIMBS * n];
+            assert_eq!(select_limbs_into(&mut out, &s, None), n);
+            assert_eq!(as_words(&out), gpu_msm::scalars_to_words(&s), "n = {n}");
         }
     }
 
     #[test]
-    fn query_words_match_per_msm_conversion() {
+    fn parts_match_per_msm_conversion() {
         let mut g = SplitMix::new(seed());
         for (n_in, n_aux) in [(1usize, 0usize), (1, 1), (3, 70), (2, 5000), (70, 9000)] {
             let n_h = 1 + g.below(5000);
@@ -698,35 +997,45 @@ mod tests {
             let a_aux = mask(&mut g, n_aux, density);
             let b_input = mask(&mut g, n_in, 1000 - density);
             let b_aux = mask(&mut g, n_aux, 500);
-            let x = MsmInputs {
-                h: &h,
-                inputs: &inputs,
-                aux: &aux,
-                a_aux: &a_aux,
-                b_input: &b_input,
-                b_aux: &b_aux,
-            };
-            let w = ProofWords::new(&x);
-            let cases: [(Query, Vec<Part<'_>>); 4] = [
-                (Query::H, vec![(&h, None)]),
-                (Query::L, vec![(&aux, None)]),
-                (Query::A, vec![(&inputs, None), (&aux, Some(&a_aux))]),
+            let cases: [(&str, usize, Vec<Part<'_>>); 4] = [
+                ("h", n_h, vec![(&h, None)]),
+                ("l", n_aux, vec![(&aux, None)]),
                 (
-                    Query::BG1,
+                    "a",
+                    n_in + a_aux.count_ones(),
+                    vec![(&inputs, None), (&aux, Some(&a_aux))],
+                ),
+                (
+                    "b_g1",
+                    b_input.count_ones() + b_aux.count_ones(),
                     vec![(&inputs, Some(&b_input)), (&aux, Some(&b_aux))],
                 ),
             ];
-            // Twice: the second round reuses the words converted in the first.
-            for round in 0..2 {
-                for (q, parts) in &cases {
-                    assert_eq!(
-                        &query_words(*q, &x, &w)[..],
-                        &reference_words(parts)[..],
-                        "{} with {n_in} inputs, {n_aux} aux, round {round}",
-                        q.name()
-                    );
-                }
+            for (name, n, parts) in &cases {
+                // A staging buffer is a size class: longer than the scalars.
+                let mut out = vec![u64::MAX; gpu_device::size_class(SCALAR_LIMBS * n)];
+                assert_eq!(write_parts(&mut out, parts), *n, "{name}");
+                assert_eq!(
+                    as_words(&out[..SCALAR_LIMBS * n]),
+                    reference_words(parts),
+                    "{name} with {n_in} inputs, {n_aux} aux"
+                );
             }
         }
+    }
+
+    #[test]
+    fn montgomery_limbs_are_bls_repr() {
+        let mut g = SplitMix::new(seed());
+        let s = scalars(&mut g, 9000);
+        let mut out = vec![0u64; SCALAR_LIMBS * s.len() + 4];
+        write_limbs(&mut out, &s, |x| FrRepr::from_scalar(x).limbs);
+        for (i, x) in s.iter().enumerate() {
+            let r = FrRepr {
+                limbs: out[4 * i..4 * i + 4].try_into().unwrap(),
+            };
+            assert_eq!(r.to_scalar().unwrap(), *x, "element {i}");
+        }
+        assert_eq!(&out[4 * s.len()..], &[0; 4], "nothing past the scalars");
     }
 }

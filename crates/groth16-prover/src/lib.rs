@@ -56,7 +56,10 @@
 //!   scratch, all before synthesis; on the plain path the charge grows before each buffer
 //!   does (a `Vec` reallocation is charged for old + new). After H the charge shrinks to
 //!   witness + h + MSM scratch, after the MSMs to the public inputs, and it is returned
-//!   when the proof is done. [`ProofOutput::peak_charged_bytes`] is the most it held. The
+//!   when the proof is done. [`ProofOutput::peak_charged_bytes`] is the most it held plus
+//!   the GPU backend's pinned staging pool peak ([`ProofOutput::pinned_staging_peak_bytes`]:
+//!   the pool is charged under `Category::PinnedPool` before each buffer is pinned, keeps
+//!   idle buffers charged until they are freed, and lets the budget evict them). The
 //!   CPU backend's NTT twiddle table is charged for the backend's life (`Category::Other`);
 //!   a key built from `srs-store` charges its converted bases (`Category::Srs`).
 //!   Not charged: a `groth16::Parameters` the key shares (the caller's memory), and the
@@ -71,8 +74,9 @@
 //! # Backends
 //! [`BackendChoice::Cpu`] gives [`CpuBackend`] (rayon: `gpu_ntt::CpuNtt` and
 //! `gpu_msm::CpuMsm`, the MSMs one after another). [`BackendChoice::Gpu`] gives
-//! [`GpuBackend`] (CUDA, device 0): H on the GPU (`gpu_ntt::GpuNtt`; the a/b/c part of the
-//! working-set charge is released as soon as their upload has completed), the `h`, `l`, `a`
+//! [`GpuBackend`] (CUDA, device 0): H on the GPU (`gpu_ntt::GpuNtt`; a, b, c go through a
+//! pinned staging pool and the a/b/c part of the working-set charge is released as soon as
+//! they are staged; h stays on the device for the H MSM, [`HPoly::Device`]), the `h`, `l`, `a`
 //! and `b_g1` MSMs on the GPU over bases uploaded once per [`ProvingKey`] and kept resident
 //! (charged to the device's VRAM budget; a query that does not fit runs on the CPU), and
 //! the `b_g2` MSM **on the CPU** (no G2 kernels yet) on a thread of its own while the GPU
@@ -80,8 +84,7 @@
 //! [`BackendChoice::Auto`] (the default) takes the GPU when device 0 opens, else the CPU.
 //!
 //! # Non-goals
-//! No witness generation beyond the circuit's own code; no parameter generation; no
-//! pinned staging pool yet (the GPU backend copies from pageable memory).
+//! No witness generation beyond the circuit's own code; no parameter generation.
 //!
 //! # Cost model (CPU)
 //! Synthesis: the circuit's own cost (witness-only with a PCE). a, b, c: one pass over the
@@ -101,11 +104,11 @@ mod prover;
 pub mod testing;
 
 pub use backend::{
-    backend_for, BackendChoice, BackendKind, CpuBackend, HOutput, MsmInputs, MsmOutputs,
+    backend_for, BackendChoice, BackendKind, CpuBackend, HOutput, HPoly, MsmInputs, MsmOutputs,
     MsmTimings, ProverBackend,
 };
 pub use error::ProverError;
-pub use gpu::GpuBackend;
+pub use gpu::{DeviceH, GpuBackend};
 pub use key::{KeySource, ProvingKey};
 pub use prover::{
     BatchOutput, ProofOutput, ProofShape, ProofTimings, Prover, ProverConfig, Randomness,

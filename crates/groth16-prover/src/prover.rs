@@ -104,17 +104,20 @@ pub struct ProofTimings {
     pub msm_b_g1: Duration,
     /// MSMs over `b_g2_query`.
     pub msm_b_g2: Duration,
-    /// Of `h` (GPU backend): converting a, b, c to the device layout until their upload
-    /// completed, plus converting h back; the download of h, which waits for the
-    /// transforms, is not counted.
+    /// Of `h` (GPU backend): converting a, b, c into pinned staging and queueing their
+    /// copies (h stays on the device: nothing comes back).
     pub h_transfers: Duration,
     /// The MSM phase start to end (on the GPU backend `msm_b_g2` overlaps the G1 MSMs,
     /// so this is less than [`ProofTimings::msm_total`]).
     pub msm_wall: Duration,
     /// Of the MSMs: uploading bases to the device (a key's first proof only).
     pub bases_upload: Duration,
-    /// Of the MSMs: converting and copying scalars to the device.
+    /// Of the MSMs: converting scalars into pinned staging and queueing their copies to
+    /// the device (GPU backend; overlaps the device MSMs).
     pub msm_transfers: Duration,
+    /// Device time of the H transforms (GPU backend, h kept on the device: the host part
+    /// is `h`, the transforms then run while the MSM scalars are prepared).
+    pub h_device: Duration,
     /// Mixing in r and s, conversion to affine.
     pub assembly: Duration,
     /// Verification with the verifying key (zero when not asked for).
@@ -152,8 +155,15 @@ pub struct ProofOutput {
     pub proof: groth16::Proof<Bls12>,
     /// Phase timings.
     pub timings: ProofTimings,
-    /// The most working-set bytes this proof held charged at once.
+    /// The most working-set bytes this proof held charged at once, plus the most the
+    /// backend's pinned staging pool held charged meanwhile (idle buffers included; see
+    /// [`ProofOutput::pinned_staging_peak_bytes`]). An upper bound when the two peaks did not
+    /// coincide.
     pub peak_charged_bytes: u64,
+    /// Of `peak_charged_bytes`: the staging pool's peak (`Category::PinnedPool`; 0 on the
+    /// CPU backend). Concurrent proofs on one backend share the pool, so each sees the
+    /// pool's whole charge.
+    pub pinned_staging_peak_bytes: u64,
     /// Sizes of the circuit.
     pub shape: ProofShape,
     /// Whether the proof was verified before being returned.
@@ -226,10 +236,6 @@ struct Evaluated {
 
 fn domain_size(n_rows: usize) -> Result<usize, ProverError> {
     Ok(gpu_ntt::h_domain_size(n_rows)?)
-}
-
-fn vec_bytes(v: &Vec<Scalar>) -> u64 {
-    v.capacity() as u64 * SCALAR_BYTES
 }
 
 impl Prover {
@@ -509,6 +515,7 @@ impl Prover {
     ) -> Result<ProofOutput, ProverError> {
         let start = Instant::now();
         let mut timings = ProofTimings::default();
+        self.backend.reset_staging_peak();
         let (ev, mut charge) = match synthesis {
             Synthesis::Pce(pce) => self.evaluate_pce(pce, circuit, &mut timings)?,
             Synthesis::Plain => self.evaluate_plain(circuit, &mut timings)?,
@@ -556,25 +563,25 @@ impl Prover {
         let witness_bytes =
             (inputs.capacity() + aux.capacity()) as u64 * SCALAR_BYTES + masks.bytes();
         let t = Instant::now();
-        // Once the backend has freed a, b and c (the GPU backend: after their upload),
-        // only the witness and room for h on its way back (a device-layout copy and the
-        // scalars) stay charged.
-        let h_return = 2 * shape.domain_size as u64 * SCALAR_BYTES;
+        // Once the backend has freed a, b and c (the GPU backend: once they are in pinned
+        // staging), only the witness and h's host bytes (none when it stays on the device)
+        // stay charged.
+        let h_return = self.backend.h_host_bytes(shape.domain_size);
         let mut released = || charge.shrink_to(witness_bytes + h_return);
         let h_out = self.backend.h_poly(abc, &mut released)?;
         timings.h = t.elapsed();
         timings.h_transfers = h_out.transfers;
         let h = h_out.h;
-        // b and c are gone; h lives in a's buffer until the H MSM is done.
+        // b and c are gone; a host h lives in a's buffer until the H MSM is done.
         charge.set(
-            self.msm_phase_bytes(witness_bytes, vec_bytes(&h), &shape),
+            self.msm_phase_bytes(witness_bytes, h.host_bytes(), &shape),
             "groth16 proof msm phase",
         )?;
 
         let sums = self.backend.msms(
             &self.key,
+            h,
             &MsmInputs {
-                h: &h,
                 inputs: &inputs,
                 aux: &aux,
                 a_aux: &masks.a_aux,
@@ -582,7 +589,6 @@ impl Prover {
                 b_aux: &masks.b_aux,
             },
         )?;
-        drop(h);
         drop(aux);
         charge.set(inputs.capacity() as u64 * SCALAR_BYTES, "public inputs")?;
         timings.msm_h = sums.timings.h;
@@ -593,6 +599,7 @@ impl Prover {
         timings.msm_wall = sums.timings.wall;
         timings.bases_upload = sums.timings.bases_upload;
         timings.msm_transfers = sums.timings.scalar_transfers;
+        timings.h_device = sums.timings.h_device;
 
         let t = Instant::now();
         let vk = self.key.vk();
@@ -622,7 +629,8 @@ impl Prover {
             }
         }
         drop(inputs);
-        let peak_charged_bytes = charge.peak();
+        let pinned_staging_peak_bytes = self.backend.staging_peak_bytes();
+        let peak_charged_bytes = charge.peak() + pinned_staging_peak_bytes;
         drop(charge);
         timings.total = start.elapsed();
         metrics::counter!("pinion_groth16_prover_proofs_total").increment(1);
@@ -633,6 +641,7 @@ impl Prover {
             proof,
             timings,
             peak_charged_bytes,
+            pinned_staging_peak_bytes,
             shape,
             self_checked: self_check,
             backend: self.backend.name(),

@@ -387,7 +387,7 @@ fn truncated_params_file_is_a_typed_error() {
 #[test]
 fn backend_slices_queries_without_panicking() {
     use gpu_msm::DensityMask;
-    use groth16_prover::{CpuBackend, MsmInputs, ProverBackend};
+    use groth16_prover::{CpuBackend, HPoly, MsmInputs, ProverBackend};
     let params = generate(MimcChain::new(3, 9), &mut rng(seed()));
     let key = ProvingKey::from_parameters(&params);
     let backend = CpuBackend::new(Budget::fixed(1 << 30));
@@ -398,14 +398,13 @@ fn backend_slices_queries_without_panicking() {
     let empty_aux = DensityMask::new(aux.len());
     let empty_in = DensityMask::new(inputs.len());
     let x = MsmInputs {
-        h: &h,
         inputs: &inputs,
         aux: &aux,
         a_aux: &empty_aux,
         b_input: &empty_in,
         b_aux: &empty_aux,
     };
-    match backend.msms(&key, &x) {
+    match backend.msms(&key, HPoly::Host(h), &x) {
         Err(ProverError::KeyTooSmall {
             query: "h_query",
             needed,

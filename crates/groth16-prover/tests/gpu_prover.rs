@@ -194,3 +194,167 @@ fn gpu_batch_of_partitions_matches_reference() {
     }
     assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
 }
+
+/// The staging pool's charge shows in the budget (`Category::PinnedPool`) and in each
+/// proof's peak; a second proof of the same shape reuses the pool's buffers; under budget
+/// pressure the idle buffers are evicted and the next proof still matches the reference.
+#[test]
+fn gpu_staging_pool_is_charged_reused_and_evictable() {
+    let Some(gpu) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let mut rng = rng(seed());
+    let circuit = MimcChain::new(700, rng.random());
+    let params = generate(circuit.clone(), &mut rng);
+    let budget = big_budget();
+    let prover = gpu_prover(&gpu, ProvingKey::from_parameters(&params), &budget, None);
+    let (_cache, pce) = record(&budget, "gpu-staging", circuit.clone());
+    let pinned = |b: &Budget| b.snapshot().used_in(Category::PinnedPool);
+    let mut charged_after_first = 0;
+    for round in 0..3 {
+        let rs = Randomness::random(&mut rng);
+        let want = bytes(&groth16::create_proof(circuit.clone(), &params, rs.r, rs.s).unwrap());
+        let got = prover
+            .prove(Synthesis::Pce(&pce), circuit.clone(), rs)
+            .unwrap();
+        assert_eq!(bytes(&got.proof), want, "round {round}");
+        let m = got.shape.domain_size as u64;
+        // a, b and c were staged: at least three pinned buffers of m scalars.
+        assert!(
+            got.pinned_staging_peak_bytes >= 3 * 32 * m,
+            "round {round}: staging peak {} < {}",
+            got.pinned_staging_peak_bytes,
+            3 * 32 * m
+        );
+        assert!(got.peak_charged_bytes > got.pinned_staging_peak_bytes);
+        assert!(
+            got.timings.h_device > std::time::Duration::ZERO,
+            "round {round}"
+        );
+        let now = pinned(&budget);
+        assert!(now > 0, "idle staging buffers stay charged");
+        if round == 0 {
+            charged_after_first = now;
+        } else if round == 1 {
+            assert_eq!(
+                now, charged_after_first,
+                "same shape: buffers reused, none added"
+            );
+        } else {
+            // After the eviction below: charged again for what this proof needed.
+            assert!(now > 0);
+        }
+        assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
+        if round == 1 {
+            // Someone else needs everything the budget has left and more: the pool's
+            // idle buffers go.
+            let want_bytes = budget.available_bytes() + now;
+            let taken = budget
+                .reserve(
+                    want_bytes,
+                    Category::Other,
+                    "pressure",
+                    Some(std::time::Duration::ZERO),
+                )
+                .expect("eviction of idle staging makes room");
+            assert_eq!(pinned(&budget), 0, "every idle staging buffer evicted");
+            drop(taken);
+        }
+    }
+}
+
+/// The H step leaves h on the device; copied back it equals the CPU backend's h, for
+/// the prover's padded a, b, c (pinned staging) and for unpadded ones (pageable path).
+#[test]
+fn gpu_device_h_matches_cpu_h() {
+    use gpu_ntt::AbcEvaluations;
+    use groth16_prover::{CpuBackend, HPoly, ProverBackend};
+    let Some(gpu) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let mut rng = rng(seed());
+    let budget = big_budget();
+    let backend = GpuBackend::with_gpu(gpu.clone(), budget.clone());
+    let cpu = CpuBackend::new(budget.clone());
+    for n in [1usize, 2, 1 << 10, 1000, (1 << 14) + 3, 1 << 16] {
+        let v = |rng: &mut rand::rngs::StdRng| -> Vec<Scalar> {
+            (0..n).map(|_| Scalar::random(&mut *rng)).collect()
+        };
+        let abc = AbcEvaluations {
+            a: v(&mut rng),
+            b: v(&mut rng),
+            c: v(&mut rng),
+        };
+        let copy = AbcEvaluations {
+            a: abc.a.clone(),
+            b: abc.b.clone(),
+            c: abc.c.clone(),
+        };
+        let mut released = 0;
+        let got = backend.h_poly(abc, &mut || released += 1).unwrap();
+        assert_eq!(released, 1, "n = {n}: a, b, c released once");
+        let HPoly::Device(d) = got.h else {
+            panic!("n = {n}: the gpu backend keeps h on the device")
+        };
+        let want = match cpu.h_poly(copy, &mut || {}).unwrap().h {
+            HPoly::Host(h) => h,
+            HPoly::Device(_) => panic!("the cpu backend returns h on the host"),
+        };
+        assert_eq!(d.len(), want.len(), "n = {n}");
+        assert_eq!(d.into_host().unwrap(), want, "n = {n}");
+    }
+    assert!(backend.pinned_pool().charged_bytes() > 0);
+    assert_eq!(
+        budget.snapshot().used_in(Category::PinnedPool),
+        backend.pinned_pool().charged_bytes()
+    );
+}
+
+/// The GPU backend's MSMs from a host h (not its own H step) equal the CPU backend's.
+#[test]
+fn gpu_msms_from_host_h_match_cpu() {
+    use gpu_msm::DensityMask;
+    use groth16_prover::{CpuBackend, HPoly, MsmInputs, ProverBackend};
+    let Some(gpu) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let mut rng = rng(seed());
+    let circuit = MimcChain::new(200, rng.random());
+    let params = generate(circuit, &mut rng);
+    let key = ProvingKey::from_parameters(&params);
+    let budget = big_budget();
+    let backend = GpuBackend::with_gpu(gpu.clone(), budget.clone());
+    let cpu = CpuBackend::new(budget.clone());
+    let random = |rng: &mut rand::rngs::StdRng, n: usize| -> Vec<Scalar> {
+        (0..n)
+            .map(|i| match i % 3 {
+                0 => Scalar::random(&mut *rng),
+                1 => Scalar::ONE,
+                _ => Scalar::ZERO,
+            })
+            .collect()
+    };
+    let h = random(&mut rng, key.h_query().len());
+    let inputs = random(&mut rng, 2);
+    let aux = random(&mut rng, key.l_query().len());
+    // As many set bits as the key's a and b queries have bases, the rest clear.
+    let n_a = key.a_query().len().saturating_sub(inputs.len());
+    let a_aux = DensityMask::from_bools((0..aux.len()).map(|i| i < n_a));
+    let n_b = key.b_g1_query().len().min(key.b_g2_query().len());
+    let k_in = n_b.min(inputs.len());
+    let b_input = DensityMask::from_bools((0..inputs.len()).map(|i| i < k_in));
+    let b_aux = DensityMask::from_bools((0..aux.len()).map(|i| i < n_b - k_in));
+    let x = MsmInputs {
+        inputs: &inputs,
+        aux: &aux,
+        a_aux: &a_aux,
+        b_input: &b_input,
+        b_aux: &b_aux,
+    };
+    let got = backend.msms(&key, HPoly::Host(h.clone()), &x).unwrap();
+    let want = cpu.msms(&key, HPoly::Host(h), &x).unwrap();
+    assert_eq!(
+        (got.h, got.l, got.a, got.b_g1, got.b_g2),
+        (want.h, want.l, want.a, want.b_g1, want.b_g2)
+    );
+}
