@@ -104,6 +104,12 @@ pub trait StagingAllocator: Send + Sync + 'static {
     fn capacity(buffer: &Self::Buffer) -> usize;
     /// Blocks until no asynchronous copy reads or writes `buffer` any more.
     fn wait_idle(&self, buffer: &mut Self::Buffer) -> Result<(), GpuError>;
+    /// Whether the copies this allocator knows of have completed (without waiting); the
+    /// pool prefers such a buffer when several idle ones fit. A hint only: the pool still
+    /// calls [`StagingAllocator::wait_idle`] before handing any buffer out.
+    fn copies_done(&self, _buffer: &Self::Buffer) -> bool {
+        true
+    }
 }
 
 /// Counters of a pool (bytes are charged bytes, i.e. whole size classes).
@@ -262,7 +268,13 @@ impl<A: StagingAllocator> PinnedPool<A> {
                 })?;
         let hit = {
             let mut st = self.shared.lock();
-            let at = st.idle.iter().position(|(c, _)| *c == class);
+            // Of the idle buffers of this class, one whose copies are done if any.
+            let fits = |(c, _): &&(usize, A::Buffer)| *c == class;
+            let at = st
+                .idle
+                .iter()
+                .position(|e| fits(&e) && self.shared.alloc.copies_done(&e.1))
+                .or_else(|| st.idle.iter().position(|e| fits(&e)));
             at.map(|i| {
                 let (_, buffer) = st.idle.remove(i);
                 st.stats.idle_bytes -= bytes;
@@ -469,6 +481,12 @@ impl<T: PinnedWord> StagingAllocator for CudaPinned<T> {
 
     fn wait_idle(&self, buffer: &mut StagingBuffer<T>) -> Result<(), GpuError> {
         buffer.wait_copies()
+    }
+
+    fn copies_done(&self, buffer: &StagingBuffer<T>) -> bool {
+        // Only the fences of `copy_to_device` can be queried; cudarc's own event on the
+        // buffer is waited for in `wait_idle`.
+        buffer.fences.iter().all(CudaEvent::is_complete)
     }
 }
 

@@ -101,6 +101,10 @@ impl StagingAllocator for FakeAlloc {
         buffer.data.len()
     }
 
+    fn copies_done(&self, buffer: &FakeBuffer) -> bool {
+        !buffer.copy_in_flight
+    }
+
     fn wait_idle(&self, buffer: &mut FakeBuffer) -> Result<(), GpuError> {
         self.log.push(Event::Wait {
             id: buffer.id,
@@ -377,4 +381,37 @@ fn trim_and_peak() {
     assert_eq!(pool.trim(0), 8 << 12);
     assert_eq!(pinned_bytes(&budget), 0);
     assert_eq!(pool.stats().n_frees, 2);
+}
+
+#[test]
+fn prefers_an_idle_buffer_whose_copies_are_done() {
+    let budget = Budget::fixed(1 << 30);
+    let (pool, log) = pool(&budget);
+    let mut busy = pool.acquire(1000).unwrap();
+    let done = pool.acquire(1000).unwrap();
+    busy.copy_in_flight = true;
+    drop(busy); // idle first, copy pending
+    drop(done); // idle second, nothing pending
+    log.take();
+    let g = pool.acquire(1000).unwrap();
+    assert!(!g.copy_in_flight);
+    assert_eq!(
+        log.take(),
+        vec![Event::Wait {
+            id: 1,
+            had_copy: false
+        }],
+        "the finished buffer is taken, the busy one left alone"
+    );
+    // With only the busy one left, it is taken after waiting.
+    let g2 = pool.acquire(1000).unwrap();
+    assert!(!g2.copy_in_flight);
+    assert_eq!(
+        log.take(),
+        vec![Event::Wait {
+            id: 0,
+            had_copy: true
+        }]
+    );
+    assert_eq!(pool.stats().n_allocations, 2);
 }
