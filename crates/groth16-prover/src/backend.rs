@@ -49,9 +49,11 @@ pub struct MsmInputs<'a> {
     pub b_aux: &'a DensityMask,
 }
 
-/// Wall time of each MSM. On the GPU backend each G1 figure includes that MSM's scalar
-/// conversion and copy (and, on a key's first proof, its base upload), and `b_g2` runs on
-/// the host at the same time as the G1 MSMs, so the figures add up to more than `wall`.
+/// Wall time of each MSM. On the GPU backend a G1 figure is the device thread's time for
+/// that MSM: waiting for its scalars' copy (for `h`, for the H transforms) and the MSM
+/// itself; the scalars are prepared on another thread meanwhile (`scalar_transfers`),
+/// bases are uploaded before (`bases_upload`), and `b_g2` runs on the host at the same
+/// time as the G1 MSMs, so the figures add up to more than `wall`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MsmTimings {
     /// `h_query` · h.

@@ -27,9 +27,11 @@
 //! result buffer in place (`GpuMsm::adopt_scalars_montgomery`, first `m − 1` of its `m`
 //! elements, the length of `h_query`); nothing comes back. MSMs: each query's scalars are
 //! converted to canonical limbs (and filtered by the densities) straight into a pooled
-//! pinned buffer, then copied asynchronously into a device buffer; a device thread runs
-//! the MSMs in order while this thread stages the next query's scalars, so host
-//! conversion overlaps device compute. The pool keeps its buffers between proofs (an idle
+//! pinned buffer, then copied asynchronously on the backend's copy stream into a device
+//! buffer allocated for it up front (all staged queries' buffers at once, queued before
+//! the MSMs, so a copy waits only for them); a device thread runs the MSMs in order, each
+//! waiting for its copy's event, while this thread stages the next query's scalars, so
+//! host conversion and copies overlap device compute. The pool keeps its buffers between proofs (an idle
 //! buffer stays charged until the budget's eviction frees it) and waits for a buffer's
 //! copies before reusing it. Host bytes outside the pool: the CPU G2 MSM's scratch, and
 //! for a query whose bases are not resident its scalars (h copied back when it is H).
@@ -38,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use bls12_381::{G1Affine, G1Projective, G2Projective, Scalar};
 use bls_repr::FrRepr;
-use cudarc::driver::CudaEvent;
+use cudarc::driver::{CudaEvent, CudaStream};
 use gpu_device::{DeviceBuffer, Gpu, GpuError, PinnedStagingPool, PoolError};
 use gpu_msm::{
     CpuMsm, DensityMask, DeviceBasesG1, DeviceScalars, GpuMsm, GpuMsmError, MsmBackend, MsmError,
@@ -124,6 +126,8 @@ pub struct GpuBackend {
     msm: GpuMsm,
     cpu: CpuMsm,
     pool: PinnedStagingPool<u64>,
+    /// Scalar copies run here, so they overlap the MSM running on the device's stream.
+    copy_stream: Mutex<Option<Arc<CudaStream>>>,
     budget: Budget,
     resident: Mutex<Resident>,
     /// Most bytes of bases kept resident (beyond them, queries run on the CPU).
@@ -315,14 +319,6 @@ fn staging_err(what: &'static str) -> impl FnOnce(PoolError) -> ProverError {
     move |source| ProverError::Staging { what, source }
 }
 
-/// Scalars of one G1 MSM, staged on the device (or computed on the CPU).
-enum Staged {
-    /// On the device, with the host time spent preparing and queueing them.
-    Device(DeviceScalars, Duration),
-    /// The bases are not resident: the sum was computed on the CPU.
-    Cpu(G1Projective),
-}
-
 impl GpuBackend {
     /// The backend on device 0; host-side temporaries are charged to `budget`. A missing
     /// driver or device is [`ProverError::GpuUnavailable`], never a panic.
@@ -340,6 +336,7 @@ impl GpuBackend {
             msm: GpuMsm::new(gpu.clone()),
             cpu: CpuMsm::new(),
             pool: PinnedStagingPool::cuda(gpu.clone(), budget.clone(), "groth16-prover staging"),
+            copy_stream: Mutex::new(None),
             gpu,
             budget,
             resident: Mutex::new(Resident::default()),
@@ -449,46 +446,68 @@ impl GpuBackend {
         Ok((p, elapsed))
     }
 
-    /// Stages `n` scalars (the parts concatenated, each filtered by its mask) for a
-    /// resident MSM: canonical limbs written straight into a pooled pinned buffer, a
-    /// device buffer of `n` scalars, and an asynchronous copy on the device's stream
-    /// (ordered before the MSM queued after it). The staging buffer goes back to the pool
-    /// at once; the pool waits for the copy before reusing it. Returns the scalars and
-    /// the host time spent.
+    /// A device buffer for `n` scalars of query `q`, queued on the device's stream.
+    /// gpu-msm's way to a `DeviceScalars` without an upload: adopt zeroed device words
+    /// (its Montgomery → canonical pass maps zeros to zeros); [`GpuBackend::stage`] then
+    /// overwrites them.
+    fn device_scalars(&self, q: Query, n: usize) -> Result<DeviceScalars, ProverError> {
+        let words = self
+            .gpu
+            .alloc_zeros::<u64>(SCALAR_LIMBS * n, "groth16-prover msm scalars")
+            .map_err(|e| gpu_msm_err(q.name())(GpuMsmError::Gpu(e)))?;
+        self.msm
+            .adopt_scalars_montgomery(words, n)
+            .map_err(gpu_msm_err(q.name()))
+    }
+
+    /// The backend's copy stream (created on first use).
+    fn copy_stream(&self) -> Result<Arc<CudaStream>, ProverError> {
+        let mut slot = self.copy_stream.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = slot.as_ref() {
+            return Ok(s.clone());
+        }
+        let s = self
+            .gpu
+            .new_stream()
+            .map_err(|e| ntt_err(GpuNttError::Gpu(e)))?;
+        *slot = Some(s.clone());
+        Ok(s)
+    }
+
+    /// Stages the scalars of `dst` (the parts concatenated, each filtered by its mask):
+    /// canonical limbs written straight into a pooled pinned buffer, then an
+    /// asynchronous copy into `dst` on `copy_stream`. The staging buffer goes back to the
+    /// pool at once (the pool waits for the copy before reusing it). Returns an event
+    /// recorded after the copy, for the MSM to wait on, and the host time spent.
     fn stage(
         &self,
         q: Query,
-        n: usize,
         parts: &[Part<'_>],
-    ) -> Result<(DeviceScalars, Duration), ProverError> {
+        dst: &mut DeviceScalars,
+        copy_stream: &Arc<CudaStream>,
+    ) -> Result<(CudaEvent, Duration), ProverError> {
         let t = Instant::now();
+        let n = dst.len();
         let limbs = SCALAR_LIMBS * n;
+        let gpu_err = |e: GpuError| gpu_msm_err(q.name())(GpuMsmError::Gpu(e));
         let mut staging = self.pool.acquire(limbs).map_err(staging_err(q.name()))?;
-        let host = staging
-            .as_mut_slice()
-            .map_err(|e| gpu_msm_err(q.name())(GpuMsmError::Gpu(e)))?;
-        let written = write_parts(host, parts);
+        let written = write_parts(staging.as_mut_slice().map_err(gpu_err)?, parts);
         if written != n {
             return Err(gpu_msm_err(q.name())(GpuMsmError::LengthMismatch {
                 n_bases: n,
                 n_scalars: written,
             }));
         }
-        let words = self
-            .gpu
-            .alloc_zeros::<u64>(limbs, "groth16-prover msm scalars")
-            .map_err(|e| gpu_msm_err(q.name())(GpuMsmError::Gpu(e)))?;
-        // gpu-msm's way to a DeviceScalars of n without an upload: adopt device words
-        // (its Montgomery → canonical pass maps the zeros to zeros), then overwrite them
-        // with the canonical words on the same stream, after that pass.
-        let mut scalars = self
-            .msm
-            .adopt_scalars_montgomery(words, n)
-            .map_err(gpu_msm_err(q.name()))?;
         staging
-            .copy_to_device(0..limbs, scalars.words_mut(), 0, self.gpu.stream())
-            .map_err(|e| gpu_msm_err(q.name())(GpuMsmError::Gpu(e)))?;
-        Ok((scalars, t.elapsed()))
+            .copy_to_device(0..limbs, dst.words_mut(), 0, copy_stream)
+            .map_err(gpu_err)?;
+        let copied = copy_stream.record_event(None).map_err(|c| {
+            gpu_err(GpuError::Driver {
+                call: "cuEventRecord",
+                code: c,
+            })
+        })?;
+        Ok((copied, t.elapsed()))
     }
 
     /// The same sums as the CPU backend, part by part over consecutive bases.
@@ -514,25 +533,6 @@ impl GpuBackend {
         Ok(sum)
     }
 
-    /// Stages one query's scalars on the device, or computes its sum on the CPU when its
-    /// bases are not resident.
-    fn prepare(
-        &self,
-        key: &ProvingKey,
-        q: Query,
-        n: usize,
-        placement: &Placement,
-        parts: &[Part<'_>],
-    ) -> Result<Staged, ProverError> {
-        match placement {
-            Placement::Device(_) => {
-                let (s, t) = self.stage(q, n, parts)?;
-                Ok(Staged::Device(s, t))
-            }
-            Placement::Cpu { .. } => Ok(Staged::Cpu(self.cpu_sum(key, q, n, parts)?)),
-        }
-    }
-
     fn msm_b_g2(&self, key: &ProvingKey, x: &MsmInputs<'_>) -> Result<G2Projective, ProverError> {
         let (k_in, k_aux) = (x.b_input.count_ones(), x.b_aux.count_ones());
         let b2_in = slice("b_g2_query", key.b_g2_query(), 0, k_in)?;
@@ -553,11 +553,13 @@ fn to_reprs(v: Vec<Scalar>) -> Vec<FrRepr> {
     v.par_iter().map(FrRepr::from_scalar).collect()
 }
 
-/// One G1 MSM for the device thread: its bases and its staged scalars.
+/// One G1 MSM for the device thread: its bases, its scalars and the event after their
+/// copy (none when they were produced on the device's own stream).
 struct DeviceJob {
     q: Query,
     bases: Arc<DeviceBasesG1>,
     scalars: DeviceScalars,
+    copied: Option<CudaEvent>,
 }
 
 impl ProverBackend for GpuBackend {
@@ -718,8 +720,58 @@ impl ProverBackend for GpuBackend {
                 placements[q as usize] = Some(p);
             }
         }
-        let mut out = [G1Projective::identity(); 4];
+        // H's scalars: in place when the H step left h on the device and its bases are
+        // resident; otherwise as host scalars like the other queries.
         let mut h_events = None;
+        let mut h_adopted = None;
+        let mut h_host = None;
+        match (h, &placements[Query::H as usize]) {
+            (_, None) => {}
+            (HPoly::Device(d), Some(Placement::Device(_))) => {
+                let t = Instant::now();
+                let DeviceH {
+                    coeffs,
+                    n_coeffs,
+                    started,
+                    finished,
+                    ..
+                } = d;
+                h_adopted = Some(
+                    self.msm
+                        .adopt_scalars_montgomery(coeffs, n_coeffs)
+                        .map_err(gpu_msm_err(Query::H.name()))?,
+                );
+                h_events = Some((started, finished));
+                timings.scalar_transfers += t.elapsed();
+            }
+            (HPoly::Device(d), Some(_)) => h_host = Some(d.into_host()?),
+            (HPoly::Host(v), Some(_)) => h_host = Some(v),
+        }
+        let mut jobs: Vec<(Query, usize, Vec<Part<'_>>)> = Vec::with_capacity(4);
+        if let Some(v) = &h_host {
+            jobs.push((Query::H, n_h, vec![(&v[..], None)]));
+        }
+        jobs.extend(others);
+        jobs.retain(|(q, _, _)| placements[*q as usize].is_some());
+        // Device buffers for every staged query now, on the device's stream ahead of the
+        // MSMs, so that each copy waits for nothing but this (and overlaps the MSM
+        // before it). Costs their VRAM at once: at most one buffer per query.
+        let mut scalars: [Option<DeviceScalars>; 4] = [None, None, None, None];
+        for (q, n, _) in &jobs {
+            if let Some(Placement::Device(_)) = &placements[*q as usize] {
+                scalars[*q as usize] = Some(self.device_scalars(*q, *n)?);
+            }
+        }
+        let copy_stream = self.copy_stream()?;
+        let allocated = self
+            .gpu
+            .stream()
+            .record_event(None)
+            .map_err(|c| driver_err("cuEventRecord", c))?;
+        copy_stream
+            .wait(&allocated)
+            .map_err(|c| driver_err("cuStreamWaitEvent", c))?;
+        let mut out = [G1Projective::identity(); 4];
         let (device, g2) = std::thread::scope(|scope| {
             // G2 on the host while the device does the G1 sums.
             let g2 = scope.spawn(|| {
@@ -734,6 +786,12 @@ impl ProverBackend for GpuBackend {
                     let mut sums = Vec::new();
                     for job in rx {
                         let t = Instant::now();
+                        if let Some(copied) = &job.copied {
+                            self.gpu
+                                .stream()
+                                .wait(copied)
+                                .map_err(|c| driver_err("cuStreamWaitEvent", c))?;
+                        }
                         let sum = self
                             .msm
                             .msm_g1_resident(&job.bases, &job.scalars)
@@ -745,85 +803,40 @@ impl ProverBackend for GpuBackend {
                 },
             );
             let staged = (|| -> Result<(), ProverError> {
-                // H first: in place on the device when the H step left it there.
-                if let Some(p) = &placements[Query::H as usize] {
-                    let t = Instant::now();
-                    match (h, p) {
-                        (HPoly::Device(d), Placement::Device(bases)) => {
-                            let DeviceH {
-                                coeffs,
-                                n_coeffs,
-                                started,
-                                finished,
-                                ..
-                            } = d;
-                            let scalars = self
-                                .msm
-                                .adopt_scalars_montgomery(coeffs, n_coeffs)
-                                .map_err(gpu_msm_err(Query::H.name()))?;
-                            h_events = Some((started, finished));
-                            timings.scalar_transfers += t.elapsed();
-                            let job = DeviceJob {
-                                q: Query::H,
-                                bases: bases.clone(),
-                                scalars,
-                            };
-                            if tx.send(job).is_err() {
-                                return Ok(());
-                            }
-                        }
-                        (h, p) => {
-                            let host = match h {
-                                HPoly::Host(v) => v,
-                                HPoly::Device(d) => d.into_host()?,
-                            };
-                            let parts = [(&host[..], None)];
-                            match self.prepare(key, Query::H, n_h, p, &parts)? {
-                                Staged::Device(scalars, t) => {
-                                    timings.scalar_transfers += t;
-                                    let Placement::Device(bases) = p else {
-                                        unreachable!("staged on the device only when resident")
-                                    };
-                                    let job = DeviceJob {
-                                        q: Query::H,
-                                        bases: bases.clone(),
-                                        scalars,
-                                    };
-                                    if tx.send(job).is_err() {
-                                        return Ok(());
-                                    }
-                                }
-                                Staged::Cpu(sum) => {
-                                    out[Query::H as usize] = sum;
-                                    timings.h = t.elapsed();
-                                }
-                            }
-                        }
+                if let (Some(d), Some(Placement::Device(bases))) =
+                    (h_adopted.take(), &placements[Query::H as usize])
+                {
+                    let job = DeviceJob {
+                        q: Query::H,
+                        bases: bases.clone(),
+                        scalars: d,
+                        copied: None,
+                    };
+                    if tx.send(job).is_err() {
+                        return Ok(());
                     }
                 }
-                for (q, n, parts) in &others {
-                    let Some(p) = &placements[*q as usize] else {
-                        continue;
-                    };
-                    let t = Instant::now();
-                    match self.prepare(key, *q, *n, p, parts)? {
-                        Staged::Device(scalars, host_time) => {
+                for (q, n, parts) in &jobs {
+                    let (placement, slot) = (&placements[*q as usize], scalars[*q as usize].take());
+                    match (placement, slot) {
+                        (Some(Placement::Device(bases)), Some(mut dst)) => {
+                            let (copied, host_time) =
+                                self.stage(*q, parts, &mut dst, &copy_stream)?;
                             timings.scalar_transfers += host_time;
-                            let Placement::Device(bases) = p else {
-                                unreachable!("staged on the device only when resident")
-                            };
                             let job = DeviceJob {
                                 q: *q,
                                 bases: bases.clone(),
-                                scalars,
+                                scalars: dst,
+                                copied: Some(copied),
                             };
                             // A closed channel: the device thread failed; its error wins.
                             if tx.send(job).is_err() {
                                 return Ok(());
                             }
                         }
-                        Staged::Cpu(sum) => {
-                            out[*q as usize] = sum;
+                        _ => {
+                            let t = Instant::now();
+                            out[*q as usize] = self.cpu_sum(key, *q, *n, parts)?;
                             *query_time(&mut timings, *q) = t.elapsed();
                         }
                     }
