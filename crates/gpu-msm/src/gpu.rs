@@ -80,7 +80,10 @@ const POINT_BLOCK: u32 = 128;
 /// Counts summed per thread in the first level of the prefix sum.
 const SCAN_CHUNK: u32 = 256;
 /// Most segments a window's buckets are split into for the reduction (a power of two).
-const MAX_SEGMENTS: u32 = 4096;
+/// The reduction kernel holds ~250 registers (2 blocks of 128 threads per SM), so 17
+/// windows x 1024 segments fit in one wave on the H200; 4096 segments (shorter runs, three
+/// waves) measured 5.1 ms against 3.1 ms at c = 16 (docs/benchmarks.md).
+const MAX_SEGMENTS: u32 = 1024;
 /// Points one thread adds at each level of the window-sum tree (a power of two).
 const TREE_FANIN: u32 = 4;
 
