@@ -17,7 +17,6 @@
 //   <g>_reduce_segments(const Xyzz* buckets, u32 n_buckets, u32 seg_len, u32 n_segments,
 //                       u32 ones_window, Xyzz* out, u32 n_threads)
 //   <g>_sum_groups(const Xyzz* in, u32 group_len, Xyzz* out, u32 n_groups)
-//   <g>_to_affine(const Xyzz* in, Affine* out, u32 n)
 #include <stdint.h>
 
 #include "msm_kernels.cuh"

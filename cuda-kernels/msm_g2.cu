@@ -2,7 +2,7 @@
 // of msm.cu (include/msm_kernels.cuh), in their own PTX module because nvcc needs ~10
 // minutes for them here. The scalar kernels (from_montgomery, count, scan, scatter) are
 // curve-independent and only exist in msm.cu; crates/gpu-msm loads both modules for G2.
-//   g2_accumulate, g2_accumulate_capped, g2_reduce_segments, g2_sum_groups, g2_to_affine
+//   g2_accumulate, g2_accumulate_capped, g2_reduce_segments, g2_sum_groups
 #include <stdint.h>
 
 #include "msm_kernels.cuh"

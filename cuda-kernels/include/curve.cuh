@@ -198,14 +198,4 @@ __device__ __forceinline__ Xyzz<F> xyzz_mul_small(const Xyzz<F>& p, uint32_t k) 
   return acc;
 }
 
-// Affine form; infinity becomes all-zero.
-template <class F>
-__device__ __forceinline__ Affine<F> xyzz_to_affine(const Xyzz<F>& p) {
-  if (xyzz_is_inf(p)) {
-    const F z = f_zero((const F*)nullptr);
-    return {z, z};
-  }
-  return {f_mul(p.x, f_inv(p.zz)), f_mul(p.y, f_inv(p.zzz))};
-}
-
 }  // namespace pinion

@@ -16,8 +16,9 @@
 //             bucket is arbitrary, which the group law does not see)
 // then accumulate (one thread per bucket, XYZZ += affine), reduce_segments (one thread
 // per run of L buckets: sum_k k*S_k by running sums, plus the run's offset times its
-// total), sum_groups (tree levels in global memory) and to_affine. The host combines the
-// W+1 window sums by doubling (Horner).
+// total) and sum_groups (tree levels in global memory, fan-in chosen by the host). The host
+// reads the W+1 window sums in XYZZ, makes them affine with one shared inversion and
+// combines them by doubling (Horner).
 #pragma once
 #include "curve.cuh"
 
@@ -200,11 +201,6 @@ __device__ __forceinline__ void sum_groups_body(const Xyzz<F>* in, uint32_t grou
   Xyzz<F> acc = xyzz_infinity<F>();
   for (uint32_t e = 0; e < group_len; ++e) acc = xyzz_add(acc, xyzz_load(in + (size_t)g * group_len + e));
   xyzz_store(out + g, acc);
-}
-
-template <class F>
-__device__ __forceinline__ void to_affine_body(const Xyzz<F>* in, Affine<F>* out, uint32_t i) {
-  affine_store(out + i, xyzz_to_affine(xyzz_load(in + i)));
 }
 
 // Montgomery form a*R to canonical a: one Montgomery product with the integer 1.

@@ -14,7 +14,6 @@
 //   <G>_accumulate_capped(...)   the same, registers capped (4 blocks of 128 per SM)
 //   <G>_reduce_segments(buckets, n_buckets, seg_len, n_segments, ones_window, out, n_threads)
 //   <G>_sum_groups(in, group_len, out, n_groups)
-//   <G>_to_affine(in, out, n)
 // ptxas register counts and spills per curve are recorded in cuda-kernels/NOTES.md.
 #define POINT_KERNELS(G, F)                                                                   \
   extern "C" __global__ void __launch_bounds__(128)                                           \
@@ -45,8 +44,4 @@
       G##_sum_groups(const pinion::Xyzz<F>* in, uint32_t group_len, pinion::Xyzz<F>* out,     \
                      uint32_t n_groups) {                                                     \
     GRID_STRIDE(g, n_groups) pinion::msm::sum_groups_body(in, group_len, out, g);             \
-  }                                                                                           \
-  extern "C" __global__ void __launch_bounds__(128)                                           \
-      G##_to_affine(const pinion::Xyzz<F>* in, pinion::Affine<F>* out, uint32_t n) {          \
-    GRID_STRIDE(i, n) pinion::msm::to_affine_body(in, out, i);                                \
   }

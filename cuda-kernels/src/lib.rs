@@ -255,8 +255,6 @@ entries! {
     G1ReduceSegments => (Msm, "g1_reduce_segments"),
     /// `g1_sum_groups(in, group_len, out, n_groups)`: sums of consecutive groups.
     G1SumGroups => (Msm, "g1_sum_groups"),
-    /// `g1_to_affine(in, out, n)`: XYZZ to affine (infinity all-zero).
-    G1ToAffine => (Msm, "g1_to_affine"),
     /// `g2_accumulate(bases, entries, offsets, counts, buckets, n_keys)`: as `g1_accumulate`
     /// on G2 (Fp2 coordinates).
     G2Accumulate => (MsmG2, "g2_accumulate"),
@@ -266,8 +264,6 @@ entries! {
     G2ReduceSegments => (MsmG2, "g2_reduce_segments"),
     /// `g2_sum_groups(in, group_len, out, n_groups)`.
     G2SumGroups => (MsmG2, "g2_sum_groups"),
-    /// `g2_to_affine(in, out, n)`.
-    G2ToAffine => (MsmG2, "g2_to_affine"),
     /// `ntt_pass_dif(Fr* data, const Fr* tw, u32 tw_log, u32 lo, u32 s, u32 clog, u32 inverse,
     /// ScaleArgs pre, ScaleArgs post)`: DIF stages over index bits [lo, lo + s) in shared
     /// memory, with optional scaling on load (`pre`) and store (`post`).
