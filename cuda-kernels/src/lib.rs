@@ -253,6 +253,8 @@ entries! {
     G1AccumulateCapped => (Msm, "g1_accumulate_capped"),
     /// `g1_reduce_segments(buckets, n_buckets, seg_len, n_segments, ones_window, out, n)`.
     G1ReduceSegments => (Msm, "g1_reduce_segments"),
+    /// `g1_reduce_segments_capped(...)`: the same, registers capped for 3 blocks per SM.
+    G1ReduceSegmentsCapped => (Msm, "g1_reduce_segments_capped"),
     /// `g1_sum_groups(in, group_len, out, n_groups)`: sums of consecutive groups.
     G1SumGroups => (Msm, "g1_sum_groups"),
     /// `g2_accumulate(bases, entries, offsets, counts, buckets, n_keys)`: as `g1_accumulate`

@@ -25,7 +25,7 @@ use std::time::Instant;
 use gpu_device::Gpu;
 use gpu_msm::{
     AccumulateKernel, DeviceBases, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
-    PinnedBases,
+    PinnedBases, ReduceKernel,
 };
 use group::{Curve, Group};
 use memory_budget::{Budget, Category};
@@ -365,15 +365,18 @@ where
         let windows: &[u32] = if run.sweep_on { &SWEEP_WINDOWS } else { &[] };
         for &c in windows {
             for accumulate in [AccumulateKernel::Uncapped, AccumulateKernel::Capped128] {
-                let config = GpuMsmConfig {
-                    window_bits: Some(c),
-                    accumulate,
-                };
-                let engine = GpuMsm::with_config(gpu.clone(), config)?;
-                let ms = time_resident(&engine, &bases, &d_scalars, 3)?;
-                sweep.push(format!("c{c}/{accumulate:?} {ms:.2}"));
-                if best.is_none_or(|(b, _)| ms < b) {
-                    best = Some((ms, config));
+                for reduce in [ReduceKernel::Uncapped, ReduceKernel::Capped] {
+                    let config = GpuMsmConfig {
+                        window_bits: Some(c),
+                        accumulate,
+                        reduce,
+                    };
+                    let engine = GpuMsm::with_config(gpu.clone(), config)?;
+                    let ms = time_resident(&engine, &bases, &d_scalars, 3)?;
+                    sweep.push(format!("c{c}/{accumulate:?}/{reduce:?} {ms:.2}"));
+                    if best.is_none_or(|(b, _)| ms < b) {
+                        best = Some((ms, config));
+                    }
                 }
             }
         }
@@ -385,9 +388,10 @@ where
         let timing = time_one(&engine, &bases, &words, run.runs)?;
         let r = reference_ms(name, log_n);
         run.rows.push(format!(
-            "| {name} | 2^{log_n} | {} {:?} | {:.2} | {:.2} | {} | {} |",
+            "| {name} | 2^{log_n} | {} {:?} {:?} | {:.2} | {:.2} | {} | {} |",
             engine.plan(n).window_bits,
             config.accumulate.resolve::<C>(),
+            config.reduce.resolve::<C>(),
             timing.with_copy_ms,
             timing.resident_ms,
             r.map_or("-".into(), |r| format!("{r:.1}")),

@@ -79,11 +79,14 @@ const SCALAR_BLOCK: u32 = 256;
 const POINT_BLOCK: u32 = 128;
 /// Counts summed per thread in the first level of the prefix sum.
 const SCAN_CHUNK: u32 = 256;
-/// Most segments a window's buckets are split into for the reduction (a power of two).
+/// Most segments a window's buckets are split into for the reduction (a power of two) with
+/// [`ReduceKernel::Uncapped`].
 /// The reduction kernel holds ~250 registers (2 blocks of 128 threads per SM), so 17
 /// windows x 1024 segments fit in one wave on the H200; 4096 segments (shorter runs, three
 /// waves) measured 5.1 ms against 3.1 ms at c = 16 (docs/benchmarks.md).
-const MAX_SEGMENTS: u32 = 1024;
+pub const MAX_SEGMENTS: u32 = 1024;
+/// Most segments per window with [`ReduceKernel::Capped`].
+pub const MAX_SEGMENTS_CAPPED: u32 = 2048;
 /// Points one thread adds at each level of the window-sum tree (a power of two).
 const TREE_FANIN: u32 = 4;
 
@@ -201,6 +204,10 @@ pub trait GpuCurve: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {
     const ACCUMULATE_CAPPED: Entry;
     /// `<g>_reduce_segments`.
     const REDUCE_SEGMENTS: Entry;
+    /// `<g>_reduce_segments_capped`, where the curve has one.
+    const REDUCE_SEGMENTS_CAPPED: Option<Entry>;
+    /// What [`ReduceKernel::Auto`] runs on this curve.
+    const DEFAULT_REDUCE: ReduceKernel;
     /// `<g>_sum_groups`.
     const SUM_GROUPS: Entry;
     /// Window sums read back from the device (XYZZ, `XYZZ_WORDS` u32 words each) as curve
@@ -233,6 +240,8 @@ impl GpuCurve for G1Curve {
     const ACCUMULATE: Entry = Entry::G1Accumulate;
     const ACCUMULATE_CAPPED: Entry = Entry::G1AccumulateCapped;
     const REDUCE_SEGMENTS: Entry = Entry::G1ReduceSegments;
+    const REDUCE_SEGMENTS_CAPPED: Option<Entry> = Some(Entry::G1ReduceSegmentsCapped);
+    const DEFAULT_REDUCE: ReduceKernel = ReduceKernel::Capped;
     const SUM_GROUPS: Entry = Entry::G1SumGroups;
     fn sums_from_xyzz(words: &[u32]) -> Result<Vec<G1Projective>, GpuMsmError> {
         crate::xyzz::xyzz_words_to_curve::<G1Projective>(words).map_err(bad_sum)
@@ -257,6 +266,8 @@ impl GpuCurve for G2Curve {
     const ACCUMULATE: Entry = Entry::G2Accumulate;
     const ACCUMULATE_CAPPED: Entry = Entry::G2AccumulateCapped;
     const REDUCE_SEGMENTS: Entry = Entry::G2ReduceSegments;
+    const REDUCE_SEGMENTS_CAPPED: Option<Entry> = None;
+    const DEFAULT_REDUCE: ReduceKernel = ReduceKernel::Uncapped;
     const SUM_GROUPS: Entry = Entry::G2SumGroups;
     fn sums_from_xyzz(words: &[u32]) -> Result<Vec<G2Projective>, GpuMsmError> {
         crate::xyzz::xyzz_words_to_curve::<G2Projective>(words).map_err(bad_sum)
@@ -407,6 +418,41 @@ impl AccumulateKernel {
     }
 }
 
+/// Which bucket-reduction kernel to run, and so how many segments a window's buckets are
+/// cut into (same results; a tuning choice).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReduceKernel {
+    /// The curve's default ([`GpuCurve::DEFAULT_REDUCE`]).
+    #[default]
+    Auto,
+    /// Registers as the compiler likes (G1: 254, 2 blocks of 128 per SM), at most
+    /// [`MAX_SEGMENTS`] segments per window: 17 x 1024 threads fit one wave.
+    Uncapped,
+    /// G1 only (other curves run [`Self::Uncapped`]): registers capped for 3 blocks per
+    /// SM (168, some spills), at most [`MAX_SEGMENTS_CAPPED`] segments per window: twice
+    /// the threads, each with half the buckets, still one wave.
+    Capped,
+}
+
+impl ReduceKernel {
+    /// The kernel this choice runs on curve `C` (never [`Self::Auto`]).
+    pub fn resolve<C: GpuCurve>(self) -> ReduceKernel {
+        match self {
+            ReduceKernel::Auto => C::DEFAULT_REDUCE.resolve::<C>(),
+            ReduceKernel::Capped if C::REDUCE_SEGMENTS_CAPPED.is_none() => ReduceKernel::Uncapped,
+            other => other,
+        }
+    }
+
+    /// Segments per window for `n_buckets` buckets per window.
+    fn segments(self, n_buckets: u32) -> u32 {
+        match self {
+            ReduceKernel::Capped => n_buckets.min(MAX_SEGMENTS_CAPPED),
+            _ => n_buckets.min(MAX_SEGMENTS),
+        }
+    }
+}
+
 /// Configuration of the GPU backend.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuMsmConfig {
@@ -414,6 +460,8 @@ pub struct GpuMsmConfig {
     pub window_bits: Option<u32>,
     /// Bucket-accumulation kernel.
     pub accumulate: AccumulateKernel,
+    /// Bucket-reduction kernel.
+    pub reduce: ReduceKernel,
 }
 
 /// The CUDA MSM engine on one device.
@@ -452,7 +500,9 @@ impl GpuMsmPlan {
         }
     }
 
-    /// The default window size for `n` terms: 8 up to 2^12 terms, 13 below 2^17, else 16.
+    /// The default window size for `n` terms: 8 up to 2^12 terms, 13 below 2^15, else 16
+    /// (at 2^16 on the H200: 7.0-7.3 ms with c = 16 against 8.4-8.7 ms with c = 13, once the
+    /// window-sum tail got cheap).
     ///
     /// Only sizes whose top window still spans most of its bits are used (c = 8, 13, 16:
     /// the top window holds scalar bits 248..255, 247..255, 240..255). With c = 14, say,
@@ -462,7 +512,7 @@ impl GpuMsmPlan {
     pub fn default_window_bits(n: usize) -> u32 {
         if n <= 1 << 12 {
             8
-        } else if n < 1 << 17 {
+        } else if n < 1 << 15 {
             13
         } else {
             16
@@ -996,11 +1046,13 @@ impl GpuMsm {
         let n_chunks = n_keys.div_ceil(SCAN_CHUNK);
         let n_entries = (n as usize) * (n_windows as usize);
         let n_groups = n_windows + 1;
-        let seg_threads = n_groups * plan.n_segments;
+        let reduce = self.config.reduce.resolve::<C>();
+        let n_segments = reduce.segments(plan.n_buckets);
+        let seg_threads = n_groups * n_segments;
         // The segment sums of each window are added by a tree of TREE_FANIN-point groups
         // (one launch per level): the serial chain per window is log(segments) levels of a
         // few additions, not one long run.
-        let levels = tree_levels(plan.n_segments);
+        let levels = tree_levels(n_segments);
 
         let mut counts = gpu.alloc_zeros::<u32>(n_keys as usize, "gpu-msm counts")?;
         let mut chunk_sums = gpu.alloc_zeros::<u32>(n_chunks as usize, "gpu-msm chunk sums")?;
@@ -1084,13 +1136,16 @@ impl GpuMsm {
         unsafe { l.launch(grid(n_keys, POINT_BLOCK)) }.map_err(launch_err)?;
 
         mark("accumulate")?;
-        let seg_len = plan.n_buckets / plan.n_segments;
-        let f = gpu.function(C::REDUCE_SEGMENTS)?;
+        let seg_len = plan.n_buckets / n_segments;
+        let f = gpu.function(match reduce {
+            ReduceKernel::Capped => C::REDUCE_SEGMENTS_CAPPED.unwrap_or(C::REDUCE_SEGMENTS),
+            _ => C::REDUCE_SEGMENTS,
+        })?;
         let mut l = stream.launch_builder(&f);
         l.arg(buckets.slice())
             .arg(&plan.n_buckets)
             .arg(&seg_len)
-            .arg(&plan.n_segments)
+            .arg(&n_segments)
             .arg(&n_windows)
             .arg(segs.slice_mut())
             .arg(&seg_threads);
@@ -1236,7 +1291,8 @@ mod tests {
             assert!(p.n_segments <= MAX_SEGMENTS);
         }
         assert_eq!(GpuMsmPlan::default_window_bits(0), 8);
-        assert_eq!(GpuMsmPlan::default_window_bits(1 << 16), 13);
+        assert_eq!(GpuMsmPlan::default_window_bits(1 << 14), 13);
+        assert_eq!(GpuMsmPlan::default_window_bits(1 << 16), 16);
         assert_eq!(GpuMsmPlan::default_window_bits(1 << 24), 16);
         // Every default keeps at least 8 bits of the scalar in the top window.
         for log_n in 0..30 {
@@ -1262,7 +1318,10 @@ mod tests {
             C::ACCUMULATE_CAPPED,
             C::REDUCE_SEGMENTS,
             C::SUM_GROUPS,
-        ] {
+        ]
+        .into_iter()
+        .chain(C::REDUCE_SEGMENTS_CAPPED)
+        {
             assert!(e.name().starts_with(&format!("{}_", C::NAME)), "{e:?}");
             assert_eq!(e.module(), C::ACCUMULATE.module(), "{e:?}");
         }

@@ -86,7 +86,8 @@ pub use error::MsmError;
 pub use gpu::{
     scalars_to_words, AccumulateKernel, DeviceBases, DeviceBasesG1, DeviceBasesG2, DeviceScalars,
     G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig, GpuMsmError, GpuMsmPlan, PhaseTimes,
-    PinnedBases, GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS,
+    PinnedBases, ReduceKernel, GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS,
+    MAX_SEGMENTS, MAX_SEGMENTS_CAPPED,
 };
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};

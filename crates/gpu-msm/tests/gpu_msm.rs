@@ -9,7 +9,7 @@ use gpu_device::testing::gpu_or_skip;
 use gpu_msm::reference::naive_msm;
 use gpu_msm::{
     AccumulateKernel, CpuMsm, DensityMask, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
-    GpuMsmError, MsmBackend, MsmError, PinnedBases,
+    GpuMsmError, MsmBackend, MsmError, PinnedBases, ReduceKernel,
 };
 use group::{Curve, Group};
 use rand::rngs::StdRng;
@@ -212,10 +212,25 @@ fn window_sizes_and_density_mask<C: TestCurve>(gpu: &gpu_device::Gpu, rng: &mut 
             let config = GpuMsmConfig {
                 window_bits: Some(c),
                 accumulate,
+                ..GpuMsmConfig::default()
             };
             let engine = GpuMsm::with_config(gpu.clone(), config).expect("window in range");
             let what = format!("window {c}, {accumulate:?}");
             check::<C>(&engine, &bases, &scalars, None, c == 5, &what);
+        }
+        // Both reduction kernels (their segment counts differ once a window has more
+        // than 1024 buckets).
+        if c >= 13 {
+            for reduce in [ReduceKernel::Uncapped, ReduceKernel::Capped] {
+                let config = GpuMsmConfig {
+                    window_bits: Some(c),
+                    reduce,
+                    ..GpuMsmConfig::default()
+                };
+                let engine = GpuMsm::with_config(gpu.clone(), config).expect("window in range");
+                let what = format!("window {c}, {reduce:?}");
+                check::<C>(&engine, &bases, &scalars, None, false, &what);
+            }
         }
     }
     let bad = GpuMsmConfig {
