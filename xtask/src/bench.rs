@@ -248,15 +248,10 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     std::fs::write(&out, serde_json::to_string_pretty(&results)? + "\n")
         .with_context(|| format!("write {}", out.display()))?;
     if let Some(path) = &opts.record_to {
-        let section = markdown_section(&runs, &machine, &date, opts.quick, &mem, root);
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(path)
-            .with_context(|| format!("open {}", path.display()))?;
-        f.write_all(section.as_bytes())
-            .with_context(|| format!("append to {}", path.display()))?;
-        println!("bench: recorded in {}", path.display());
+        record(
+            path,
+            &markdown_section(&runs, &machine, &date, opts.quick, &mem, root),
+        )?;
     }
 
     let rows = table_rows(&runs, &mem);
@@ -279,6 +274,19 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     if !failed.is_empty() {
         bail!("benchmark program(s) failed: {}", failed.join(", "));
     }
+    Ok(())
+}
+
+/// Appends a Markdown section to `path` (created if missing).
+fn record(path: &Path, section: &str) -> Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .with_context(|| format!("open {}", path.display()))?;
+    f.write_all(section.as_bytes())
+        .with_context(|| format!("append to {}", path.display()))?;
+    println!("bench: recorded in {}", path.display());
     Ok(())
 }
 
@@ -334,15 +342,10 @@ fn from_logs(root: &Path, dir: &Path, opts: &Options) -> Result<()> {
         source: "from the logs' machine".into(),
     };
     if let Some(path) = &opts.record_to {
-        let section = markdown_section(&runs, &machine, &date, opts.quick, &mem, root);
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(path)
-            .with_context(|| format!("open {}", path.display()))?;
-        f.write_all(section.as_bytes())
-            .with_context(|| format!("append to {}", path.display()))?;
-        println!("bench: recorded in {}", path.display());
+        record(
+            path,
+            &markdown_section(&runs, &machine, &date, opts.quick, &mem, root),
+        )?;
     }
     println!("bench: from {} ({date}; {machine})", dir.display());
     print!("{}", text_table(&table_rows(&runs, &mem)));
