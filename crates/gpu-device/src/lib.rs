@@ -8,13 +8,19 @@
 //!   neither CUDA nor a GPU.
 //! - **Every CUDA return code is checked** and becomes a [`GpuError`] naming the call.
 //! - **Kernels by enum.** [`Gpu::function`] takes a [`pinion_kernels::Entry`]; the module
-//!   holding it is JIT-loaded from the embedded PTX on first use and cached per device.
+//!   holding it is JIT-loaded from its PTX (embedded, or read from `$PINION_PTX_DIR` in
+//!   `external-ptx` builds; unavailable PTX is [`GpuError::Ptx`]) on first use and cached per
+//!   device.
 //! - **VRAM is budgeted.** Each [`Gpu`] owns a `memory_budget::Budget` of
 //!   `min(total - margin, free at open)` bytes ([`GpuConfig`]); [`Gpu::alloc_zeros`] and
 //!   [`Gpu::upload`] charge it (category `Device`) before asking the driver, and a driver
 //!   out-of-memory becomes [`GpuError::OutOfMemory`] with the requested and free bytes.
 //! - **Pinned host memory** ([`PinnedBuffer`]) is portable and *not* write-combined, and
 //!   is paid for by a host-budget `Reservation` the caller hands in.
+//! - **Pinned staging pool** ([`pinned_pool`]): reusable pinned buffers by size class,
+//!   charged to a host budget (`Category::PinnedPool`) before they are pinned and for as
+//!   long as they exist, idle or not; the budget's eviction frees idle ones only; a buffer
+//!   is reused or freed only after the copies that read it have completed.
 //!
 //! # Non-goals
 //! Multi-GPU scheduling (callers open each device with [`Gpu::open`]/[`Gpu::open_all`]),
@@ -23,8 +29,9 @@
 //!
 //! # Cost model
 //! Opening a device retains its primary context (tens of milliseconds, once). The first
-//! [`Gpu::function`] for a module JIT-compiles its PTX (up to seconds for big modules,
-//! once per device and process); later lookups are a hash-map hit. Allocations cost a
+//! [`Gpu::function`] for a module JIT-compiles its PTX (seconds for the G1 modules; more
+//! than a minute was seen for the 30 MB G2 MSM module on a fresh machine; once per device
+//! and process, and the driver's cache keeps the result between processes); later lookups are a hash-map hit. Allocations cost a
 //! budget check plus the driver's allocation (stream-ordered when the device supports
 //! memory pools).
 #![warn(missing_docs)]
