@@ -74,6 +74,12 @@ pub enum GpuError {
         /// The driver's code.
         code: DriverError,
     },
+    /// A zero-length allocation was requested where the driver gives no valid answer.
+    #[error("{what} of zero elements requested")]
+    EmptyAllocation {
+        /// What was being allocated.
+        what: &'static str,
+    },
     /// A module's PTX text is unavailable (an `external-ptx` build without its files).
     #[error("{0}")]
     Ptx(#[from] pinion_kernels::PtxError),

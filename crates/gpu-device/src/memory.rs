@@ -177,6 +177,13 @@ impl Gpu {
         len: usize,
         reservation: Reservation,
     ) -> Result<PinnedBuffer<T>, GpuError> {
+        // cudarc asserts on the pointer the driver returns, and a zero-byte cuMemHostAlloc
+        // is not specified to return one: refuse it here, typed.
+        if len == 0 {
+            return Err(GpuError::EmptyAllocation {
+                what: "pinned host buffer",
+            });
+        }
         let needed_bytes = size_bytes::<T>(len)?;
         if reservation.bytes() < needed_bytes {
             return Err(GpuError::ReservationTooSmall {
