@@ -8,6 +8,10 @@
 //! time; a unit test checks that every [`Entry`] is really defined (`.entry <name>`) in its
 //! module's PTX.
 //!
+//! Each module also comes as an sm_90 cubin (`ptx/<stem>.sm_90.cubin.zlib`, made by `ptxas`
+//! from the same PTX, [`Module::cubin_sm90`]) so that a Hopper GPU loads it without the
+//! driver's JIT; other GPUs use the PTX.
+//!
 //! With the `external-ptx` feature the PTX is not embedded but read at run time from
 //! `$PINION_PTX_DIR/<stem>.ptx.zlib` (the GPU bundle ships one copy beside its binaries); a
 //! missing or damaged file is a [`PtxError`], never a panic.
@@ -63,6 +67,38 @@ impl Module {
             .clone()
     }
 
+    /// The module compiled for sm_90 (an ELF cubin made by `ptxas` from the same PTX), so a
+    /// Hopper GPU can load it without the driver's JIT (which takes more than a minute for
+    /// the G2 MSM module); inflated on first use and kept.
+    pub fn cubin_sm90(self) -> Result<&'static [u8], PtxError> {
+        static BIN: [OnceLock<Result<&'static [u8], PtxError>>; Module::ALL.len()] =
+            [const { OnceLock::new() }; Module::ALL.len()];
+        let slot = Module::ALL.iter().position(|m| *m == self).unwrap_or(0);
+        BIN[slot]
+            .get_or_init(|| {
+                let compressed = self.compressed_cubin()?;
+                inflate_bytes(self, &compressed).map(|b| &*Box::leak(b.into_boxed_slice()))
+            })
+            .clone()
+    }
+
+    /// The zlib-compressed sm_90 cubin as stored in `ptx/`.
+    #[cfg(not(feature = "external-ptx"))]
+    fn compressed_cubin(self) -> Result<std::borrow::Cow<'static, [u8]>, PtxError> {
+        Ok(std::borrow::Cow::Borrowed(match self {
+            Module::FieldTest => include_bytes!("../ptx/field_test.sm_90.cubin.zlib"),
+            Module::Msm => include_bytes!("../ptx/msm.sm_90.cubin.zlib"),
+            Module::MsmG2 => include_bytes!("../ptx/msm_g2.sm_90.cubin.zlib"),
+            Module::Ntt => include_bytes!("../ptx/ntt.sm_90.cubin.zlib"),
+        }))
+    }
+
+    /// The zlib-compressed sm_90 cubin read from `$PINION_PTX_DIR`.
+    #[cfg(feature = "external-ptx")]
+    fn compressed_cubin(self) -> Result<std::borrow::Cow<'static, [u8]>, PtxError> {
+        read_external(self, &format!("{}.sm_90.cubin.zlib", self.name()))
+    }
+
     /// The zlib-compressed PTX as stored in `ptx/`.
     #[cfg(not(feature = "external-ptx"))]
     fn compressed(self) -> Result<std::borrow::Cow<'static, [u8]>, PtxError> {
@@ -77,28 +113,36 @@ impl Module {
     /// The zlib-compressed PTX read from `$PINION_PTX_DIR`.
     #[cfg(feature = "external-ptx")]
     fn compressed(self) -> Result<std::borrow::Cow<'static, [u8]>, PtxError> {
-        let dir = std::env::var_os(PTX_DIR_VAR).ok_or(PtxError::NoDirectory)?;
-        let path = std::path::Path::new(&dir).join(format!("{}.ptx.zlib", self.name()));
-        std::fs::read(&path)
-            .map(std::borrow::Cow::Owned)
-            .map_err(|e| PtxError::Unreadable {
-                module: self.name(),
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })
+        read_external(self, &format!("{}.ptx.zlib", self.name()))
     }
+}
+
+/// A file of `$PINION_PTX_DIR`.
+#[cfg(feature = "external-ptx")]
+fn read_external(module: Module, file: &str) -> Result<std::borrow::Cow<'static, [u8]>, PtxError> {
+    let dir = std::env::var_os(PTX_DIR_VAR).ok_or(PtxError::NoDirectory)?;
+    let path = std::path::Path::new(&dir).join(file);
+    std::fs::read(&path)
+        .map(std::borrow::Cow::Owned)
+        .map_err(|e| PtxError::Unreadable {
+            module: module.name(),
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })
 }
 
 /// Environment variable naming the PTX directory of `external-ptx` builds.
 pub const PTX_DIR_VAR: &str = "PINION_PTX_DIR";
 
+fn inflate_bytes(module: Module, compressed: &[u8]) -> Result<Vec<u8>, PtxError> {
+    miniz_oxide::inflate::decompress_to_vec_zlib(compressed).map_err(|e| PtxError::Corrupt {
+        module: module.name(),
+        reason: format!("zlib: {:?}", e.status),
+    })
+}
+
 fn inflate(module: Module, compressed: &[u8]) -> Result<String, PtxError> {
-    let bytes = miniz_oxide::inflate::decompress_to_vec_zlib(compressed).map_err(|e| {
-        PtxError::Corrupt {
-            module: module.name(),
-            reason: format!("zlib: {:?}", e.status),
-        }
-    })?;
+    let bytes = inflate_bytes(module, compressed)?;
     String::from_utf8(bytes).map_err(|e| PtxError::Corrupt {
         module: module.name(),
         reason: format!("not utf-8 at byte {}", e.utf8_error().valid_up_to()),
@@ -368,8 +412,29 @@ mod tests {
         if std::env::var_os(PTX_DIR_VAR).is_none() {
             assert_eq!(Module::Ntt.ptx(), Err(PtxError::NoDirectory));
         } else {
-            // Pointed at a directory: the text is there and is PTX.
+            // Pointed at a directory: the text is there and is PTX, the cubin is ELF.
             assert!(Module::Ntt.ptx().unwrap().contains(".target sm_90"));
+            assert_eq!(&Module::Ntt.cubin_sm90().unwrap()[..4], b"\x7fELF");
+        }
+    }
+
+    #[test]
+    #[cfg(not(feature = "external-ptx"))]
+    fn every_module_has_an_sm_90_cubin() {
+        for module in Module::ALL {
+            let bin = module.cubin_sm90().unwrap();
+            // ELF, 64-bit, and the entries are in its symbol table.
+            assert_eq!(&bin[..5], b"\x7fELF\x02", "{}", module.name());
+            for entry in Entry::ALL.iter().filter(|e| e.module() == *module) {
+                let name = entry.name().as_bytes();
+                assert!(
+                    bin.windows(name.len() + 1)
+                        .any(|w| &w[..name.len()] == name && w[name.len()] == 0),
+                    "{} not in {}'s cubin",
+                    entry.name(),
+                    module.name()
+                );
+            }
         }
     }
 

@@ -76,10 +76,11 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     for e in &bins {
         copy_into("bin", e)?;
     }
-    // One copy of the (compressed) PTX for all binaries; run.sh points PINION_PTX_DIR at it.
+    // One copy of the (compressed) PTX and cubins for all binaries; run.sh points
+    // PINION_PTX_DIR at it.
     for e in std::fs::read_dir(root.join("cuda-kernels/ptx"))? {
         let p = e?.path();
-        if p.to_string_lossy().ends_with(".ptx.zlib") {
+        if p.to_string_lossy().ends_with(".zlib") {
             std::fs::copy(&p, out.join("ptx").join(p.file_name().unwrap()))?;
         }
     }

@@ -241,21 +241,39 @@ impl Gpu {
             .map_err(GpuError::driver("cuEventCreate"))
     }
 
-    /// The loaded module, loading (JIT-compiling) its PTX on first use.
+    /// The loaded module, loading it on first use: the prebuilt sm_90 cubin on a Hopper GPU,
+    /// else (or if the driver refuses the cubin) its PTX, which the driver JIT-compiles.
     pub fn module(&self, module: Module) -> Result<Arc<CudaModule>, GpuError> {
         let mut modules = lock(&self.inner.modules);
         if let Some(m) = modules.get(&module) {
             return Ok(m.clone());
         }
-        let ptx = cudarc::nvrtc::Ptx::from_src(module.ptx()?);
-        let loaded = self
-            .inner
-            .ctx
-            .load_module(ptx)
-            .map_err(|code| GpuError::ModuleLoad {
-                module: module.name(),
-                code,
-            })?;
+        // sm_90: the prebuilt cubin, no JIT (more than a minute for the G2 MSM module); a
+        // cubin the driver refuses, or any other GPU, falls back to the PTX.
+        let cubin = if self.inner.info.compute_capability == (9, 0) {
+            module.cubin_sm90().ok().and_then(|bin| {
+                self.inner
+                    .ctx
+                    .load_module(cudarc::nvrtc::Ptx::from_binary(bin.to_vec()))
+                    .ok()
+            })
+        } else {
+            None
+        };
+        let loaded = match cubin {
+            Some(m) => m,
+            None => {
+                metrics::counter!("pinion_gpu_module_jit_total").increment(1);
+                let ptx = cudarc::nvrtc::Ptx::from_src(module.ptx()?);
+                self.inner
+                    .ctx
+                    .load_module(ptx)
+                    .map_err(|code| GpuError::ModuleLoad {
+                        module: module.name(),
+                        code,
+                    })?
+            }
+        };
         modules.insert(module, loaded.clone());
         Ok(loaded)
     }
