@@ -18,12 +18,11 @@
 //!
 //! Non-goals: loading or launching (that is `gpu-device`'s job); this crate is data only.
 //! Cost: about a tenth of the PTX's size in the binary's read-only data (the text compresses
-//! ~10x); a module's text is inflated once, on first use, and kept for the process's
-//! lifetime; the driver JIT-compiles a module once when `gpu-device` first loads it.
+//! ~10x), plus the compressed cubins; a module is inflated when asked for (`gpu-device` asks
+//! once per device) and not kept; without a usable cubin the driver JIT-compiles the PTX
+//! once when `gpu-device` first loads the module.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
-
-use std::sync::OnceLock;
 
 /// One PTX module (one top-level `.cu` file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -54,32 +53,17 @@ impl Module {
         }
     }
 
-    /// The module's PTX text, inflated on first use and kept.
-    pub fn ptx(self) -> Result<&'static str, PtxError> {
-        static TEXT: [OnceLock<Result<&'static str, PtxError>>; Module::ALL.len()] =
-            [const { OnceLock::new() }; Module::ALL.len()];
-        let slot = Module::ALL.iter().position(|m| *m == self).unwrap_or(0);
-        TEXT[slot]
-            .get_or_init(|| {
-                let compressed = self.compressed()?;
-                inflate(self, &compressed).map(|t| &*Box::leak(t.into_boxed_str()))
-            })
-            .clone()
+    /// The module's PTX text, inflated on each call (the driver copies what it loads, and
+    /// `gpu-device` loads a module once per device, so nothing is kept here).
+    pub fn ptx(self) -> Result<String, PtxError> {
+        inflate(self, &self.compressed()?)
     }
 
     /// The module compiled for sm_90 (an ELF cubin made by `ptxas` from the same PTX), so a
     /// Hopper GPU can load it without the driver's JIT (which takes more than a minute for
-    /// the G2 MSM module); inflated on first use and kept.
-    pub fn cubin_sm90(self) -> Result<&'static [u8], PtxError> {
-        static BIN: [OnceLock<Result<&'static [u8], PtxError>>; Module::ALL.len()] =
-            [const { OnceLock::new() }; Module::ALL.len()];
-        let slot = Module::ALL.iter().position(|m| *m == self).unwrap_or(0);
-        BIN[slot]
-            .get_or_init(|| {
-                let compressed = self.compressed_cubin()?;
-                inflate_bytes(self, &compressed).map(|b| &*Box::leak(b.into_boxed_slice()))
-            })
-            .clone()
+    /// the G2 MSM module); inflated on each call, as [`Module::ptx`].
+    pub fn cubin_sm90(self) -> Result<Vec<u8>, PtxError> {
+        inflate_bytes(self, &self.compressed_cubin()?)
     }
 
     /// The zlib-compressed sm_90 cubin as stored in `ptx/`.
@@ -353,8 +337,10 @@ mod tests {
     #[test]
     #[cfg(not(feature = "external-ptx"))]
     fn every_entry_is_defined_in_its_module() {
+        let texts: Vec<(Module, String)> =
+            Module::ALL.iter().map(|m| (*m, m.ptx().unwrap())).collect();
         for entry in Entry::ALL {
-            let ptx = entry.module().ptx().unwrap();
+            let ptx = &texts.iter().find(|(m, _)| *m == entry.module()).unwrap().1;
             assert!(
                 defines_entry(ptx, entry.name()),
                 "entry {} not found in {}.ptx: run `cargo xtask kernels`",
@@ -369,9 +355,9 @@ mod tests {
     fn entry_lookup_is_exact() {
         // `fp_mul` must not match `fp_mul_chain`, nor an absent name match anything.
         let ptx = Module::FieldTest.ptx().unwrap();
-        assert!(defines_entry(ptx, "fp_mul"));
-        assert!(!defines_entry(ptx, "fp_mu"));
-        assert!(!defines_entry(ptx, "fp_mul_cha"));
+        assert!(defines_entry(&ptx, "fp_mul"));
+        assert!(!defines_entry(&ptx, "fp_mu"));
+        assert!(!defines_entry(&ptx, "fp_mul_cha"));
     }
 
     #[test]
@@ -411,6 +397,7 @@ mod tests {
     fn external_ptx_needs_its_directory() {
         if std::env::var_os(PTX_DIR_VAR).is_none() {
             assert_eq!(Module::Ntt.ptx(), Err(PtxError::NoDirectory));
+            assert_eq!(Module::Ntt.cubin_sm90(), Err(PtxError::NoDirectory));
         } else {
             // Pointed at a directory: the text is there and is PTX, the cubin is ELF.
             assert!(Module::Ntt.ptx().unwrap().contains(".target sm_90"));

@@ -160,8 +160,9 @@ fn stored_ptx(ptx_dir: &Path, stem: &str) -> PathBuf {
     ptx_dir.join(format!("{stem}.ptx.zlib"))
 }
 
-/// The PTX text of a stored module, or `None` when missing or not valid zlib.
-fn read_stored_ptx(path: &Path) -> Option<Vec<u8>> {
+/// The inflated bytes of a stored module file (PTX text or cubin), or `None` when missing
+/// or not valid zlib.
+fn read_stored(path: &Path) -> Option<Vec<u8>> {
     let z = std::fs::read(path).ok()?;
     miniz_oxide::inflate::decompress_to_vec_zlib(&z).ok()
 }
@@ -198,7 +199,7 @@ fn check_fresh(dir: &Path) -> Result<()> {
     for cu in modules(dir)? {
         let stem = cu.file_stem().unwrap().to_string_lossy().into_owned();
         let ptx = stored_ptx(&dir.join("ptx"), &stem);
-        let bytes = read_stored_ptx(&ptx)
+        let bytes = read_stored(&ptx)
             .ok_or_else(|| stale(format!("missing or damaged {}", ptx.display())))?;
         let recorded = outputs.get(&stem).and_then(|v| v.as_str()).unwrap_or("");
         if sha256_hex(&bytes) != recorded {
@@ -208,7 +209,7 @@ fn check_fresh(dir: &Path) -> Result<()> {
             )));
         }
         let cubin = stored_cubin(&dir.join("ptx"), &stem);
-        let cubin_bytes = read_stored_ptx(&cubin)
+        let cubin_bytes = read_stored(&cubin)
             .ok_or_else(|| stale(format!("missing or damaged {}", cubin.display())))?;
         let rec = &m["cubins"][&stem];
         if rec["from_ptx"].as_str() != Some(recorded)
@@ -287,7 +288,7 @@ fn build(root: &Path, dir: &Path, force: bool) -> Result<()> {
         };
         let fresh = !force
             && same_inputs
-            && read_stored_ptx(&out).is_some_and(|b| sha256_hex(&b) == recorded_out);
+            && read_stored(&out).is_some_and(|b| sha256_hex(&b) == recorded_out);
         inputs.insert(stem.clone(), want.into());
         if fresh {
             outputs.insert(stem.clone(), recorded_out.into());
@@ -398,7 +399,7 @@ fn build_cubins(
         let fresh = !force
             && same_flags
             && rec["from_ptx"].as_str() == Some(ptx_hash)
-            && read_stored_ptx(&stored_cubin(ptx_dir, stem))
+            && read_stored(&stored_cubin(ptx_dir, stem))
                 .is_some_and(|b| rec["sha256"].as_str() == Some(sha256_hex(&b).as_str()));
         if fresh {
             cubins.insert(stem.clone(), rec.clone());
@@ -414,7 +415,7 @@ fn build_cubins(
                 let ptxas = &ptxas;
                 s.spawn(move || -> Result<(String, serde_json::Value)> {
                     let t = std::time::Instant::now();
-                    let text = read_stored_ptx(&stored_ptx(ptx_dir, stem))
+                    let text = read_stored(&stored_ptx(ptx_dir, stem))
                         .with_context(|| format!("reading ptx/{stem}.ptx.zlib"))?;
                     let ptx = tmp.join(format!("{stem}.for-cubin.ptx"));
                     let cubin = tmp.join(format!("{stem}.sm_90.cubin"));

@@ -254,7 +254,7 @@ impl Gpu {
             module.cubin_sm90().ok().and_then(|bin| {
                 self.inner
                     .ctx
-                    .load_module(cudarc::nvrtc::Ptx::from_binary(bin.to_vec()))
+                    .load_module(cudarc::nvrtc::Ptx::from_binary(bin))
                     .ok()
             })
         } else {
