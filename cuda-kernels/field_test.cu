@@ -15,7 +15,6 @@
 #include "field.cuh"
 #include "field64.cuh"
 #include "fp2.cuh"
-#include "fr.cuh"
 
 using namespace pinion;
 
@@ -101,5 +100,3 @@ MUL_CHAIN_KERNEL(fp_ab, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fe_mul_ab<
 MUL_CHAIN_KERNEL(fr_ab, Fr, 4, fe_load<FrParams>, fe_store<FrParams>, fe_mul_ab<FrParams>)
 // The 64-bit-limb variant (include/field64.cuh), same chains and result as fp_mul_chain.
 MUL_CHAIN_KERNEL(fp64, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fp_mul_u64)
-// Fr with the r-specific reduction (include/fr.cuh, used by the NTT), same chains.
-MUL_CHAIN_KERNEL(fr_special, Fr, 4, fe_load<FrParams>, fe_store<FrParams>, fr_mul)

@@ -17,7 +17,6 @@ inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return
 #include "field.cuh"
 #include "field64.cuh"
 #include "fp2.cuh"
-#include "fr.cuh"
 
 using namespace pinion;
 
@@ -62,10 +61,6 @@ static void run(const char* name, int n) {
     printf("%s mul", name); print(a); print(b); print(fe_mul_ab(a, b)); printf("\n");
     printf("%s mul", name); print(a); print(a); print(fe_sqr(a)); printf("\n");
     printf("%s mul", name); print(b); print(b); print(fe_sqr(b)); printf("\n");
-    if constexpr (P::N == 8) {
-      printf("%s mul", name); print(a); print(b); print(fr_mul(a, b)); printf("\n");
-      printf("%s mul", name); print(b); print(b); print(fr_mul(b, b)); printf("\n");
-    }
     if constexpr (P::N == 12) {
       printf("%s mul", name); print(a); print(b); print(fp_mul_u64(a, b)); printf("\n");
     }

@@ -218,8 +218,6 @@ pub enum ChainKernel {
     FrAb,
     /// Fp with 64-bit limbs, 4 chains.
     Fp64,
-    /// Fr, `fr_mul` (reduction specialised to r's low words, as in the NTT), 4 chains.
-    FrSpecial,
     /// Fp squarings (`fe_sqr`) in the rounds, 4 chains.
     FpSqr,
     /// Fr squarings in the rounds, 4 chains.
@@ -228,10 +226,9 @@ pub enum ChainKernel {
 
 impl ChainKernel {
     /// Every chain kernel.
-    pub const ALL: [ChainKernel; 9] = [
+    pub const ALL: [ChainKernel; 8] = [
         ChainKernel::Fp,
         ChainKernel::Fr,
-        ChainKernel::FrSpecial,
         ChainKernel::Fp2,
         ChainKernel::FpSqr,
         ChainKernel::FrSqr,
@@ -249,7 +246,6 @@ impl ChainKernel {
             ChainKernel::FpAb => Entry::FpAbMulChain,
             ChainKernel::FrAb => Entry::FrAbMulChain,
             ChainKernel::Fp64 => Entry::Fp64MulChain,
-            ChainKernel::FrSpecial => Entry::FrSpecialMulChain,
             ChainKernel::FpSqr => Entry::FpSqrChain,
             ChainKernel::FrSqr => Entry::FrSqrChain,
         }
@@ -261,9 +257,7 @@ impl ChainKernel {
             ChainKernel::Fp | ChainKernel::FpAb | ChainKernel::Fp64 | ChainKernel::FpSqr => {
                 FieldKind::Fp
             }
-            ChainKernel::Fr | ChainKernel::FrAb | ChainKernel::FrSqr | ChainKernel::FrSpecial => {
-                FieldKind::Fr
-            }
+            ChainKernel::Fr | ChainKernel::FrAb | ChainKernel::FrSqr => FieldKind::Fr,
             ChainKernel::Fp2 => FieldKind::Fp2,
         }
     }
@@ -285,7 +279,6 @@ impl ChainKernel {
             ChainKernel::FpAb => "fp (fe_mul_ab)",
             ChainKernel::FrAb => "fr (fe_mul_ab)",
             ChainKernel::Fp64 => "fp (64-bit limbs)",
-            ChainKernel::FrSpecial => "fr (fr_mul, r-specific reduction)",
             ChainKernel::FpSqr => "fp sqr",
             ChainKernel::FrSqr => "fr sqr",
         }
