@@ -61,6 +61,29 @@ macro_rules! base_field {
 base_field!(FpRepr);
 base_field!(Fp2Repr);
 
+/// Replaces every element of `v` (all nonzero) by its inverse with one field inversion and
+/// 3 multiplications per element (Montgomery's trick); `prefix` is reusable scratch.
+pub(crate) fn batch_invert<F: BaseField>(v: &mut [F], prefix: &mut Vec<F>) {
+    if v.is_empty() {
+        return;
+    }
+    prefix.clear();
+    let mut acc = F::ONE;
+    for x in v.iter() {
+        prefix.push(acc);
+        acc = acc.mul(x);
+    }
+    // Nonzero factors give a nonzero product in a field.
+    let mut inv = acc
+        .inverse()
+        .expect("batch_invert is given nonzero elements only");
+    for (x, before) in v.iter_mut().zip(prefix.iter()).rev() {
+        let xi = inv.mul(before);
+        inv = inv.mul(x);
+        *x = xi;
+    }
+}
+
 /// A curve whose affine points convert to and from `bls-repr` coordinates.
 pub(crate) trait ReprCurve: Curve<Scalar = Scalar> {
     /// Coordinate field.
@@ -206,19 +229,10 @@ impl<G: ReprCurve> AffineBuckets<G> {
                 G::F::ONE
             });
         }
-        // Montgomery's trick: one inversion for the whole batch.
-        self.prefix.clear();
-        let mut acc = G::F::ONE;
-        for d in &self.denom {
-            self.prefix.push(acc);
-            acc = acc.mul(d);
-        }
-        let mut inv = acc
-            .inverse()
-            .expect("batch denominators are nonzero by construction");
+        // Denominators are nonzero by construction: one inversion for the whole batch.
+        batch_invert(&mut self.denom, &mut self.prefix);
         for i in (0..self.batch.len()).rev() {
-            let inv_i = inv.mul(&self.prefix[i]);
-            inv = inv.mul(&self.denom[i]);
+            let inv_i = self.denom[i];
             let p = self.batch[i];
             let s = p.slot as usize;
             let (x1, y1) = (self.x[s], self.y[s]);

@@ -8,7 +8,7 @@
 
 use bytemuck::Pod;
 
-use crate::affine::{BaseField, ReprCurve};
+use crate::affine::{batch_invert, BaseField, ReprCurve};
 
 /// Why a point read back from the device was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,7 +78,7 @@ where
             dens.push(p[3]);
         }
     }
-    batch_invert(&mut dens);
+    batch_invert(&mut dens, &mut Vec::new());
     let mut inv = dens.chunks_exact(2);
     Ok(points
         .iter()
@@ -91,27 +91,6 @@ where
             }
         })
         .collect())
-}
-
-/// Replaces every element (all non-zero) by its inverse: one inversion, 3 multiplications
-/// per element.
-fn batch_invert<F: BaseField>(v: &mut [F]) {
-    if v.is_empty() {
-        return;
-    }
-    let mut prefix = Vec::with_capacity(v.len());
-    let mut acc = F::ONE;
-    for x in v.iter() {
-        prefix.push(acc);
-        acc = acc.mul(x);
-    }
-    // Non-zero factors (checked by the caller) give a non-zero product in a field.
-    let mut inv = acc.inverse().expect("product of non-zero field elements");
-    for (x, before) in v.iter_mut().zip(prefix).rev() {
-        let xi = inv.mul(&before);
-        inv = inv.mul(x);
-        *x = xi;
-    }
 }
 
 #[cfg(test)]
