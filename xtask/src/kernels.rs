@@ -298,45 +298,28 @@ fn build(root: &Path, dir: &Path, force: bool) -> Result<()> {
         }
     }
     // Independent nvcc processes: one per changed module, all at once.
-    let results: Vec<Result<(String, String)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = todo
-            .iter()
-            .map(|(stem, cu)| {
-                let (nvcc, tmp, ptx_dir, version) = (&nvcc, &tmp, &ptx_dir, &version);
-                s.spawn(move || -> Result<(String, String)> {
-                    let raw = tmp.join(format!("{stem}.ptx"));
-                    let t = std::time::Instant::now();
-                    let mut cmd = Command::new(nvcc);
-                    cmd.args(NVCC_FLAGS)
-                        .arg("-I")
-                        .arg(dir.join("include"))
-                        .arg("-o")
-                        .arg(&raw)
-                        .arg(cu);
-                    crate::run_cmd(&mut cmd)
-                        .with_context(|| format!("compiling {}", cu.display()))?;
-                    let body = std::fs::read_to_string(&raw)?;
-                    let text = format!("{PREAMBLE}{stem}.cu (nvcc {version}); do not edit\n{body}");
-                    let z = miniz_oxide::deflate::compress_to_vec_zlib(text.as_bytes(), 10);
-                    std::fs::write(stored_ptx(ptx_dir, stem), z)?;
-                    println!(
-                        "kernels: {stem}.cu -> ptx/{stem}.ptx.zlib ({:.1} s)",
-                        t.elapsed().as_secs_f64()
-                    );
-                    Ok((stem.clone(), sha256_hex(text.as_bytes())))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("nvcc thread panicked")))
-            })
-            .collect()
-    });
-    for r in results {
-        let (stem, hash) = r?;
+    let results = in_parallel(&todo, |(stem, cu)| -> Result<(String, String)> {
+        let raw = tmp.join(format!("{stem}.ptx"));
+        let t = std::time::Instant::now();
+        let mut cmd = Command::new(&nvcc);
+        cmd.args(NVCC_FLAGS)
+            .arg("-I")
+            .arg(dir.join("include"))
+            .arg("-o")
+            .arg(&raw)
+            .arg(cu);
+        crate::run_cmd(&mut cmd).with_context(|| format!("compiling {}", cu.display()))?;
+        let body = std::fs::read_to_string(&raw)?;
+        let text = format!("{PREAMBLE}{stem}.cu (nvcc {version}); do not edit\n{body}");
+        let z = miniz_oxide::deflate::compress_to_vec_zlib(text.as_bytes(), 10);
+        std::fs::write(stored_ptx(&ptx_dir, stem), z)?;
+        println!(
+            "kernels: {stem}.cu -> ptx/{stem}.ptx.zlib ({:.1} s)",
+            t.elapsed().as_secs_f64()
+        );
+        Ok((stem.clone(), sha256_hex(text.as_bytes())))
+    })?;
+    for (stem, hash) in results {
         outputs.insert(stem, hash.into());
     }
     let cubins = build_cubins(&nvcc, &ptx_dir, &tmp, &outputs, &previous, force)?;
@@ -408,48 +391,53 @@ fn build_cubins(
             todo.push((stem.clone(), ptx_hash.to_string()));
         }
     }
-    let results: Vec<Result<(String, serde_json::Value)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = todo
-            .iter()
-            .map(|(stem, ptx_hash)| {
-                let ptxas = &ptxas;
-                s.spawn(move || -> Result<(String, serde_json::Value)> {
-                    let t = std::time::Instant::now();
-                    let text = read_stored(&stored_ptx(ptx_dir, stem))
-                        .with_context(|| format!("reading ptx/{stem}.ptx.zlib"))?;
-                    let ptx = tmp.join(format!("{stem}.for-cubin.ptx"));
-                    let cubin = tmp.join(format!("{stem}.sm_90.cubin"));
-                    std::fs::write(&ptx, &text)?;
-                    let mut cmd = Command::new(ptxas);
-                    cmd.args(PTXAS_FLAGS).arg(&ptx).arg("-o").arg(&cubin);
-                    crate::run_cmd(&mut cmd).with_context(|| format!("ptxas on {stem}"))?;
-                    let bytes = std::fs::read(&cubin)?;
-                    let z = miniz_oxide::deflate::compress_to_vec_zlib(&bytes, 10);
-                    std::fs::write(stored_cubin(ptx_dir, stem), z)?;
-                    println!(
-                        "kernels: {stem} -> ptx/{stem}.sm_90.cubin.zlib ({:.1} s)",
-                        t.elapsed().as_secs_f64()
-                    );
-                    Ok((
-                        stem.clone(),
-                        serde_json::json!({"from_ptx": ptx_hash, "sha256": sha256_hex(&bytes)}),
-                    ))
-                })
-            })
-            .collect();
+    let results = in_parallel(
+        &todo,
+        |(stem, ptx_hash)| -> Result<(String, serde_json::Value)> {
+            let t = std::time::Instant::now();
+            let text = read_stored(&stored_ptx(ptx_dir, stem))
+                .with_context(|| format!("reading ptx/{stem}.ptx.zlib"))?;
+            let ptx = tmp.join(format!("{stem}.for-cubin.ptx"));
+            let cubin = tmp.join(format!("{stem}.sm_90.cubin"));
+            std::fs::write(&ptx, &text)?;
+            let mut cmd = Command::new(&ptxas);
+            cmd.args(PTXAS_FLAGS).arg(&ptx).arg("-o").arg(&cubin);
+            crate::run_cmd(&mut cmd).with_context(|| format!("ptxas on {stem}"))?;
+            let bytes = std::fs::read(&cubin)?;
+            let z = miniz_oxide::deflate::compress_to_vec_zlib(&bytes, 10);
+            std::fs::write(stored_cubin(ptx_dir, stem), z)?;
+            println!(
+                "kernels: {stem} -> ptx/{stem}.sm_90.cubin.zlib ({:.1} s)",
+                t.elapsed().as_secs_f64()
+            );
+            Ok((
+                stem.clone(),
+                serde_json::json!({"from_ptx": ptx_hash, "sha256": sha256_hex(&bytes)}),
+            ))
+        },
+    )?;
+    for (stem, rec) in results {
+        cubins.insert(stem, rec);
+    }
+    Ok(cubins)
+}
+
+/// `f` over every item, each on its own thread (the items are compiler runs), results in
+/// order; the first error wins.
+fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items.iter().map(|item| s.spawn(|| f(item))).collect();
         handles
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("ptxas thread panicked")))
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("compiler thread panicked")))
             })
             .collect()
-    });
-    for r in results {
-        let (stem, rec) = r?;
-        cubins.insert(stem, rec);
-    }
-    Ok(cubins)
+    })
 }
 
 /// `NVCC`, then `$CUDA_HOME/bin/nvcc`, else the pinned PyPI wheels in `target/nvcc-venv`.
