@@ -1,6 +1,7 @@
-//! The CUDA backend: H on the GPU (`gpu_ntt::GpuNtt`), the four G1 MSMs on the GPU
-//! (`gpu_msm::GpuMsm`) over bases kept resident per proving key, and the G2 MSM on the
-//! host (`gpu_msm::CpuMsm`, there are no G2 kernels) on its own thread while the GPU works.
+//! The CUDA backend: H on the GPU (`gpu_ntt::GpuNtt`), the four G1 MSMs and the B MSM on
+//! G2 on the GPU (`gpu_msm::GpuMsm`) over bases kept resident per proving key. The G2 MSM
+//! is driven from its own thread while the G1 MSMs run (the device serialises them on its
+//! stream); a G2 prefix the VRAM budget refuses is summed on the host (`gpu_msm::CpuMsm`).
 //!
 //! # Resident bases
 //! The first proof over a [`ProvingKey`] uploads the prefixes of `h_query`, `l_query`,
@@ -33,8 +34,10 @@
 //! waiting for its copy's event, while this thread stages the next query's scalars, so
 //! host conversion and copies overlap device compute. The pool keeps its buffers between proofs (an idle
 //! buffer stays charged until the budget's eviction frees it) and waits for a buffer's
-//! copies before reusing it. Host bytes outside the pool: the CPU G2 MSM's scratch, and
-//! for a query whose bases are not resident its scalars (h copied back when it is H).
+//! copies before reusing it. Host bytes outside the pool: b_g2's canonical scalars while
+//! they upload (charged, `Category::Transient`), the CPU G2 MSM's scratch when b_g2's bases
+//! are not resident, and for a query whose bases are not resident its scalars (h copied
+//! back when it is H).
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -43,7 +46,8 @@ use bls_repr::FrRepr;
 use cudarc::driver::{CudaEvent, CudaStream};
 use gpu_device::{DeviceBuffer, Gpu, GpuError, PinnedStagingPool, PoolError};
 use gpu_msm::{
-    CpuMsm, DensityMask, DeviceBasesG1, DeviceScalars, GpuMsm, GpuMsmError, MsmBackend, MsmError,
+    CpuMsm, DensityMask, DeviceBasesG1, DeviceBasesG2, DeviceScalars, GpuMsm, GpuMsmError,
+    MsmBackend, MsmError,
 };
 use gpu_ntt::{AbcEvaluations, AbcSource, GpuNtt, GpuNttError, NttError};
 use memory_budget::{Budget, Category};
@@ -57,6 +61,8 @@ use crate::{ProverError, ProvingKey};
 
 /// Bytes of one base in bls-repr's layout (the upload's host copy).
 const G1_REPR_BYTES: u64 = 96;
+/// Bytes of one G2 base in bls-repr layout (host copy and device).
+const G2_REPR_BYTES: u64 = 192;
 
 /// Host bytes per term of a query computed on the CPU although the H step left h on the
 /// device: h copied back in the device layout, then as scalars.
@@ -112,10 +118,38 @@ impl Placement {
     }
 }
 
+/// Where the used prefix of `b_g2_query` lives.
+#[derive(Clone)]
+enum PlacementG2 {
+    Device(Arc<DeviceBasesG2>),
+    Cpu { n: usize },
+}
+
 #[derive(Default)]
 struct Resident {
     key_id: Option<u64>,
     queries: [Option<Placement>; 4],
+    b_g2: Option<PlacementG2>,
+}
+
+impl Resident {
+    /// Bytes of bases on the device (G1 queries and b_g2).
+    fn device_bytes(&self) -> u64 {
+        let g1: u64 = self
+            .queries
+            .iter()
+            .flatten()
+            .map(|p| match p {
+                Placement::Device(b) => G1_REPR_BYTES * b.len() as u64,
+                Placement::Cpu { .. } => 0,
+            })
+            .sum();
+        let g2 = match &self.b_g2 {
+            Some(PlacementG2::Device(b)) => G2_REPR_BYTES * b.len() as u64,
+            _ => 0,
+        };
+        g1 + g2
+    }
 }
 
 /// The CUDA prover backend on one device. `Send + Sync`; proofs through one backend may
@@ -374,6 +408,10 @@ impl GpuBackend {
                     Placement::Cpu { n } => (q.name(), 0, *n),
                 })
             })
+            .chain(r.b_g2.as_ref().map(|p| match p {
+                PlacementG2::Device(b) => ("b_g2_query", b.len(), 0),
+                PlacementG2::Cpu { n } => ("b_g2_query", 0, *n),
+            }))
             .collect()
     }
 
@@ -406,15 +444,7 @@ impl GpuBackend {
         r.queries[q as usize] = None;
         let bases = slice(q.name(), q.bases(key), 0, n)?;
         let host_bytes = G1_REPR_BYTES * n as u64;
-        let resident_bytes: u64 = r
-            .queries
-            .iter()
-            .flatten()
-            .map(|p| match p {
-                Placement::Device(b) => G1_REPR_BYTES * b.len() as u64,
-                Placement::Cpu { .. } => 0,
-            })
-            .sum();
+        let resident_bytes = r.device_bytes();
         if resident_bytes.saturating_add(host_bytes) > self.resident_limit_bytes {
             let p = Placement::Cpu { n };
             r.queries[q as usize] = Some(p.clone());
@@ -533,8 +563,87 @@ impl GpuBackend {
         Ok(sum)
     }
 
+    /// Where the first `n` bases of `b_g2_query` live, uploading them on first use (as
+    /// [`GpuBackend::placement`] for the G1 queries).
+    fn placement_g2(&self, key: &ProvingKey, n: usize) -> Result<PlacementG2, ProverError> {
+        let mut r = lock(&self.resident);
+        if r.key_id != Some(key.id()) {
+            *r = Resident {
+                key_id: Some(key.id()),
+                ..Resident::default()
+            };
+        }
+        match &r.b_g2 {
+            Some(PlacementG2::Device(b)) if b.len() == n => {
+                return Ok(PlacementG2::Device(b.clone()))
+            }
+            Some(PlacementG2::Cpu { n: m }) if *m == n => return Ok(PlacementG2::Cpu { n }),
+            _ => {}
+        }
+        r.b_g2 = None;
+        let bases = slice("b_g2_query", key.b_g2_query(), 0, n)?;
+        let host_bytes = G2_REPR_BYTES * n as u64;
+        if r.device_bytes().saturating_add(host_bytes) > self.resident_limit_bytes {
+            r.b_g2 = Some(PlacementG2::Cpu { n });
+            return Ok(PlacementG2::Cpu { n });
+        }
+        let _host_copy = self
+            .budget
+            .try_reserve(
+                host_bytes,
+                Category::Transient,
+                "groth16-prover base upload",
+            )
+            .map_err(|source| ProverError::Budget {
+                what: "host copy of bases for upload",
+                requested_bytes: host_bytes,
+                source,
+            })?;
+        let p = match self.msm.upload_bases_g2(bases) {
+            Ok(b) => PlacementG2::Device(Arc::new(b)),
+            Err(e) if out_of_vram(&e) => {
+                metrics::counter!("pinion_groth16_prover_gpu_query_on_cpu_total").increment(1);
+                PlacementG2::Cpu { n }
+            }
+            Err(e) => return Err(gpu_msm_err("b_g2_query")(e)),
+        };
+        r.b_g2 = Some(p.clone());
+        Ok(p)
+    }
+
+    /// B on G2: one resident MSM over `b_g2_query[..|b_in| + |b_aux|]` with the scalars
+    /// `inputs[b_in] ++ aux[b_aux]` (groth16's two sums added), or the two sums on the host
+    /// when the bases are not on the device.
     fn msm_b_g2(&self, key: &ProvingKey, x: &MsmInputs<'_>) -> Result<G2Projective, ProverError> {
         let (k_in, k_aux) = (x.b_input.count_ones(), x.b_aux.count_ones());
+        if k_in + k_aux == 0 {
+            return Ok(G2Projective::identity());
+        }
+        if let PlacementG2::Device(bases) = self.placement_g2(key, k_in + k_aux)? {
+            let n = k_in + k_aux;
+            let bytes = (SCALAR_LIMBS * 8 * n) as u64;
+            let _words = self
+                .budget
+                .try_reserve(bytes, Category::Transient, "groth16-prover b_g2 scalars")
+                .map_err(|source| ProverError::Budget {
+                    what: "b_g2 scalars",
+                    requested_bytes: bytes,
+                    source,
+                })?;
+            let mut limbs = vec![0u64; SCALAR_LIMBS * n];
+            let parts: [Part<'_>; 2] = [(x.inputs, Some(x.b_input)), (x.aux, Some(x.b_aux))];
+            let written = write_parts(&mut limbs, &parts);
+            debug_assert_eq!(written, n);
+            let scalars = self
+                .msm
+                .upload_scalar_words(bytemuck::cast_slice(&limbs))
+                .map_err(gpu_msm_err("b_g2_query"))?;
+            drop(limbs);
+            return self
+                .msm
+                .msm_g2_resident(&bases, &scalars)
+                .map_err(gpu_msm_err("b_g2_query"));
+        }
         let b2_in = slice("b_g2_query", key.b_g2_query(), 0, k_in)?;
         let b2_aux = slice("b_g2_query", key.b_g2_query(), k_in, k_in + k_aux)?;
         let i = self
