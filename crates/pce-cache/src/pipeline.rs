@@ -93,6 +93,23 @@ impl Pce {
         C: Circuit<Scalar>,
         T: Send + Sync + Copy,
     {
+        self.synthesize_and_evaluate_timed(circuit, out, zero, convert)
+            .map(|(w, _)| w)
+    }
+
+    /// [`Pce::synthesize_and_evaluate_with`], also returning how long synthesis ran (with
+    /// the evaluation overlapped) and how long the evaluation went on after it.
+    pub fn synthesize_and_evaluate_timed<C, T>(
+        &self,
+        circuit: C,
+        out: AbcMut<'_, T>,
+        zero: T,
+        convert: impl Fn(Scalar) -> T + Sync,
+    ) -> Result<(Witness, OverlapTimes), PceError>
+    where
+        C: Circuit<Scalar>,
+        T: Send + Sync + Copy,
+    {
         self.check_out("a buffer length", out.a.len())?;
         self.check_out("b buffer length", out.b.len())?;
         self.check_out("c buffer length", out.c.len())?;
@@ -121,6 +138,7 @@ impl Pce {
         let mut aux = vec![Scalar::ZERO; n_aux];
         let done = AtomicBool::new(false);
         let one = [Scalar::ONE];
+        let mut synthesized = None;
         let (synthesis, inputs, leftovers) = std::thread::scope(|s| {
             let (tx, rx) = mpsc::channel::<&[Scalar]>();
             let done = &done;
@@ -181,6 +199,7 @@ impl Pce {
             let synthesis = circuit.synthesize(&mut cs);
             let (inputs, n_aux_allocated) = cs.finish();
             done.store(true, Ordering::Relaxed);
+            synthesized = Some(std::time::Instant::now());
             let leftovers = evaluator.join();
             (synthesis.map(|()| n_aux_allocated), inputs, leftovers)
         });
@@ -221,10 +240,27 @@ impl Pce {
             pad.par_iter_mut().for_each(|x| *x = zero);
         }
         metrics::counter!("pinion_pce_evaluations_total").increment(1);
+        let end = std::time::Instant::now();
         metrics::histogram!("pinion_pce_synthesize_and_evaluate_seconds")
-            .record(start.elapsed().as_secs_f64());
-        Ok(Witness { inputs, aux })
+            .record((end - start).as_secs_f64());
+        let synthesized = synthesized.unwrap_or(end);
+        let times = OverlapTimes {
+            synthesis: synthesized - start,
+            evaluation_after: end - synthesized,
+        };
+        Ok((Witness { inputs, aux }, times))
     }
+}
+
+/// Where the time of [`Pce::synthesize_and_evaluate_timed`] went.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct OverlapTimes {
+    /// From the call to the end of the circuit's synthesis (the evaluator thread ran
+    /// alongside).
+    pub synthesis: std::time::Duration,
+    /// From then to the return: the evaluator catching up, the deferred and remaining row
+    /// blocks on all cores, the padding.
+    pub evaluation_after: std::time::Duration,
 }
 
 /// Witness reader over ONE and the aux pieces received so far.
