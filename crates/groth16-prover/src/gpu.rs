@@ -1,20 +1,31 @@
 //! The CUDA backend: H on the GPU (`gpu_ntt::GpuNtt`), the four G1 MSMs and the B MSM on
-//! G2 on the GPU (`gpu_msm::GpuMsm`) over bases kept resident per proving key. The G2 MSM
-//! is driven from its own thread while the G1 MSMs run (the device serialises them on its
-//! stream); a G2 prefix the VRAM budget refuses is summed on the host (`gpu_msm::CpuMsm`).
+//! G2 on the GPU (`gpu_msm::GpuMsm`) over bases kept resident per proving key, or
+//! streamed from pinned host memory when the device cannot hold them. The G2 MSM is
+//! driven from its own thread while the G1 MSMs run (the device serialises them on its
+//! stream).
 //!
-//! # Resident bases
-//! The first proof over a [`ProvingKey`] uploads the prefixes of `h_query`, `l_query`,
-//! `a_query` and `b_g1_query` that the circuit uses (one device buffer each, charged to the
-//! device's VRAM budget by `gpu-device`); later proofs over the same key reuse them. One key
-//! is resident at a time: a proof over another key (told apart by [`ProvingKey::id`]) drops
-//! the old buffers first. A query whose upload the VRAM budget or the driver refuses (too
-//! big for the card) is computed **on the CPU** for as long as that key is resident; the
-//! next key tries again. The host copy made for an upload (96 bytes per base, bls-repr
-//! layout) is charged to the host budget (`Category::Transient`) while it lives.
+//! # Where the bases live
+//! The first proof over a [`ProvingKey`] places the prefixes of `h_query`, `l_query`,
+//! `a_query`, `b_g1_query` and `b_g2_query` that the circuit uses; later proofs over the
+//! same key reuse them. One key is resident at a time: a proof over another key (told
+//! apart by [`ProvingKey::id`]) drops the old placements first. Each query goes, in order
+//! of preference:
+//! 1. **on the device** (one buffer per query, charged to the device's VRAM budget by
+//!    `gpu-device`); the host copy made for the upload (bls-repr layout) is charged to the
+//!    host budget (`Category::Transient`) while it lives;
+//! 2. when the resident limit ([`GpuBackend::with_resident_limit`]), the VRAM budget or
+//!    the driver refuses that: **streamed**: a copy in pinned host memory (charged as
+//!    `Category::Srs` while the key is resident), which every MSM copies to the device in
+//!    chunks of 2^22 G1 / 2^21 G2 bases on a second stream while the previous chunk is
+//!    summed (`GpuMsm::msm_streamed`: two chunks of VRAM whatever the query's size);
+//! 3. when the stream limit ([`GpuBackend::with_stream_limit`]), the host budget or the
+//!    driver refuses the pinned copy too: **on the CPU** (`gpu_msm::CpuMsm`).
 //!
-//! # One resident MSM per query
-//! A resident MSM needs as many scalars as bases, so the A and B sums are formed as one MSM
+//! Non-goal for now: the key's points are `bls12_381` values, so placing a query converts
+//! them again; an `srs-store` entry already in the device or pinned tier is not reused.
+//!
+//! # One MSM per query
+//! A device MSM (resident or streamed) needs as many scalars as bases, so the A and B sums are formed as one MSM
 //! each: A over `a_query[..n_in + |a_aux|]` with the scalars `inputs ++ aux[a_aux]`, B over
 //! `b_g1_query[..|b_in| + |b_aux|]` with `inputs[b_in] ++ aux[b_aux]`. That is exactly
 //! groth16's two sums added (exact group arithmetic), so proofs do not change.
@@ -36,8 +47,8 @@
 //! buffer stays charged until the budget's eviction frees it) and waits for a buffer's
 //! copies before reusing it. Host bytes outside the pool: b_g2's canonical scalars while
 //! they upload (charged, `Category::Transient`), the CPU G2 MSM's scratch when b_g2's bases
-//! are not resident, and for a query whose bases are not resident its scalars (h copied
-//! back when it is H).
+//! are on the CPU, and for a query whose bases are on the CPU its scalars (h copied back
+//! when it is H). A streamed query's scalars are staged like a resident one's.
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -46,8 +57,8 @@ use bls_repr::FrRepr;
 use cudarc::driver::{CudaEvent, CudaStream};
 use gpu_device::{DeviceBuffer, Gpu, GpuError, PinnedStagingPool, PoolError};
 use gpu_msm::{
-    CpuMsm, DensityMask, DeviceBasesG1, DeviceBasesG2, DeviceScalars, GpuMsm, GpuMsmError,
-    MsmBackend, MsmError,
+    CpuMsm, DensityMask, DeviceBases, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm,
+    GpuMsmError, MsmBackend, MsmError, PinnedBases,
 };
 use gpu_ntt::{AbcEvaluations, AbcSource, GpuNtt, GpuNttError, NttError};
 use memory_budget::{Budget, Category};
@@ -58,11 +69,6 @@ use crate::backend::{
     MsmTimings, ProverBackend,
 };
 use crate::{ProverError, ProvingKey};
-
-/// Bytes of one base in bls-repr's layout (the upload's host copy).
-const G1_REPR_BYTES: u64 = 96;
-/// Bytes of one G2 base in bls-repr layout (host copy and device).
-const G2_REPR_BYTES: u64 = 192;
 
 /// Host bytes per term of a query computed on the CPU although the H step left h on the
 /// device: h copied back in the device layout, then as scalars.
@@ -100,55 +106,130 @@ impl Query {
     }
 }
 
-/// Where one query's MSM runs for the resident key.
+/// Bases per chunk when a G1 query is streamed from pinned memory (two chunks of VRAM:
+/// 768 MiB). Large enough that each chunk's own bucket reduction stays a small part.
+const STREAM_CHUNK_G1: usize = 1 << 22;
+/// The same for G2 (two chunks: 768 MiB).
+const STREAM_CHUNK_G2: usize = 1 << 21;
+
+/// Where one query's bases live for the resident key, and so where its MSM runs.
 #[derive(Clone, Debug)]
-enum Placement {
+enum Placement<C: GpuCurve> {
     /// The first `len()` bases are on the device.
-    Device(Arc<DeviceBasesG1>),
-    /// The upload of `n` bases was refused (VRAM): computed on the CPU.
+    Device(Arc<DeviceBases<C>>),
+    /// The device refused them (VRAM budget, driver, or the resident limit): a copy in
+    /// pinned host memory, streamed to the device in chunks by every MSM.
+    Streamed(Arc<PinnedBases<C>>),
+    /// Neither the device nor pinned memory took them: computed on the CPU.
     Cpu { n: usize },
 }
 
-impl Placement {
+impl<C: GpuCurve> Placement<C> {
     fn n(&self) -> usize {
         match self {
             Placement::Device(b) => b.len(),
+            Placement::Streamed(b) => b.len(),
             Placement::Cpu { n } => *n,
+        }
+    }
+
+    /// Bytes of bases on the device and in pinned host memory.
+    fn bytes(&self) -> (u64, u64) {
+        let per_base = C::AFFINE_WORDS as u64 * 4;
+        match self {
+            Placement::Device(b) => (per_base * b.len() as u64, 0),
+            Placement::Streamed(b) => (0, per_base * b.len() as u64),
+            Placement::Cpu { .. } => (0, 0),
+        }
+    }
+
+    /// The bases when the device computes the MSM (resident or streamed).
+    fn on_gpu(&self) -> Option<GpuBases<C>> {
+        match self {
+            Placement::Device(b) => Some(GpuBases::Resident(b.clone())),
+            Placement::Streamed(b) => Some(GpuBases::Streamed(b.clone())),
+            Placement::Cpu { .. } => None,
+        }
+    }
+
+    fn summary(&self, query: &'static str) -> QueryBases {
+        let mut s = QueryBases {
+            query,
+            on_device: 0,
+            streamed: 0,
+            on_cpu: 0,
+        };
+        match self {
+            Placement::Device(b) => s.on_device = b.len(),
+            Placement::Streamed(b) => s.streamed = b.len(),
+            Placement::Cpu { n } => s.on_cpu = *n,
+        }
+        s
+    }
+}
+
+/// Bases of an MSM the device computes.
+enum GpuBases<C: GpuCurve> {
+    Resident(Arc<DeviceBases<C>>),
+    Streamed(Arc<PinnedBases<C>>),
+}
+
+impl<C: GpuCurve> GpuBases<C> {
+    /// `Σ scalars[i]·bases[i]` on the device's stream.
+    fn msm(
+        &self,
+        msm: &GpuMsm,
+        scalars: &DeviceScalars,
+        chunk_len: usize,
+    ) -> Result<C::Projective, GpuMsmError> {
+        match self {
+            GpuBases::Resident(b) => msm.msm_resident(b, scalars),
+            GpuBases::Streamed(b) => msm.msm_streamed(b, scalars, chunk_len),
         }
     }
 }
 
-/// Where the used prefix of `b_g2_query` lives.
-#[derive(Clone)]
-enum PlacementG2 {
-    Device(Arc<DeviceBasesG2>),
-    Cpu { n: usize },
+/// Where the GPU backend keeps one query's bases for the resident key (see
+/// [`GpuBackend::resident_bases`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryBases {
+    /// `h_query`, `l_query`, `a_query`, `b_g1_query` or `b_g2_query`.
+    pub query: &'static str,
+    /// Bases resident on the device.
+    pub on_device: usize,
+    /// Bases in pinned host memory, streamed to the device by each MSM.
+    pub streamed: usize,
+    /// Bases whose sums the CPU computes.
+    pub on_cpu: usize,
 }
 
 #[derive(Default)]
 struct Resident {
     key_id: Option<u64>,
-    queries: [Option<Placement>; 4],
-    b_g2: Option<PlacementG2>,
+    queries: [Option<Placement<G1Curve>>; 4],
+    b_g2: Option<Placement<G2Curve>>,
 }
 
 impl Resident {
-    /// Bytes of bases on the device (G1 queries and b_g2).
-    fn device_bytes(&self) -> u64 {
-        let g1: u64 = self
-            .queries
+    /// Bytes of bases (G1 queries and b_g2) on the device and in pinned host memory.
+    fn bytes(&self) -> (u64, u64) {
+        self.queries
             .iter()
             .flatten()
-            .map(|p| match p {
-                Placement::Device(b) => G1_REPR_BYTES * b.len() as u64,
-                Placement::Cpu { .. } => 0,
-            })
-            .sum();
-        let g2 = match &self.b_g2 {
-            Some(PlacementG2::Device(b)) => G2_REPR_BYTES * b.len() as u64,
-            _ => 0,
-        };
-        g1 + g2
+            .map(Placement::bytes)
+            .chain(self.b_g2.iter().map(Placement::bytes))
+            .fold((0, 0), |(d, h), (pd, ph)| (d + pd, h + ph))
+    }
+
+    /// A fresh set for `key_id` when the resident bases belong to another key.
+    fn switch_to(&mut self, key_id: u64) {
+        if self.key_id != Some(key_id) {
+            // Another key: free the old bases before uploading new ones.
+            *self = Resident {
+                key_id: Some(key_id),
+                ..Resident::default()
+            };
+        }
     }
 }
 
@@ -164,8 +245,11 @@ pub struct GpuBackend {
     copy_stream: Mutex<Option<Arc<CudaStream>>>,
     budget: Budget,
     resident: Mutex<Resident>,
-    /// Most bytes of bases kept resident (beyond them, queries run on the CPU).
+    /// Most bytes of bases kept resident (beyond them, queries are streamed).
     resident_limit_bytes: u64,
+    /// Most bytes of bases kept in pinned host memory for streaming (beyond them, and
+    /// when the host budget refuses, queries run on the CPU).
+    stream_limit_bytes: u64,
 }
 
 impl std::fmt::Debug for GpuBackend {
@@ -375,6 +459,7 @@ impl GpuBackend {
             budget,
             resident: Mutex::new(Resident::default()),
             resident_limit_bytes: u64::MAX,
+            stream_limit_bytes: u64::MAX,
         }
     }
 
@@ -383,11 +468,21 @@ impl GpuBackend {
         &self.pool
     }
 
-    /// Keeps at most `bytes` of bases resident (96 per base); a query that would go past
-    /// it runs on the CPU, as when the VRAM budget refuses it. Leaves room on the card for
-    /// other work; also how the tests reach the CPU fallback.
+    /// Keeps at most `bytes` of bases resident (96 per G1 base, 192 per G2 base); a query
+    /// that would go past it is streamed from pinned host memory, as when the VRAM budget
+    /// refuses it. Leaves room on the card for other work; also how the tests reach the
+    /// streamed path.
     pub fn with_resident_limit(mut self, bytes: u64) -> GpuBackend {
         self.resident_limit_bytes = bytes;
+        self
+    }
+
+    /// Keeps at most `bytes` of non-resident bases in pinned host memory (charged to the
+    /// budget as `Category::Srs` while the key is resident); a query that would go past it
+    /// runs on the CPU, as when the host budget refuses the pinned copy. How the tests
+    /// reach the CPU fallback.
+    pub fn with_stream_limit(mut self, bytes: u64) -> GpuBackend {
+        self.stream_limit_bytes = bytes;
         self
     }
 
@@ -396,46 +491,31 @@ impl GpuBackend {
         &self.gpu
     }
 
-    /// Bases resident on the device now, per query: (query, bases on the device, bases the
-    /// CPU computes because their upload was refused).
-    pub fn resident_bases(&self) -> Vec<(&'static str, usize, usize)> {
+    /// Where the resident key's bases are, per query used so far.
+    pub fn resident_bases(&self) -> Vec<QueryBases> {
         let r = lock(&self.resident);
         [Query::H, Query::L, Query::A, Query::BG1]
             .into_iter()
-            .filter_map(|q| {
-                r.queries[q as usize].as_ref().map(|p| match p {
-                    Placement::Device(b) => (q.name(), b.len(), 0),
-                    Placement::Cpu { n } => (q.name(), 0, *n),
-                })
-            })
-            .chain(r.b_g2.as_ref().map(|p| match p {
-                PlacementG2::Device(b) => ("b_g2_query", b.len(), 0),
-                PlacementG2::Cpu { n } => ("b_g2_query", 0, *n),
-            }))
+            .filter_map(|q| r.queries[q as usize].as_ref().map(|p| p.summary(q.name())))
+            .chain(r.b_g2.as_ref().map(|p| p.summary("b_g2_query")))
             .collect()
     }
 
-    /// Drops the resident bases (their VRAM returns to the budget).
+    /// Drops the resident bases (their VRAM and pinned memory return to the budgets).
     pub fn clear_resident(&self) {
         *lock(&self.resident) = Resident::default();
     }
 
-    /// Where query `q`'s first `n` bases of `key` live, uploading them on first use.
-    /// Returns the placement and the time spent uploading (zero when already resident).
+    /// Where query `q`'s first `n` bases of `key` live, placing them on first use.
+    /// Returns the placement and the time spent placing them (zero when already placed).
     fn placement(
         &self,
         key: &ProvingKey,
         q: Query,
         n: usize,
-    ) -> Result<(Placement, Duration), ProverError> {
+    ) -> Result<(Placement<G1Curve>, Duration), ProverError> {
         let mut r = lock(&self.resident);
-        if r.key_id != Some(key.id()) {
-            // Another key: free the old bases before uploading new ones.
-            *r = Resident {
-                key_id: Some(key.id()),
-                ..Resident::default()
-            };
-        }
+        r.switch_to(key.id());
         if let Some(p) = &r.queries[q as usize] {
             if p.n() == n {
                 return Ok((p.clone(), Duration::ZERO));
@@ -443,37 +523,82 @@ impl GpuBackend {
         }
         r.queries[q as usize] = None;
         let bases = slice(q.name(), q.bases(key), 0, n)?;
-        let host_bytes = G1_REPR_BYTES * n as u64;
-        let resident_bytes = r.device_bytes();
-        if resident_bytes.saturating_add(host_bytes) > self.resident_limit_bytes {
-            let p = Placement::Cpu { n };
-            r.queries[q as usize] = Some(p.clone());
-            return Ok((p, Duration::ZERO));
-        }
         let t = Instant::now();
-        let _host_copy = self
-            .budget
-            .try_reserve(
-                host_bytes,
-                Category::Transient,
-                "groth16-prover base upload",
-            )
-            .map_err(|source| ProverError::Budget {
-                what: "host copy of bases for upload",
-                requested_bytes: host_bytes,
-                source,
-            })?;
-        let p = match self.msm.upload_bases_g1(bases) {
-            Ok(b) => Placement::Device(Arc::new(b)),
-            Err(e) if out_of_vram(&e) => {
-                metrics::counter!("pinion_groth16_prover_gpu_query_on_cpu_total").increment(1);
-                Placement::Cpu { n }
-            }
-            Err(e) => return Err(gpu_msm_err(q.name())(e)),
-        };
-        let elapsed = t.elapsed();
+        let p = self.place::<G1Curve>(&r, q.name(), bases)?;
         r.queries[q as usize] = Some(p.clone());
-        Ok((p, elapsed))
+        Ok((p, t.elapsed()))
+    }
+
+    /// Places `bases` of `query`: uploaded to the device; else (the resident limit, the
+    /// VRAM budget or the driver refuses them) copied into pinned host memory to be
+    /// streamed; else (the stream limit, the host budget or the driver refuses that) left
+    /// to the CPU. `r` holds what is placed already.
+    fn place<C: GpuCurve>(
+        &self,
+        r: &Resident,
+        query: &'static str,
+        bases: &[C::Affine],
+    ) -> Result<Placement<C>, ProverError> {
+        let n = bases.len();
+        let bytes = (C::AFFINE_WORDS * 4) as u64 * n as u64;
+        let (on_device, pinned) = r.bytes();
+        if on_device.saturating_add(bytes) <= self.resident_limit_bytes {
+            // The host copy the upload makes (bls-repr layout), charged while it lives.
+            let _host_copy = self
+                .budget
+                .try_reserve(bytes, Category::Transient, "groth16-prover base upload")
+                .map_err(|source| ProverError::Budget {
+                    what: "host copy of bases for upload",
+                    requested_bytes: bytes,
+                    source,
+                })?;
+            match self.msm.upload_bases::<C>(bases) {
+                Ok(b) => return Ok(Placement::Device(Arc::new(b))),
+                Err(e) if out_of_vram(&e) => {}
+                Err(e) => return Err(gpu_msm_err(query)(e)),
+            }
+        }
+        metrics::counter!("pinion_groth16_prover_gpu_query_streamed_total").increment(1);
+        if pinned.saturating_add(bytes) <= self.stream_limit_bytes {
+            if let Some(p) = self.pin::<C>(query, bases, bytes)? {
+                return Ok(Placement::Streamed(Arc::new(p)));
+            }
+        }
+        metrics::counter!("pinion_groth16_prover_gpu_query_on_cpu_total").increment(1);
+        Ok(Placement::Cpu { n })
+    }
+
+    /// A copy of `bases` in pinned host memory (`bytes` of it, charged as
+    /// `Category::Srs` for as long as it lives), or `None` when the host budget or the
+    /// driver refuses the memory.
+    fn pin<C: GpuCurve>(
+        &self,
+        query: &'static str,
+        bases: &[C::Affine],
+        bytes: u64,
+    ) -> Result<Option<PinnedBases<C>>, ProverError> {
+        let Ok(reservation) =
+            self.budget
+                .try_reserve(bytes, Category::Srs, "groth16-prover pinned bases")
+        else {
+            return Ok(None);
+        };
+        let words = match self
+            .gpu
+            .alloc_pinned::<u32>(C::AFFINE_WORDS * bases.len(), reservation)
+        {
+            Ok(w) => w,
+            Err(GpuError::OutOfMemory { .. }) => return Ok(None),
+            Err(e) => return Err(gpu_msm_err(query)(GpuMsmError::Gpu(e))),
+        };
+        let mut pinned = PinnedBases::<C>::from_words(words).map_err(gpu_msm_err(query))?;
+        pinned
+            .reprs_mut()
+            .map_err(gpu_msm_err(query))?
+            .par_iter_mut()
+            .zip(bases.par_iter())
+            .for_each(|(dst, src)| *dst = C::to_repr(src));
+        Ok(Some(pinned))
     }
 
     /// A device buffer for `n` scalars of query `q`, queued on the device's stream.
@@ -563,63 +688,32 @@ impl GpuBackend {
         Ok(sum)
     }
 
-    /// Where the first `n` bases of `b_g2_query` live, uploading them on first use (as
+    /// Where the first `n` bases of `b_g2_query` live, placing them on first use (as
     /// [`GpuBackend::placement`] for the G1 queries).
-    fn placement_g2(&self, key: &ProvingKey, n: usize) -> Result<PlacementG2, ProverError> {
+    fn placement_g2(&self, key: &ProvingKey, n: usize) -> Result<Placement<G2Curve>, ProverError> {
         let mut r = lock(&self.resident);
-        if r.key_id != Some(key.id()) {
-            *r = Resident {
-                key_id: Some(key.id()),
-                ..Resident::default()
-            };
-        }
-        match &r.b_g2 {
-            Some(PlacementG2::Device(b)) if b.len() == n => {
-                return Ok(PlacementG2::Device(b.clone()))
+        r.switch_to(key.id());
+        if let Some(p) = &r.b_g2 {
+            if p.n() == n {
+                return Ok(p.clone());
             }
-            Some(PlacementG2::Cpu { n: m }) if *m == n => return Ok(PlacementG2::Cpu { n }),
-            _ => {}
         }
         r.b_g2 = None;
         let bases = slice("b_g2_query", key.b_g2_query(), 0, n)?;
-        let host_bytes = G2_REPR_BYTES * n as u64;
-        if r.device_bytes().saturating_add(host_bytes) > self.resident_limit_bytes {
-            r.b_g2 = Some(PlacementG2::Cpu { n });
-            return Ok(PlacementG2::Cpu { n });
-        }
-        let _host_copy = self
-            .budget
-            .try_reserve(
-                host_bytes,
-                Category::Transient,
-                "groth16-prover base upload",
-            )
-            .map_err(|source| ProverError::Budget {
-                what: "host copy of bases for upload",
-                requested_bytes: host_bytes,
-                source,
-            })?;
-        let p = match self.msm.upload_bases_g2(bases) {
-            Ok(b) => PlacementG2::Device(Arc::new(b)),
-            Err(e) if out_of_vram(&e) => {
-                metrics::counter!("pinion_groth16_prover_gpu_query_on_cpu_total").increment(1);
-                PlacementG2::Cpu { n }
-            }
-            Err(e) => return Err(gpu_msm_err("b_g2_query")(e)),
-        };
+        let p = self.place::<G2Curve>(&r, "b_g2_query", bases)?;
         r.b_g2 = Some(p.clone());
         Ok(p)
     }
 
-    /// B on G2: one resident MSM over `b_g2_query[..|b_in| + |b_aux|]` with the scalars
-    /// `inputs[b_in] ++ aux[b_aux]` (groth16's two sums added), or the two sums on the host
-    /// when the bases are not on the device.
+    /// B on G2: one MSM over `b_g2_query[..|b_in| + |b_aux|]` with the scalars
+    /// `inputs[b_in] ++ aux[b_aux]` (groth16's two sums added) on the device, the bases
+    /// resident or streamed; or the two sums on the host when the bases are on neither.
     fn msm_b_g2(&self, key: &ProvingKey, x: &MsmInputs<'_>) -> Result<G2Projective, ProverError> {
         let (k_in, k_aux) = (x.b_input.count_ones(), x.b_aux.count_ones());
         if k_in + k_aux == 0 {
             return Ok(G2Projective::identity());
         }
-        if let PlacementG2::Device(bases) = self.placement_g2(key, k_in + k_aux)? {
+        if let Some(bases) = self.placement_g2(key, k_in + k_aux)?.on_gpu() {
             let n = k_in + k_aux;
             let bytes = (SCALAR_LIMBS * 8 * n) as u64;
             let _words = self
@@ -639,9 +733,8 @@ impl GpuBackend {
                 .upload_scalar_words(bytemuck::cast_slice(&limbs))
                 .map_err(gpu_msm_err("b_g2_query"))?;
             drop(limbs);
-            return self
-                .msm
-                .msm_g2_resident(&bases, &scalars)
+            return bases
+                .msm(&self.msm, &scalars, STREAM_CHUNK_G2)
                 .map_err(gpu_msm_err("b_g2_query"));
         }
         let b2_in = slice("b_g2_query", key.b_g2_query(), 0, k_in)?;
@@ -666,7 +759,7 @@ fn to_reprs(v: Vec<Scalar>) -> Vec<FrRepr> {
 /// copy (none when they were produced on the device's own stream).
 struct DeviceJob {
     q: Query,
-    bases: Arc<DeviceBasesG1>,
+    bases: GpuBases<G1Curve>,
     scalars: DeviceScalars,
     copied: Option<CudaEvent>,
 }
@@ -818,7 +911,7 @@ impl ProverBackend for GpuBackend {
             ),
         ];
         // Where each query runs (uploading bases on a key's first proof), up front.
-        let mut placements: [Option<Placement>; 4] = [None, None, None, None];
+        let mut placements: [Option<Placement<G1Curve>>; 4] = [None, None, None, None];
         for (q, n) in [(Query::H, n_h)]
             .into_iter()
             .chain(others.iter().map(|(q, n, _)| (*q, *n)))
@@ -836,7 +929,7 @@ impl ProverBackend for GpuBackend {
         let mut h_host = None;
         match (h, &placements[Query::H as usize]) {
             (_, None) => {}
-            (HPoly::Device(d), Some(Placement::Device(_))) => {
+            (HPoly::Device(d), Some(Placement::Device(_) | Placement::Streamed(_))) => {
                 let t = Instant::now();
                 let DeviceH {
                     coeffs,
@@ -867,7 +960,7 @@ impl ProverBackend for GpuBackend {
         // before it). Costs their VRAM at once: at most one buffer per query.
         let mut scalars: [Option<DeviceScalars>; 4] = [None, None, None, None];
         for (q, n, _) in &jobs {
-            if let Some(Placement::Device(_)) = &placements[*q as usize] {
+            if let Some(Placement::Device(_) | Placement::Streamed(_)) = &placements[*q as usize] {
                 scalars[*q as usize] = Some(self.device_scalars(*q, *n)?);
             }
         }
@@ -901,9 +994,9 @@ impl ProverBackend for GpuBackend {
                                 .wait(copied)
                                 .map_err(|c| driver_err("cuStreamWaitEvent", c))?;
                         }
-                        let sum = self
-                            .msm
-                            .msm_g1_resident(&job.bases, &job.scalars)
+                        let sum = job
+                            .bases
+                            .msm(&self.msm, &job.scalars, STREAM_CHUNK_G1)
                             .map_err(gpu_msm_err(job.q.name()))?;
                         drop(job.scalars);
                         sums.push((job.q, sum, t.elapsed()));
@@ -912,12 +1005,15 @@ impl ProverBackend for GpuBackend {
                 },
             );
             let staged = (|| -> Result<(), ProverError> {
-                if let (Some(d), Some(Placement::Device(bases))) =
-                    (h_adopted.take(), &placements[Query::H as usize])
-                {
+                if let (Some(d), Some(bases)) = (
+                    h_adopted.take(),
+                    placements[Query::H as usize]
+                        .as_ref()
+                        .and_then(Placement::on_gpu),
+                ) {
                     let job = DeviceJob {
                         q: Query::H,
-                        bases: bases.clone(),
+                        bases,
                         scalars: d,
                         copied: None,
                     };
@@ -926,15 +1022,15 @@ impl ProverBackend for GpuBackend {
                     }
                 }
                 for (q, n, parts) in &jobs {
-                    let (placement, slot) = (&placements[*q as usize], scalars[*q as usize].take());
-                    match (placement, slot) {
-                        (Some(Placement::Device(bases)), Some(mut dst)) => {
+                    let bases = placements[*q as usize].as_ref().and_then(Placement::on_gpu);
+                    match (bases, scalars[*q as usize].take()) {
+                        (Some(bases), Some(mut dst)) => {
                             let (copied, host_time) =
                                 self.stage(*q, parts, &mut dst, &copy_stream)?;
                             timings.scalar_transfers += host_time;
                             let job = DeviceJob {
                                 q: *q,
-                                bases: bases.clone(),
+                                bases,
                                 scalars: dst,
                                 copied: Some(copied),
                             };

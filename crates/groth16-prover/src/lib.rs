@@ -77,10 +77,11 @@
 //! [`GpuBackend`] (CUDA, device 0): H on the GPU (`gpu_ntt::GpuNtt`; a, b, c go through a
 //! pinned staging pool and the a/b/c part of the working-set charge is released as soon as
 //! they are staged; h stays on the device for the H MSM, [`HPoly::Device`]), the `h`, `l`, `a`
-//! and `b_g1` MSMs on the GPU over bases uploaded once per [`ProvingKey`] and kept resident
-//! (charged to the device's VRAM budget; a query that does not fit runs on the CPU), and
-//! the `b_g2` MSM **on the CPU** (no G2 kernels yet) on a thread of its own while the GPU
-//! works. Without a usable device, explicit `Gpu` is [`ProverError::GpuUnavailable`];
+//! and `b_g1` MSMs on G1 and the `b_g2` MSM on G2 on the GPU (b_g2 driven from a thread of
+//! its own), over bases uploaded once per [`ProvingKey`] and kept resident (charged to the
+//! device's VRAM budget); a query the device cannot hold is streamed to it from a pinned
+//! host copy (charged as `Category::Srs`), and runs on the CPU only when the host budget
+//! refuses that copy too. Without a usable device, explicit `Gpu` is [`ProverError::GpuUnavailable`];
 //! [`BackendChoice::Auto`] (the default) takes the GPU when device 0 opens, else the CPU.
 //!
 //! # Non-goals
@@ -108,7 +109,7 @@ pub use backend::{
     MsmTimings, ProverBackend,
 };
 pub use error::ProverError;
-pub use gpu::{DeviceH, GpuBackend};
+pub use gpu::{DeviceH, GpuBackend, QueryBases};
 pub use key::{KeySource, ProvingKey};
 pub use prover::{
     BatchOutput, ProofOutput, ProofShape, ProofTimings, Prover, ProverConfig, Randomness,

@@ -113,7 +113,8 @@ pub struct ProofTimings {
     /// The MSM phase start to end (on the GPU backend `msm_b_g2` overlaps the G1 MSMs,
     /// so this is less than [`ProofTimings::msm_total`]).
     pub msm_wall: Duration,
-    /// Of the MSMs: uploading bases to the device (a key's first proof only).
+    /// Of the MSMs: placing bases (uploading them to the device, or copying them into
+    /// pinned host memory to be streamed; a key's first proof only).
     pub bases_upload: Duration,
     /// Of the MSMs: converting scalars into pinned staging and queueing their copies to
     /// the device (GPU backend; overlaps the device MSMs).

@@ -22,10 +22,22 @@ use rand::RngExt;
 
 use common::*;
 
-fn gpu_prover(gpu: &Gpu, key: ProvingKey, budget: &Budget, resident_limit: Option<u64>) -> Prover {
+/// Where the tests put the bases: the backend's choice (resident when they fit), all
+/// streamed from pinned memory, or all on the CPU.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bases {
+    Auto,
+    Streamed,
+    Cpu,
+}
+
+fn gpu_prover(gpu: &Gpu, key: ProvingKey, budget: &Budget, bases: Bases) -> Prover {
     let mut backend = GpuBackend::with_gpu(gpu.clone(), budget.clone());
-    if let Some(limit) = resident_limit {
-        backend = backend.with_resident_limit(limit);
+    if bases != Bases::Auto {
+        backend = backend.with_resident_limit(0);
+    }
+    if bases == Bases::Cpu {
+        backend = backend.with_stream_limit(0);
     }
     let config = ProverConfig {
         self_check: SelfCheck::Always,
@@ -41,7 +53,8 @@ fn pairs(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<Randomness> {
 }
 
 /// GPU proofs (PCE path with the key from a file, plain synthesis with the in-memory key,
-/// and PCE with every base on the CPU fallback) equal the reference's bytes and verify.
+/// PCE with every base streamed from pinned host memory, and PCE with every base on the
+/// CPU fallback) equal the reference's bytes and verify.
 fn check<C: Circuit<Scalar> + Clone>(
     gpu: &Gpu,
     name: &str,
@@ -51,9 +64,24 @@ fn check<C: Circuit<Scalar> + Clone>(
     rs: &[Randomness],
 ) {
     let budget = big_budget();
-    let from_file = gpu_prover(gpu, key_via_file(params, &budget, name), &budget, None);
-    let from_mem = gpu_prover(gpu, ProvingKey::from_parameters(params), &budget, None);
-    let fallback = gpu_prover(gpu, ProvingKey::from_parameters(params), &budget, Some(0));
+    let from_file = gpu_prover(
+        gpu,
+        key_via_file(params, &budget, name),
+        &budget,
+        Bases::Auto,
+    );
+    let from_mem = gpu_prover(
+        gpu,
+        ProvingKey::from_parameters(params),
+        &budget,
+        Bases::Auto,
+    );
+    // Own budgets: with an in-memory key (nothing charged for it), their `Srs` charge is
+    // exactly the pinned copies of the bases.
+    let (budget_s, budget_c) = (big_budget(), big_budget());
+    let key = || ProvingKey::from_parameters(params);
+    let streamed = gpu_prover(gpu, key(), &budget_s, Bases::Streamed);
+    let on_cpu = gpu_prover(gpu, key(), &budget_c, Bases::Cpu);
     let (_cache, pce) = record(&budget, name, circuit.clone());
     for (i, rs) in rs.iter().enumerate() {
         let want =
@@ -61,7 +89,8 @@ fn check<C: Circuit<Scalar> + Clone>(
         let runs = [
             ("pce, key from file", &from_file, Synthesis::Pce(&pce)),
             ("plain, in-memory key", &from_mem, Synthesis::Plain),
-            ("pce, bases on the cpu", &fallback, Synthesis::Pce(&pce)),
+            ("pce, bases streamed", &streamed, Synthesis::Pce(&pce)),
+            ("pce, bases on the cpu", &on_cpu, Synthesis::Pce(&pce)),
         ];
         for (what, prover, synthesis) in runs {
             let got = prover
@@ -82,6 +111,21 @@ fn check<C: Circuit<Scalar> + Clone>(
             }
         }
     }
+    assert!(
+        budget_s.snapshot().used_in(Category::Srs) > 0,
+        "{name}: streamed bases are pinned and charged"
+    );
+    assert_eq!(
+        budget_c.snapshot().used_in(Category::Srs),
+        0,
+        "{name}: nothing pinned when the stream limit is 0"
+    );
+    drop(streamed);
+    assert_eq!(
+        budget_s.snapshot().used_in(Category::Srs),
+        0,
+        "{name}: pinned bases returned with the backend"
+    );
     assert_eq!(
         budget.snapshot().used_in(Category::WorkingSet),
         0,
@@ -171,7 +215,12 @@ fn gpu_batch_of_partitions_matches_reference() {
         .collect();
     let params = generate(circuits[0].clone(), &mut rng);
     let budget = big_budget();
-    let prover = gpu_prover(&gpu, ProvingKey::from_parameters(&params), &budget, None);
+    let prover = gpu_prover(
+        &gpu,
+        ProvingKey::from_parameters(&params),
+        &budget,
+        Bases::Auto,
+    );
     let (_cache, pce) = record(&budget, "gpu-mimc-batch", circuits[0].clone());
     let rs: Vec<Randomness> = (0..circuits.len())
         .map(|_| Randomness::random(&mut rng))
@@ -207,7 +256,12 @@ fn gpu_staging_pool_is_charged_reused_and_evictable() {
     let circuit = MimcChain::new(700, rng.random());
     let params = generate(circuit.clone(), &mut rng);
     let budget = big_budget();
-    let prover = gpu_prover(&gpu, ProvingKey::from_parameters(&params), &budget, None);
+    let prover = gpu_prover(
+        &gpu,
+        ProvingKey::from_parameters(&params),
+        &budget,
+        Bases::Auto,
+    );
     let (_cache, pce) = record(&budget, "gpu-staging", circuit.clone());
     let pinned = |b: &Budget| b.snapshot().used_in(Category::PinnedPool);
     let mut charged_after_first = 0;
