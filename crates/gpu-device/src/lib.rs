@@ -50,6 +50,6 @@ pub use error::GpuError;
 pub use memory::{DeviceBuffer, PinnedBuffer};
 pub use pinion_kernels::{Entry, Module};
 pub use pinned_pool::{
-    size_class, PinnedPool, PinnedStagingPool, PoolError, PoolStats, Pooled, StagingAllocator,
-    StagingBuffer,
+    size_class, CudaPinned, PinnedPool, PinnedStagingPool, PoolError, PoolStats, Pooled,
+    StagingAllocator, StagingBuffer,
 };

@@ -9,7 +9,7 @@ use gpu_msm::{CpuMsm, DensityMask, MsmBackend};
 use gpu_ntt::{AbcEvaluations, CpuNtt, NttBackend};
 use memory_budget::{Budget, Category, Reservation};
 
-use crate::gpu::DeviceH;
+use crate::gpu::{AbcBuffers, DeviceH};
 use crate::{GpuBackend, ProverError, ProvingKey};
 
 /// Which kind of engine a backend is.
@@ -180,6 +180,23 @@ pub trait ProverBackend: Send + Sync {
         abc: AbcEvaluations,
         inputs_released: &mut dyn FnMut(),
     ) -> Result<HOutput, ProverError>;
+
+    /// Buffers for a, b and c of a domain of `m` points that
+    /// [`ProverBackend::h_poly_staged`] reads in place, for the prover to evaluate into
+    /// directly (the GPU backend: pinned buffers from its staging pool, in bls-repr's
+    /// layout, charged to the pool and kept across proofs, so a proof neither allocates
+    /// fresh host pages for a, b, c nor converts them afterwards). `None` (the default):
+    /// the prover evaluates into host vectors for [`ProverBackend::h_poly`].
+    fn abc_buffers(&self, _m: usize) -> Result<Option<AbcBuffers>, ProverError> {
+        Ok(None)
+    }
+
+    /// [`ProverBackend::h_poly`] from buffers this backend's
+    /// [`ProverBackend::abc_buffers`] gave out, filled with a, b and c. The default copies
+    /// them into host vectors.
+    fn h_poly_staged(&self, abc: AbcBuffers) -> Result<HOutput, ProverError> {
+        self.h_poly(abc.into_host()?, &mut || {})
+    }
 
     /// The five MSMs of one proof over `key`'s bases, sliced as groth16 slices them; `h`
     /// is what this backend's [`ProverBackend::h_poly`] returned (or host coefficients).

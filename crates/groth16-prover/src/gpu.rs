@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 use bls12_381::{G1Affine, G1Projective, G2Projective, Scalar};
 use bls_repr::FrRepr;
 use cudarc::driver::{CudaEvent, CudaStream};
-use gpu_device::{DeviceBuffer, Gpu, GpuError, PinnedStagingPool, PoolError};
+use gpu_device::{CudaPinned, DeviceBuffer, Gpu, GpuError, PinnedStagingPool, PoolError, Pooled};
 use gpu_msm::{
     CpuMsm, DensityMask, DeviceBases, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm,
     GpuMsmError, MsmBackend, MsmError, PinnedBases,
@@ -429,6 +429,75 @@ impl DeviceH {
     }
 }
 
+/// Pinned buffers from the GPU backend's staging pool that the prover evaluates a, b and c
+/// into directly (bls-repr's Montgomery layout, `m` elements each); see
+/// [`ProverBackend::abc_buffers`]. Dropping them returns them to the pool.
+pub struct AbcBuffers {
+    bufs: [Pooled<CudaPinned<u64>>; 3],
+    m: usize,
+}
+
+impl std::fmt::Debug for AbcBuffers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AbcBuffers").field("m", &self.m).finish()
+    }
+}
+
+impl AbcBuffers {
+    /// Elements per vector (the domain size).
+    pub fn len(&self) -> usize {
+        self.m
+    }
+
+    /// Whether the vectors are empty.
+    pub fn is_empty(&self) -> bool {
+        self.m == 0
+    }
+
+    /// a, b and c for writing (or reading), once any copy from them has completed.
+    pub fn slices_mut(&mut self) -> Result<[&mut [FrRepr]; 3], ProverError> {
+        let m = self.m;
+        let [a, b, c] = &mut self.bufs;
+        Ok([repr_view(a, m)?, repr_view(b, m)?, repr_view(c, m)?])
+    }
+
+    /// Copies a, b and c into host vectors of scalars (for a backend that does not read
+    /// the buffers in place); fails on a value that is not reduced.
+    pub fn into_host(mut self) -> Result<AbcEvaluations, ProverError> {
+        let [a, b, c] = self.slices_mut()?;
+        let host = |v: &mut [FrRepr]| -> Result<Vec<Scalar>, ProverError> {
+            v.par_iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    r.to_scalar()
+                        .map_err(|_| ntt_err(GpuNttError::NotReduced { index: i }))
+                })
+                .collect()
+        };
+        Ok(AbcEvaluations {
+            a: host(a)?,
+            b: host(b)?,
+            c: host(c)?,
+        })
+    }
+}
+
+/// The first `m` elements of a pooled buffer as field elements (after its copies).
+fn repr_view(buf: &mut Pooled<CudaPinned<u64>>, m: usize) -> Result<&mut [FrRepr], ProverError> {
+    let words = buf
+        .as_mut_slice()
+        .map_err(|e| ntt_err(GpuNttError::Gpu(e)))?;
+    let found = words.len();
+    let words = words.get_mut(..SCALAR_LIMBS * m).ok_or_else(|| {
+        ntt_err(GpuNttError::Gpu(GpuError::LengthMismatch {
+            what: "a, b, c staging buffer (u64 words)",
+            expected: SCALAR_LIMBS * m,
+            found,
+        }))
+    })?;
+    Ok(bytemuck::cast_slice_mut(words))
+}
+
 fn driver_err(call: &'static str, code: cudarc::driver::DriverError) -> ProverError {
     ntt_err(GpuNttError::Gpu(GpuError::Driver { call, code }))
 }
@@ -688,6 +757,58 @@ impl GpuBackend {
         Ok(sum)
     }
 
+    /// Queues the H step from a, b, c in the pool's pinned buffers (asynchronous copies);
+    /// the buffers go back to the pool at once (it waits for the copies before reuse).
+    fn h_from_pinned(&self, abc: AbcBuffers) -> Result<HOutput, ProverError> {
+        let gpu_err = |e: GpuError| ntt_err(GpuNttError::Gpu(e));
+        let stream = self.gpu.stream().clone();
+        let started = self.gpu.timing_event().map_err(gpu_err)?;
+        started
+            .record(&stream)
+            .map_err(|c| driver_err("cuEventRecord", c))?;
+        let [a, b, c] = &abc.bufs;
+        let h = self
+            .ntt
+            .h_poly_device(
+                AbcSource::Pinned {
+                    a: a.pinned(),
+                    b: b.pinned(),
+                    c: c.pinned(),
+                },
+                &stream,
+            )
+            .map_err(ntt_err)?;
+        // Back to the pool while the copies may still run: gpu-ntt copies through
+        // cudarc's `host_slice()`, whose event the pool waits for before reuse.
+        drop(abc);
+        self.h_output(h, started)
+    }
+
+    /// h left on the device, with the events around its transforms.
+    fn h_output(
+        &self,
+        h: gpu_ntt::HPolyDevice,
+        started: CudaEvent,
+    ) -> Result<HOutput, ProverError> {
+        let finished = self
+            .gpu
+            .timing_event()
+            .map_err(|e| ntt_err(GpuNttError::Gpu(e)))?;
+        finished
+            .record(self.gpu.stream())
+            .map_err(|c| driver_err("cuEventRecord", c))?;
+        Ok(HOutput {
+            h: HPoly::Device(DeviceH {
+                coeffs: h.coeffs,
+                n_coeffs: h.n_coeffs,
+                gpu: self.gpu.clone(),
+                started,
+                finished,
+            }),
+            transfers: Duration::ZERO,
+        })
+    }
+
     /// Where the first `n` bases of `b_g2_query` live, placing them on first use (as
     /// [`GpuBackend::placement`] for the G1 queries).
     fn placement_g2(&self, key: &ProvingKey, n: usize) -> Result<Placement<G2Curve>, ProverError> {
@@ -804,86 +925,72 @@ impl ProverBackend for GpuBackend {
     ) -> Result<HOutput, ProverError> {
         let AbcEvaluations { a, b, c } = abc;
         let t = Instant::now();
-        let stream = self.gpu.stream().clone();
-        let gpu_err = |e: GpuError| ntt_err(GpuNttError::Gpu(e));
-        let started = self.gpu.timing_event().map_err(gpu_err)?;
         let m = a.len();
+        if b.len() == m && c.len() == m {
+            if let Some(mut bufs) = self.abc_buffers(m)? {
+                // Converted straight into the pool's pinned buffers, each host vector
+                // dropped once converted.
+                for (dst, v) in bufs.slices_mut()?.into_iter().zip([a, b, c]) {
+                    dst.par_iter_mut()
+                        .zip(v.par_iter())
+                        .for_each(|(d, s)| *d = FrRepr::from_scalar(s));
+                }
+                inputs_released();
+                let mut out = self.h_from_pinned(bufs)?;
+                out.transfers = t.elapsed();
+                return Ok(out);
+            }
+        }
+        // Not the prover's layout (a caller of the trait with unpadded vectors):
+        // pageable copies, synchronous for the host.
+        let gpu_err = |e: GpuError| ntt_err(GpuNttError::Gpu(e));
+        let stream = self.gpu.stream().clone();
+        let started = self.gpu.timing_event().map_err(gpu_err)?;
+        let (a, b, c) = (to_reprs(a), to_reprs(b), to_reprs(c));
+        started
+            .record(&stream)
+            .map_err(|c| driver_err("cuEventRecord", c))?;
+        let h = self
+            .ntt
+            .h_poly_device(
+                AbcSource::Host {
+                    a: &a,
+                    b: &b,
+                    c: &c,
+                },
+                &stream,
+            )
+            .map_err(ntt_err)?;
+        h.inputs_uploaded
+            .synchronize()
+            .map_err(|c| driver_err("cuEventSynchronize", c))?;
+        drop((a, b, c));
+        inputs_released();
+        let mut out = self.h_output(h, started)?;
+        out.transfers = t.elapsed();
+        Ok(out)
+    }
+
+    fn abc_buffers(&self, m: usize) -> Result<Option<AbcBuffers>, ProverError> {
         let limbs = SCALAR_LIMBS * m;
         // gpu-ntt takes the domain from the pinned buffers' length, so they must hold
         // exactly m elements: true for the prover's a, b, c (padded to the power of two
         // m, whose size class is itself).
-        let staged_exactly = m.is_power_of_two()
-            && b.len() == m
-            && c.len() == m
-            && gpu_device::size_class(limbs) == limbs;
-        let h = if staged_exactly {
-            let mut staged = Vec::with_capacity(3);
-            for v in [a, b, c] {
-                let mut g = self.pool.acquire(limbs).map_err(staging_err("a, b, c"))?;
-                let host = g.as_mut_slice().map_err(gpu_err)?;
-                write_limbs(host, &v, |s| FrRepr::from_scalar(s).limbs);
-                // In pinned memory now: the host vector goes.
-                drop(v);
-                staged.push(g);
-            }
-            inputs_released();
-            started
-                .record(&stream)
-                .map_err(|c| driver_err("cuEventRecord", c))?;
-            let h = self
-                .ntt
-                .h_poly_device(
-                    AbcSource::Pinned {
-                        a: staged[0].pinned(),
-                        b: staged[1].pinned(),
-                        c: staged[2].pinned(),
-                    },
-                    &stream,
-                )
-                .map_err(ntt_err)?;
-            // Back to the pool while the copies may still run: gpu-ntt copies through
-            // cudarc's `host_slice()`, whose event the pool waits for before reuse.
-            drop(staged);
-            h
-        } else {
-            // Not the prover's layout (a caller of the trait with unpadded vectors):
-            // pageable copies, synchronous for the host.
-            let (a, b, c) = (to_reprs(a), to_reprs(b), to_reprs(c));
-            started
-                .record(&stream)
-                .map_err(|c| driver_err("cuEventRecord", c))?;
-            let h = self
-                .ntt
-                .h_poly_device(
-                    AbcSource::Host {
-                        a: &a,
-                        b: &b,
-                        c: &c,
-                    },
-                    &stream,
-                )
-                .map_err(ntt_err)?;
-            h.inputs_uploaded
-                .synchronize()
-                .map_err(|c| driver_err("cuEventSynchronize", c))?;
-            drop((a, b, c));
-            inputs_released();
-            h
-        };
-        let finished = self.gpu.timing_event().map_err(gpu_err)?;
-        finished
-            .record(&stream)
-            .map_err(|c| driver_err("cuEventRecord", c))?;
-        Ok(HOutput {
-            h: HPoly::Device(DeviceH {
-                coeffs: h.coeffs,
-                n_coeffs: h.n_coeffs,
-                gpu: self.gpu.clone(),
-                started,
-                finished,
-            }),
-            transfers: t.elapsed(),
-        })
+        if !m.is_power_of_two() || gpu_device::size_class(limbs) != limbs {
+            return Ok(None);
+        }
+        let acquire = || self.pool.acquire(limbs).map_err(staging_err("a, b, c"));
+        Ok(Some(AbcBuffers {
+            bufs: [acquire()?, acquire()?, acquire()?],
+            m,
+        }))
+    }
+
+    fn h_poly_staged(&self, abc: AbcBuffers) -> Result<HOutput, ProverError> {
+        let t = Instant::now();
+        let mut out = self.h_from_pinned(abc)?;
+        out.transfers = t.elapsed();
+        Ok(out)
     }
 
     fn msms(

@@ -6,15 +6,18 @@ use std::time::{Duration, Instant};
 
 use bellman::Circuit;
 use bls12_381::{Bls12, G1Projective, G2Projective, Scalar};
+use bls_repr::FrRepr;
 use ff::Field;
 use gpu_msm::DensityMask;
 use gpu_ntt::AbcEvaluations;
 use group::Curve;
 use memory_budget::Budget;
 use pce_cache::{AbcMut, Density, Pce};
+use rayon::prelude::*;
 
 use crate::backend::{backend_for, BackendChoice, MsmInputs, ProverBackend};
 use crate::charge::{Charge, SCALAR_BYTES};
+use crate::gpu::AbcBuffers;
 use crate::{plain, ProverError, ProvingKey};
 
 /// How a proof gets its witness and its a, b, c.
@@ -229,13 +232,31 @@ fn mask(d: &Density) -> DensityMask {
         .unwrap_or_else(|_| DensityMask::from_bools(d.iter()))
 }
 
-/// The witness and a, b, c (each padded to the domain size) of one proof.
+/// a, b, c of one proof, each padded to the domain size.
+enum Abc {
+    /// Host vectors, for [`ProverBackend::h_poly`].
+    Host(AbcEvaluations),
+    /// In the backend's own buffers, for [`ProverBackend::h_poly_staged`].
+    Staged(Box<AbcBuffers>),
+}
+
+/// The witness and a, b, c of one proof.
 struct Evaluated {
     inputs: Vec<Scalar>,
     aux: Vec<Scalar>,
-    abc: AbcEvaluations,
+    abc: Abc,
     masks: Masks,
     shape: ProofShape,
+}
+
+/// The first row where `a·b ≠ c`, on values in bls-repr's Montgomery layout (the
+/// Montgomery product of aR and bR is abR, compared with cR).
+fn first_unsatisfied_repr(a: &[FrRepr], b: &[FrRepr], c: &[FrRepr]) -> Option<usize> {
+    let n = a.len().min(b.len()).min(c.len());
+    (0..n)
+        .into_par_iter()
+        .with_min_len(4096)
+        .find_first(|&i| a[i].mul(&b[i]) != c[i])
 }
 
 fn domain_size(n_rows: usize) -> Result<usize, ProverError> {
@@ -423,12 +444,19 @@ impl Prover {
                 masks.b_aux.count_ones(),
             ),
         )?;
-        let m = shape.domain_size as u64;
+        let m = shape.domain_size;
         // The witness plus the density masks (one bit per variable each, in words).
         let witness_bytes = (shape.n_inputs + shape.n_aux) as u64 * SCALAR_BYTES + masks.bytes();
-        let h_phase =
-            witness_bytes + 3 * m * SCALAR_BYTES + self.backend.h_scratch_bytes(shape.domain_size);
-        let msm_phase = self.msm_phase_bytes(witness_bytes, m * SCALAR_BYTES, &shape);
+        // a, b, c in the backend's buffers (charged by the backend: the GPU's staging pool)
+        // when it offers them, else host vectors charged here.
+        let staged = self.backend.abc_buffers(m)?;
+        let abc_bytes = if staged.is_some() {
+            0
+        } else {
+            3 * m as u64 * SCALAR_BYTES
+        };
+        let h_phase = witness_bytes + abc_bytes + self.backend.h_scratch_bytes(m);
+        let msm_phase = self.msm_phase_bytes(witness_bytes, m as u64 * SCALAR_BYTES, &shape);
         let charge = Charge::reserve(
             &self.budget,
             h_phase.max(msm_phase),
@@ -436,30 +464,45 @@ impl Prover {
         )?;
 
         // Witness synthesis with the mat-vec overlapped: row blocks are evaluated on a
-        // second thread as soon as the aux values they read exist (pce-cache's pipeline).
-        let m = shape.domain_size;
-        let (mut a, mut b, mut c) = (
-            vec![Scalar::ZERO; m],
-            vec![Scalar::ZERO; m],
-            vec![Scalar::ZERO; m],
-        );
-        let (w, times) = pce.synthesize_and_evaluate_timed(
-            circuit,
-            AbcMut {
-                a: &mut a,
-                b: &mut b,
-                c: &mut c,
-            },
-            Scalar::ZERO,
-            |s| s,
-        )?;
+        // second thread as soon as the aux values they read exist (pce-cache's pipeline),
+        // straight into the backend's layout when it gave buffers.
+        let (w, times, abc) = match staged {
+            Some(mut bufs) => {
+                let [a, b, c] = bufs.slices_mut()?;
+                let (w, times) = pce.synthesize_and_evaluate_timed(
+                    circuit,
+                    AbcMut { a, b, c },
+                    FrRepr::ZERO,
+                    |s| FrRepr::from_scalar(&s),
+                )?;
+                (w, times, Abc::Staged(Box::new(bufs)))
+            }
+            None => {
+                let (mut a, mut b, mut c) = (
+                    vec![Scalar::ZERO; m],
+                    vec![Scalar::ZERO; m],
+                    vec![Scalar::ZERO; m],
+                );
+                let (w, times) = pce.synthesize_and_evaluate_timed(
+                    circuit,
+                    AbcMut {
+                        a: &mut a,
+                        b: &mut b,
+                        c: &mut c,
+                    },
+                    Scalar::ZERO,
+                    |s| s,
+                )?;
+                (w, times, Abc::Host(AbcEvaluations { a, b, c }))
+            }
+        };
         timings.synthesis = times.synthesis;
         timings.abc_evaluation = times.evaluation_after;
         Ok((
             Evaluated {
                 inputs: w.inputs,
                 aux: w.aux,
-                abc: AbcEvaluations { a, b, c },
+                abc,
                 masks,
                 shape,
             },
@@ -503,11 +546,11 @@ impl Prover {
             Evaluated {
                 inputs: asg.inputs,
                 aux: asg.aux,
-                abc: AbcEvaluations {
+                abc: Abc::Host(AbcEvaluations {
                     a: asg.a,
                     b: asg.b,
                     c: asg.c,
-                },
+                }),
                 masks,
                 shape,
             },
@@ -534,7 +577,7 @@ impl Prover {
         let Evaluated {
             inputs,
             aux,
-            abc,
+            mut abc,
             masks,
             shape,
         } = ev;
@@ -561,7 +604,13 @@ impl Prover {
 
         // An unsatisfied witness would give a proof that does not verify: refuse it.
         let t = Instant::now();
-        let bad_row = pce_cache::first_unsatisfied_row(&abc.a, &abc.b, &abc.c);
+        let bad_row = match &mut abc {
+            Abc::Host(v) => pce_cache::first_unsatisfied_row(&v.a, &v.b, &v.c),
+            Abc::Staged(bufs) => {
+                let [a, b, c] = bufs.slices_mut()?;
+                first_unsatisfied_repr(a, b, c)
+            }
+        };
         timings.witness_check = t.elapsed();
         if let Some(row) = bad_row {
             return Err(ProverError::Unsatisfied {
@@ -579,7 +628,11 @@ impl Prover {
         // stay charged.
         let h_return = self.backend.h_host_bytes(shape.domain_size);
         let mut released = || charge.shrink_to(witness_bytes + h_return);
-        let h_out = self.backend.h_poly(abc, &mut released)?;
+        let h_out = match abc {
+            Abc::Host(v) => self.backend.h_poly(v, &mut released)?,
+            // Charged to the backend, not to this working set: nothing to release.
+            Abc::Staged(bufs) => self.backend.h_poly_staged(*bufs)?,
+        };
         timings.h = t.elapsed();
         timings.h_transfers = h_out.transfers;
         let h = h_out.h;

@@ -15,7 +15,7 @@ use gpu_device::Gpu;
 use groth16::Parameters;
 use groth16_prover::testing::{MimcChain, RandomR1cs, Sha256Circuit};
 use groth16_prover::{
-    GpuBackend, Prover, ProverConfig, ProvingKey, Randomness, SelfCheck, Synthesis,
+    GpuBackend, Prover, ProverConfig, ProverError, ProvingKey, Randomness, SelfCheck, Synthesis,
 };
 use memory_budget::{Budget, Category};
 use rand::RngExt;
@@ -136,6 +136,59 @@ fn check<C: Circuit<Scalar> + Clone>(
         0,
         "{name}: upload copies returned"
     );
+}
+
+/// A witness that breaks a constraint is refused with the row the CPU backend names,
+/// through the PCE path (a, b, c evaluated into the backend's pinned buffers and checked
+/// there) and plain synthesis; no proof, every working set returned.
+#[test]
+fn gpu_rejects_unsatisfied_witness() {
+    let Some(gpu) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let mut rng = rng(seed());
+    let circuit = RandomR1cs {
+        n_inputs: 3,
+        n_constraints: 700,
+        shape_seed: rng.random(),
+        value_seed: rng.random(),
+        corrupt: false,
+    };
+    let params = generate(circuit.clone(), &mut rng);
+    let budget = big_budget();
+    let on_gpu = gpu_prover(
+        &gpu,
+        ProvingKey::from_parameters(&params),
+        &budget,
+        Bases::Auto,
+    );
+    let on_cpu = prover(
+        ProvingKey::from_parameters(&params),
+        &budget,
+        ProverConfig {
+            backend: groth16_prover::BackendChoice::Cpu,
+            ..ProverConfig::default()
+        },
+    );
+    let (_cache, pce) = record(&budget, "gpu-unsatisfied", circuit.clone());
+    let bad = RandomR1cs {
+        corrupt: true,
+        ..circuit
+    };
+    let rs = Randomness::random(&mut rng);
+    for synthesis in [Synthesis::Pce(&pce), Synthesis::Plain] {
+        let row_of = |p: &Prover| match p.prove(synthesis, bad.clone(), rs) {
+            Err(ProverError::Unsatisfied {
+                row, n_constraints, ..
+            }) => {
+                assert!(row < n_constraints, "{synthesis:?}: a circuit row");
+                row
+            }
+            other => panic!("{synthesis:?}: expected Unsatisfied, got {other:?}"),
+        };
+        assert_eq!(row_of(&on_gpu), row_of(&on_cpu), "{synthesis:?}");
+    }
+    assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
 }
 
 #[test]
