@@ -479,9 +479,9 @@ impl Prover {
             }
             None => {
                 let (mut a, mut b, mut c) = (
-                    vec![Scalar::ZERO; m],
-                    vec![Scalar::ZERO; m],
-                    vec![Scalar::ZERO; m],
+                    pce_cache::zeroed(m),
+                    pce_cache::zeroed(m),
+                    pce_cache::zeroed(m),
                 );
                 let (w, times) = pce.synthesize_and_evaluate_timed(
                     circuit,

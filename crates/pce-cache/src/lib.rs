@@ -85,7 +85,7 @@ pub use cache::{CacheConfig, CircuitKey, PceCache, PceHandle, PceSource};
 pub use error::PceError;
 pub use eval::{first_unsatisfied_row, AbcMut};
 pub use file::{FORMAT_VERSION, MAGIC};
-pub use pipeline::OverlapTimes;
+pub use pipeline::{zeroed, OverlapTimes};
 pub use record::{Recorder, Witness, WitnessCs};
 pub use storage::{Densities, Density, MatrixId, Shape, ROW_BLOCK};
 
