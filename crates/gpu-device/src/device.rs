@@ -88,11 +88,12 @@ pub fn default_vram_margin_bytes(total_bytes: u64) -> u64 {
 #[derive(Clone)]
 pub struct Gpu {
     inner: Arc<GpuInner>,
+    /// This handle's work stream ([`Gpu::with_stream`] gives handles with others).
+    stream: Arc<CudaStream>,
 }
 
 struct GpuInner {
     ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
     info: DeviceInfo,
     vram: Budget,
     modules: Mutex<HashMap<Module, Arc<CudaModule>>>,
@@ -174,12 +175,12 @@ impl Gpu {
         Ok(Gpu {
             inner: Arc::new(GpuInner {
                 ctx,
-                stream,
                 info,
                 vram,
                 modules: Mutex::new(HashMap::new()),
                 functions: Mutex::new(HashMap::new()),
             }),
+            stream,
         })
     }
 
@@ -193,9 +194,22 @@ impl Gpu {
         &self.inner.ctx
     }
 
-    /// The device's default work stream (a real stream, not the legacy null stream).
+    /// This handle's work stream (a real stream, not the legacy null stream): where its
+    /// allocations, copies and the kernels of crates built on it are queued.
     pub fn stream(&self) -> &Arc<CudaStream> {
-        &self.inner.stream
+        &self.stream
+    }
+
+    /// The same device (context, loaded modules, VRAM budget) with `stream` as the work
+    /// stream, so work queued through the two handles can run side by side. `stream` must
+    /// belong to this device (from [`Gpu::new_stream`]). Device buffers carry cudarc's
+    /// events, so a buffer written on one handle's stream and read on another's is
+    /// ordered by the driver.
+    pub fn with_stream(&self, stream: Arc<CudaStream>) -> Gpu {
+        Gpu {
+            inner: Arc::clone(&self.inner),
+            stream,
+        }
     }
 
     /// A new stream on this device, for overlapping copies and kernels.

@@ -1,8 +1,8 @@
 //! The CUDA backend: H on the GPU (`gpu_ntt::GpuNtt`), the four G1 MSMs and the B MSM on
 //! G2 on the GPU (`gpu_msm::GpuMsm`) over bases kept resident per proving key, or
 //! streamed from pinned host memory when the device cannot hold them. The G2 MSM is
-//! driven from its own thread while the G1 MSMs run (the device serialises them on its
-//! stream).
+//! driven from its own thread, on a stream of its own, while the G1 MSMs run (the two
+//! streams share the device).
 //!
 //! # Where the bases live
 //! The first proof over a [`ProvingKey`] places the prefixes of `h_query`, `l_query`,
@@ -234,7 +234,7 @@ impl Resident {
 }
 
 /// The CUDA prover backend on one device. `Send + Sync`; proofs through one backend may
-/// run concurrently (the device serialises their work on its stream).
+/// run concurrently (their work shares the device's streams).
 pub struct GpuBackend {
     gpu: Gpu,
     ntt: GpuNtt,
@@ -243,6 +243,9 @@ pub struct GpuBackend {
     pool: PinnedStagingPool<u64>,
     /// Scalar copies run here, so they overlap the MSM running on the device's stream.
     copy_stream: Mutex<Option<Arc<CudaStream>>>,
+    /// The G2 engine, on a stream of its own (created on first use) so the B MSM on G2
+    /// runs beside the G1 MSMs instead of after them.
+    msm_g2: Mutex<Option<Arc<GpuMsm>>>,
     budget: Budget,
     resident: Mutex<Resident>,
     /// Most bytes of bases kept resident (beyond them, queries are streamed).
@@ -524,6 +527,7 @@ impl GpuBackend {
             cpu: CpuMsm::new(),
             pool: PinnedStagingPool::cuda(gpu.clone(), budget.clone(), "groth16-prover staging"),
             copy_stream: Mutex::new(None),
+            msm_g2: Mutex::new(None),
             gpu,
             budget,
             resident: Mutex::new(Resident::default()),
@@ -593,7 +597,7 @@ impl GpuBackend {
         r.queries[q as usize] = None;
         let bases = slice(q.name(), q.bases(key), 0, n)?;
         let t = Instant::now();
-        let p = self.place::<G1Curve>(&r, q.name(), bases)?;
+        let p = self.place::<G1Curve>(&self.msm, &r, q.name(), bases)?;
         r.queries[q as usize] = Some(p.clone());
         Ok((p, t.elapsed()))
     }
@@ -601,9 +605,10 @@ impl GpuBackend {
     /// Places `bases` of `query`: uploaded to the device; else (the resident limit, the
     /// VRAM budget or the driver refuses them) copied into pinned host memory to be
     /// streamed; else (the stream limit, the host budget or the driver refuses that) left
-    /// to the CPU. `r` holds what is placed already.
+    /// to the CPU. `r` holds what is placed already; `engine` uploads (on its stream).
     fn place<C: GpuCurve>(
         &self,
+        engine: &GpuMsm,
         r: &Resident,
         query: &'static str,
         bases: &[C::Affine],
@@ -621,7 +626,7 @@ impl GpuBackend {
                     requested_bytes: bytes,
                     source,
                 })?;
-            match self.msm.upload_bases::<C>(bases) {
+            match engine.upload_bases::<C>(bases) {
                 Ok(b) => return Ok(Placement::Device(Arc::new(b))),
                 Err(e) if out_of_vram(&e) => {}
                 Err(e) => return Err(gpu_msm_err(query)(e)),
@@ -696,6 +701,21 @@ impl GpuBackend {
             .map_err(|e| ntt_err(GpuNttError::Gpu(e)))?;
         *slot = Some(s.clone());
         Ok(s)
+    }
+
+    /// The G2 engine on its own stream (created on first use).
+    fn g2_engine(&self) -> Result<Arc<GpuMsm>, ProverError> {
+        let mut slot = self.msm_g2.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = slot.as_ref() {
+            return Ok(m.clone());
+        }
+        let stream = self
+            .gpu
+            .new_stream()
+            .map_err(|e| gpu_msm_err("b_g2_query")(GpuMsmError::Gpu(e)))?;
+        let m = Arc::new(GpuMsm::new(self.gpu.with_stream(stream)));
+        *slot = Some(m.clone());
+        Ok(m)
     }
 
     /// Stages the scalars of `dst` (the parts concatenated, each filtered by its mask):
@@ -812,6 +832,7 @@ impl GpuBackend {
     /// Where the first `n` bases of `b_g2_query` live, placing them on first use (as
     /// [`GpuBackend::placement`] for the G1 queries).
     fn placement_g2(&self, key: &ProvingKey, n: usize) -> Result<Placement<G2Curve>, ProverError> {
+        let engine = self.g2_engine()?;
         let mut r = lock(&self.resident);
         r.switch_to(key.id());
         if let Some(p) = &r.b_g2 {
@@ -821,7 +842,7 @@ impl GpuBackend {
         }
         r.b_g2 = None;
         let bases = slice("b_g2_query", key.b_g2_query(), 0, n)?;
-        let p = self.place::<G2Curve>(&r, "b_g2_query", bases)?;
+        let p = self.place::<G2Curve>(&engine, &r, "b_g2_query", bases)?;
         r.b_g2 = Some(p.clone());
         Ok(p)
     }
@@ -849,13 +870,13 @@ impl GpuBackend {
             let parts: [Part<'_>; 2] = [(x.inputs, Some(x.b_input)), (x.aux, Some(x.b_aux))];
             let written = write_parts(&mut limbs, &parts);
             debug_assert_eq!(written, n);
-            let scalars = self
-                .msm
+            let engine = self.g2_engine()?;
+            let scalars = engine
                 .upload_scalar_words(bytemuck::cast_slice(&limbs))
                 .map_err(gpu_msm_err("b_g2_query"))?;
             drop(limbs);
             return bases
-                .msm(&self.msm, &scalars, STREAM_CHUNK_G2)
+                .msm(&engine, &scalars, STREAM_CHUNK_G2)
                 .map_err(gpu_msm_err("b_g2_query"));
         }
         let b2_in = slice("b_g2_query", key.b_g2_query(), 0, k_in)?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bellman::Circuit;
-use bls12_381::{Bls12, G1Projective, G2Projective, Scalar};
+use bls12_381::{Bls12, G1Projective, Scalar};
 use bls_repr::FrRepr;
 use ff::Field;
 use gpu_msm::DensityMask;
@@ -670,10 +670,10 @@ impl Prover {
         let Randomness { r, s } = rs;
         // Three independent sums (the G2 one the slowest): computed side by side.
         let (b, (a, c)) = rayon::join(
-            || (G2Projective::from(vk.delta_g2 * s) + vk.beta_g2 + sums.b_g2).to_affine(),
+            || (vk.delta_g2 * s + vk.beta_g2 + sums.b_g2).to_affine(),
             || {
                 rayon::join(
-                    || (G1Projective::from(vk.delta_g1 * r) + vk.alpha_g1 + sums.a).to_affine(),
+                    || (vk.delta_g1 * r + vk.alpha_g1 + sums.a).to_affine(),
                     || {
                         let g_c: G1Projective = vk.delta_g1 * (r * s)
                             + vk.alpha_g1 * s
