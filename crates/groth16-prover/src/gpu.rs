@@ -61,7 +61,7 @@ use gpu_msm::{
     GpuMsmError, MsmBackend, MsmError, PinnedBases,
 };
 use gpu_ntt::{AbcEvaluations, AbcSource, GpuNtt, GpuNttError, NttError};
-use memory_budget::{Budget, Category};
+use memory_budget::{Budget, Category, Reservation};
 use rayon::prelude::*;
 
 use crate::backend::{
@@ -618,14 +618,7 @@ impl GpuBackend {
         let (on_device, pinned) = r.bytes();
         if on_device.saturating_add(bytes) <= self.resident_limit_bytes {
             // The host copy the upload makes (bls-repr layout), charged while it lives.
-            let _host_copy = self
-                .budget
-                .try_reserve(bytes, Category::Transient, "groth16-prover base upload")
-                .map_err(|source| ProverError::Budget {
-                    what: "host copy of bases for upload",
-                    requested_bytes: bytes,
-                    source,
-                })?;
+            let _host_copy = self.transient(bytes, "host copy of bases for upload")?;
             match engine.upload_bases::<C>(bases) {
                 Ok(b) => return Ok(Placement::Device(Arc::new(b))),
                 Err(e) if out_of_vram(&e) => {}
@@ -701,6 +694,17 @@ impl GpuBackend {
             .map_err(|e| ntt_err(GpuNttError::Gpu(e)))?;
         *slot = Some(s.clone());
         Ok(s)
+    }
+
+    /// `bytes` of short-lived host memory for `what`, charged as `Category::Transient`.
+    fn transient(&self, bytes: u64, what: &'static str) -> Result<Reservation, ProverError> {
+        self.budget
+            .try_reserve(bytes, Category::Transient, what)
+            .map_err(|source| ProverError::Budget {
+                what,
+                requested_bytes: bytes,
+                source,
+            })
     }
 
     /// The G2 engine on its own stream (created on first use).
@@ -858,14 +862,7 @@ impl GpuBackend {
         if let Some(bases) = self.placement_g2(key, k_in + k_aux)?.on_gpu() {
             let n = k_in + k_aux;
             let bytes = (SCALAR_LIMBS * 8 * n) as u64;
-            let _words = self
-                .budget
-                .try_reserve(bytes, Category::Transient, "groth16-prover b_g2 scalars")
-                .map_err(|source| ProverError::Budget {
-                    what: "b_g2 scalars",
-                    requested_bytes: bytes,
-                    source,
-                })?;
+            let _words = self.transient(bytes, "b_g2 scalars")?;
             let mut limbs = vec![0u64; SCALAR_LIMBS * n];
             let parts: [Part<'_>; 2] = [(x.inputs, Some(x.b_input)), (x.aux, Some(x.b_aux))];
             let written = write_parts(&mut limbs, &parts);
