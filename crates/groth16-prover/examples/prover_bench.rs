@@ -441,6 +441,7 @@ fn breakdown(what: &str, best: &ProofOutput) {
         ("msm b_g2", t.msm_b_g2),
         ("msms, wall", t.msm_wall),
         ("  of which scalar transfers", t.msm_transfers),
+        ("    of which staging waits", t.msm_staging_wait),
         ("  of which bases upload", t.bases_upload),
         ("assembly", t.assembly),
         ("total", t.total),

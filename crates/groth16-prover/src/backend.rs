@@ -72,6 +72,9 @@ pub struct MsmTimings {
     /// queueing their copies to the device (zero on the CPU). On the GPU backend this
     /// runs on its own thread while the device computes the previous MSM.
     pub scalar_transfers: Duration,
+    /// Of `scalar_transfers`: waiting for a pooled staging buffer (its earlier copies to
+    /// finish, or a new one to be pinned).
+    pub staging_wait: Duration,
     /// Device time of the H transforms, measured by events around them (GPU backend with
     /// h on the device; zero otherwise). They run while the MSM scalars are prepared.
     pub h_device: Duration,

@@ -726,20 +726,23 @@ impl GpuBackend {
     /// canonical limbs written straight into a pooled pinned buffer, then an
     /// asynchronous copy into `dst` on `copy_stream`. The staging buffer goes back to the
     /// pool at once (the pool waits for the copy before reusing it). Returns an event
-    /// recorded after the copy, for the MSM to wait on, and the host time spent.
+    /// recorded after the copy, for the MSM to wait on, the host time spent and the part
+    /// of it spent waiting for the staging buffer.
     fn stage(
         &self,
         q: Query,
         parts: &[Part<'_>],
         dst: &mut DeviceScalars,
         copy_stream: &Arc<CudaStream>,
-    ) -> Result<(CudaEvent, Duration), ProverError> {
+    ) -> Result<(CudaEvent, Duration, Duration), ProverError> {
         let t = Instant::now();
         let n = dst.len();
         let limbs = SCALAR_LIMBS * n;
         let gpu_err = |e: GpuError| gpu_msm_err(q.name())(GpuMsmError::Gpu(e));
         let mut staging = self.pool.acquire(limbs).map_err(staging_err(q.name()))?;
-        let written = write_parts(staging.as_mut_slice().map_err(gpu_err)?, parts);
+        let host = staging.as_mut_slice().map_err(gpu_err)?;
+        let waited = t.elapsed();
+        let written = write_parts(host, parts);
         if written != n {
             return Err(gpu_msm_err(q.name())(GpuMsmError::LengthMismatch {
                 n_bases: n,
@@ -755,7 +758,7 @@ impl GpuBackend {
                 code: c,
             })
         })?;
-        Ok((copied, t.elapsed()))
+        Ok((copied, t.elapsed(), waited))
     }
 
     /// The same sums as the CPU backend, part by part over consecutive bases.
@@ -1150,9 +1153,10 @@ impl ProverBackend for GpuBackend {
                     let bases = placements[*q as usize].as_ref().and_then(Placement::on_gpu);
                     match (bases, scalars[*q as usize].take()) {
                         (Some(bases), Some(mut dst)) => {
-                            let (copied, host_time) =
+                            let (copied, host_time, waited) =
                                 self.stage(*q, parts, &mut dst, &copy_stream)?;
                             timings.scalar_transfers += host_time;
+                            timings.staging_wait += waited;
                             let job = DeviceJob {
                                 q: *q,
                                 bases,

@@ -122,6 +122,8 @@ pub struct ProofTimings {
     /// Of the MSMs: converting scalars into pinned staging and queueing their copies to
     /// the device (GPU backend; overlaps the device MSMs).
     pub msm_transfers: Duration,
+    /// Of `msm_transfers`: waiting for pooled staging buffers.
+    pub msm_staging_wait: Duration,
     /// Device time of the H transforms (GPU backend, h kept on the device: the host part
     /// is `h`, the transforms then run while the MSM scalars are prepared).
     pub h_device: Duration,
@@ -663,6 +665,7 @@ impl Prover {
         timings.msm_wall = sums.timings.wall;
         timings.bases_upload = sums.timings.bases_upload;
         timings.msm_transfers = sums.timings.scalar_transfers;
+        timings.msm_staging_wait = sums.timings.staging_wait;
         timings.h_device = sums.timings.h_device;
 
         let t = Instant::now();
