@@ -155,7 +155,16 @@ impl Gpu {
     }
 
     /// Copies a device buffer back into a new `Vec` (waits for the stream).
+    ///
+    /// Waits for the stream's queued work first (`cuStreamSynchronize`), then copies: a
+    /// copy into pageable memory is synchronous, and a thread waiting inside it for the
+    /// kernels ahead of it holds up other threads' copy calls on the device (measured in
+    /// the prover: a 32 MiB host-to-device copy queued from another thread returned only
+    /// when a 20 ms MSM's download did).
     pub fn download<T: DeviceRepr>(&self, src: &DeviceBuffer<T>) -> Result<Vec<T>, GpuError> {
+        self.stream()
+            .synchronize()
+            .map_err(GpuError::driver("cuStreamSynchronize"))?;
         self.stream()
             .clone_dtoh(&src.slice)
             .map_err(GpuError::driver("cuMemcpyDtoHAsync"))
