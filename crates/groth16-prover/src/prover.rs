@@ -721,3 +721,50 @@ impl Prover {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::SplitMix;
+
+    /// The check on the staged layout (Montgomery products of bls-repr values) finds the
+    /// row the scalar check finds, or none, on random rows with zeros and one planted
+    /// bad row at a random place.
+    #[test]
+    fn repr_witness_check_matches_scalar_check() {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        let seed = std::env::var("PINION_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(seed);
+        eprintln!("seed = {seed}");
+        let mut g = SplitMix::new(seed);
+        for n in [1usize, 7, 4096, 20_000] {
+            let pick = |g: &mut SplitMix| match g.below(3) {
+                0 => Scalar::ZERO,
+                _ => g.scalar(),
+            };
+            let a: Vec<Scalar> = (0..n).map(|_| pick(&mut g)).collect();
+            let b: Vec<Scalar> = (0..n).map(|_| pick(&mut g)).collect();
+            let mut c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+            let reprs =
+                |v: &[Scalar]| -> Vec<FrRepr> { v.iter().map(FrRepr::from_scalar).collect() };
+            assert_eq!(
+                first_unsatisfied_repr(&reprs(&a), &reprs(&b), &reprs(&c)),
+                None,
+                "n = {n}: satisfied rows"
+            );
+            let bad = g.below(n);
+            c[bad] += Scalar::ONE;
+            let want = pce_cache::first_unsatisfied_row(&a, &b, &c);
+            assert_eq!(want, Some(bad), "n = {n}");
+            assert_eq!(
+                first_unsatisfied_repr(&reprs(&a), &reprs(&b), &reprs(&c)),
+                want,
+                "n = {n}: the planted row"
+            );
+        }
+    }
+}
