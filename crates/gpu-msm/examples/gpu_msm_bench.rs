@@ -8,7 +8,8 @@
 //! scalars already on the device. Then Groth16-shaped scalars (30% zeros, 30% ones, 40%
 //! uniform) at each curve's largest size, and a per-phase breakdown.
 //! The library's default window and kernel are timed; with `PINION_MSM_SWEEP=1` a short
-//! sweep per size (scalars resident, median of 3) over windows 8, 13, 16 and the two
+//! sweep per size (scalars resident, median of 3) over windows 8, 13, 16
+//! (`PINION_MSM_SWEEP_WINDOWS=16,20` picks others) and the two
 //! accumulation kernels picks the configuration that the table then times in full.
 //! `PINION_BENCH_QUICK=1`: G1 at 2^16 and 2^18, G2 at 2^16 (unless sizes are given).
 //! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
@@ -137,6 +138,22 @@ fn time_one<C: GpuCurve>(
 /// 10-200x slower; see `GpuMsmPlan::default_window_bits`).
 const SWEEP_WINDOWS: [u32; 3] = [8, 13, 16];
 
+/// The sweep's windows: `PINION_MSM_SWEEP_WINDOWS` (comma-separated, e.g. `16,20`) or
+/// [`SWEEP_WINDOWS`].
+fn sweep_windows() -> BenchResult<Vec<u32>> {
+    match std::env::var("PINION_MSM_SWEEP_WINDOWS") {
+        Err(_) => Ok(SWEEP_WINDOWS.to_vec()),
+        Ok(list) => list
+            .split(',')
+            .map(|c| {
+                c.trim()
+                    .parse::<u32>()
+                    .map_err(|e| format!("PINION_MSM_SWEEP_WINDOWS: {c:?}: {e}").into())
+            })
+            .collect(),
+    }
+}
+
 fn env_flag(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v == "1")
 }
@@ -257,6 +274,7 @@ struct Run {
     gpu: Gpu,
     runs: usize,
     sweep_on: bool,
+    sweep_windows: Vec<u32>,
     streamed: bool,
     stream_chunk_log: u32,
     rng: StdRng,
@@ -276,6 +294,7 @@ fn main() -> BenchResult<()> {
         gpu,
         runs,
         sweep_on: env_flag("PINION_MSM_SWEEP"),
+        sweep_windows: sweep_windows()?,
         streamed: args.streamed,
         stream_chunk_log: std::env::var("PINION_MSM_STREAM_CHUNK_LOG")
             .ok()
@@ -362,7 +381,11 @@ where
         let d_scalars = GpuMsm::new(gpu.clone()).upload_scalar_words(&words)?;
         let mut best: Option<(f32, GpuMsmConfig)> = None;
         let mut sweep = Vec::new();
-        let windows: &[u32] = if run.sweep_on { &SWEEP_WINDOWS } else { &[] };
+        let windows: &[u32] = if run.sweep_on {
+            &run.sweep_windows
+        } else {
+            &[]
+        };
         for &c in windows {
             for accumulate in [AccumulateKernel::Uncapped, AccumulateKernel::Capped128] {
                 for reduce in [ReduceKernel::Uncapped, ReduceKernel::Capped] {
