@@ -1234,17 +1234,7 @@ mod tests {
     use super::*;
     use crate::testing::SplitMix;
 
-    fn seed() -> u64 {
-        let clock = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64);
-        let seed = std::env::var("PINION_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(clock);
-        eprintln!("seed = {seed}");
-        seed
-    }
+    use crate::testing::test_seed as seed;
 
     /// The per-element code the GPU backend used before: filter the scalars by the mask,
     /// then convert, part after part.

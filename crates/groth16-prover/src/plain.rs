@@ -338,14 +338,7 @@ mod tests {
 
     #[test]
     fn plain_synthesis_matches_full_synthesis_oracle() {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64);
-        let seed = std::env::var("PINION_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(seed);
-        eprintln!("seed = {seed}");
+        let seed = crate::testing::test_seed();
         for n_constraints in [0usize, 1, 7, 1500] {
             let circuit = RandomR1cs {
                 n_inputs: n_constraints % 5,

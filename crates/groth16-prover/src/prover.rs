@@ -732,15 +732,7 @@ mod tests {
     /// bad row at a random place.
     #[test]
     fn repr_witness_check_matches_scalar_check() {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64);
-        let seed = std::env::var("PINION_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(seed);
-        eprintln!("seed = {seed}");
-        let mut g = SplitMix::new(seed);
+        let mut g = SplitMix::new(crate::testing::test_seed());
         for n in [1usize, 7, 4096, 20_000] {
             let pick = |g: &mut SplitMix| match g.below(3) {
                 0 => Scalar::ZERO,

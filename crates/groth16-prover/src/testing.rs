@@ -10,6 +10,21 @@ use bellman::{Circuit, ConstraintSystem, SynthesisError, Variable};
 use bls12_381::{Bls12, G1Projective, G2Projective, Scalar};
 use ff::Field;
 
+/// The seed of a randomized test: `PINION_SEED` when set (to replay a failure), else the
+/// clock; printed either way.
+pub fn test_seed() -> u64 {
+    let seed = std::env::var("PINION_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+    eprintln!("seed = {seed}");
+    seed
+}
+
 /// A small deterministic generator (splitmix64): circuits must not depend on a global
 /// RNG, and this crate does not need `rand` outside tests.
 #[derive(Clone, Debug)]
@@ -327,16 +342,7 @@ mod tests {
 
     #[test]
     fn sha256_digest_matches_sha2() {
-        let seed = std::env::var("PINION_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(1, |d| d.as_nanos() as u64)
-            });
-        eprintln!("seed = {seed}");
-        let mut g = SplitMix::new(seed);
+        let mut g = SplitMix::new(test_seed());
         for len in [0usize, 1, 55, 56, 63, 64, 65, 119, 200] {
             let msg: Vec<u8> = (0..len).map(|_| g.next_u64() as u8).collect();
             let want: [u8; 32] = sha2::Sha256::digest(&msg).into();

@@ -17,18 +17,7 @@ use rand::SeedableRng;
 use srs_store::LoadOptions;
 
 /// Seed from `PINION_SEED`, else the clock; printed so a failure replays.
-pub fn seed() -> u64 {
-    let seed = std::env::var("PINION_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        });
-    eprintln!("seed = {seed}");
-    seed
-}
+pub use groth16_prover::testing::test_seed as seed;
 
 pub fn rng(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
