@@ -520,37 +520,106 @@ impl GpuMsmPlan {
     }
 }
 
+/// Scalars per parallel task of [`select_scalar_words_into`] (64 mask words: tasks split
+/// the mask at word boundaries).
+const SELECT_BLOCK: usize = 4096;
+
+/// The canonical little-endian u32 words of one scalar.
+fn scalar_words(s: &Scalar) -> [u32; SCALAR_WORDS] {
+    let bytes = s.to_bytes();
+    std::array::from_fn(|i| {
+        u32::from_le_bytes([
+            bytes[4 * i],
+            bytes[4 * i + 1],
+            bytes[4 * i + 2],
+            bytes[4 * i + 3],
+        ])
+    })
+}
+
 /// Canonical little-endian u32 words of each scalar (8 per scalar), in parallel.
 pub fn scalars_to_words(scalars: &[Scalar]) -> Vec<u32> {
     let mut words = vec![0u32; scalars.len() * SCALAR_WORDS];
+    select_scalar_words_into(&mut words, scalars, None);
     words
-        .par_chunks_mut(SCALAR_WORDS * 4096)
-        .zip(scalars.par_chunks(4096))
-        .for_each(|(out, s)| {
-            for (o, s) in out.chunks_exact_mut(SCALAR_WORDS).zip(s) {
-                let bytes = s.to_bytes();
-                for (w, b) in o.iter_mut().zip(bytes.chunks_exact(4)) {
-                    *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+}
+
+/// Writes into the start of `out` the canonical little-endian words (8 per scalar, the
+/// layout of [`DeviceScalars`]) of the scalars whose bit is set in `mask` (all of them
+/// without a mask), in order, converted and filtered in parallel; returns how many.
+/// Scalar `i` is kept when `mask.get(i)`; scalars past the mask's end are dropped and bits
+/// past the scalars ignored. `out` must have room for every kept scalar (size it from the
+/// mask's count); words past them are left as they were. For example the staging of a
+/// Groth16 query straight into a pinned buffer, parts one after another.
+///
+/// # Panics
+/// When `out` is shorter than the kept scalars' words.
+pub fn select_scalar_words_into(
+    out: &mut [u32],
+    scalars: &[Scalar],
+    mask: Option<&DensityMask>,
+) -> usize {
+    let Some(mask) = mask else {
+        out[..SCALAR_WORDS * scalars.len()]
+            .par_chunks_mut(SCALAR_WORDS * SELECT_BLOCK)
+            .zip(scalars.par_chunks(SELECT_BLOCK))
+            .for_each(|(o, s)| {
+                for (o, s) in o.chunks_exact_mut(SCALAR_WORDS).zip(s) {
+                    o.copy_from_slice(&scalar_words(s));
                 }
+            });
+        return scalars.len();
+    };
+    let n = scalars.len().min(mask.len());
+    let mask_words = &mask.words()[..n.div_ceil(64)];
+    // Mask word `k` restricted to the first `n` scalars.
+    let bits = |k: usize| -> u64 {
+        let valid = n - 64 * k;
+        if valid >= 64 {
+            mask_words[k]
+        } else {
+            mask_words[k] & ((1u64 << valid) - 1)
+        }
+    };
+    let words_per_block = SELECT_BLOCK / 64;
+    let n_blocks = mask_words.len().div_ceil(words_per_block);
+    let block_words =
+        |b: usize| b * words_per_block..((b + 1) * words_per_block).min(mask_words.len());
+    let counts: Vec<usize> = (0..n_blocks)
+        .into_par_iter()
+        .map(|b| block_words(b).map(|k| bits(k).count_ones() as usize).sum())
+        .collect();
+    let total: usize = counts.iter().sum();
+    // Each block writes its own slice of the output, sized by its count.
+    let mut outs = Vec::with_capacity(n_blocks);
+    let mut rest = &mut out[..total * SCALAR_WORDS];
+    for &count in &counts {
+        let (head, tail) = rest.split_at_mut(count * SCALAR_WORDS);
+        outs.push(head);
+        rest = tail;
+    }
+    outs.into_par_iter().enumerate().for_each(|(b, dst)| {
+        let mut pos = 0;
+        for k in block_words(b) {
+            let mut w = bits(k);
+            while w != 0 {
+                let i = 64 * k + w.trailing_zeros() as usize;
+                dst[pos..pos + SCALAR_WORDS].copy_from_slice(&scalar_words(&scalars[i]));
+                pos += SCALAR_WORDS;
+                w &= w - 1;
             }
-        });
-    words
+        }
+    });
+    total
 }
 
 /// Canonical words of the scalars a mask selects (all of them without a mask).
 fn selected_words(scalars: &[Scalar], density: Option<&DensityMask>) -> Vec<u32> {
-    match density {
-        None => scalars_to_words(scalars),
-        Some(mask) => {
-            let selected: Vec<Scalar> = scalars
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| mask.get(*i))
-                .map(|(_, s)| *s)
-                .collect();
-            scalars_to_words(&selected)
-        }
-    }
+    let most = density.map_or(scalars.len(), |m| m.count_ones().min(scalars.len()));
+    let mut words = vec![0u32; most * SCALAR_WORDS];
+    let kept = select_scalar_words_into(&mut words, scalars, density);
+    words.truncate(kept * SCALAR_WORDS);
+    words
 }
 
 fn check_terms(n_terms: usize) -> Result<(), GpuMsmError> {
@@ -1338,6 +1407,98 @@ mod tests {
         let auto = AccumulateKernel::Auto;
         assert_eq!(auto.resolve::<G1Curve>(), AccumulateKernel::Capped128);
         assert_eq!(auto.resolve::<G2Curve>(), AccumulateKernel::Uncapped);
+    }
+
+    /// Independent oracle: filter first, then each scalar's bytes as words, serially.
+    fn oracle_words(scalars: &[Scalar], mask: Option<&DensityMask>) -> Vec<u32> {
+        scalars
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask.is_none_or(|m| m.get(*i)))
+            .flat_map(|(_, s)| {
+                let b = s.to_bytes();
+                (0..8)
+                    .map(|j| {
+                        u32::from_le_bytes([b[4 * j], b[4 * j + 1], b[4 * j + 2], b[4 * j + 3]])
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn select_scalar_words_matches_per_element_filter() {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        let seed = std::env::var("PINION_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(seed);
+        eprintln!("seed = {seed}");
+        let mut x = seed | 1;
+        let mut next = move || {
+            // xorshift64*: enough for test data.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let lens = [
+            0usize,
+            1,
+            63,
+            64,
+            65,
+            4095,
+            4096,
+            4097,
+            3 * 4096 + 130,
+            20_000,
+        ];
+        for &n in &lens {
+            let s: Vec<Scalar> = (0..n)
+                .map(|_| match next() % 4 {
+                    // Zeros and ones are what the masks and fast paths meet most.
+                    0 => Scalar::zero(),
+                    1 => Scalar::one(),
+                    _ => Scalar::from(next()) * Scalar::from(next()) + Scalar::from(next()),
+                })
+                .collect();
+            for per_mille in [0u64, 1, 300, 999, 1000] {
+                // Masks as long as the scalars, shorter and longer.
+                for mask_len in [
+                    n,
+                    n.saturating_sub((next() % 70) as usize),
+                    n + (next() % 70) as usize,
+                ] {
+                    let m =
+                        DensityMask::from_bools((0..mask_len).map(|_| next() % 1000 < per_mille));
+                    // Scalars past the mask's end are dropped, bits past the scalars ignored.
+                    let kept: Vec<bool> = (0..n).map(|i| i < mask_len && m.get(i)).collect();
+                    let expected = oracle_words(&s, Some(&DensityMask::from_bools(kept)));
+                    // Room to spare, filled with garbage: only the kept prefix is written.
+                    let spare = 8 * (next() % 3) as usize;
+                    let mut out = vec![7u32; SCALAR_WORDS * m.count_ones().min(n) + spare];
+                    let k = select_scalar_words_into(&mut out, &s, Some(&m));
+                    assert_eq!(8 * k, expected.len(), "n = {n}");
+                    assert_eq!(
+                        &out[..SCALAR_WORDS * k],
+                        &expected[..],
+                        "n = {n}, mask len = {mask_len}, density = {per_mille}/1000"
+                    );
+                    assert!(out[SCALAR_WORDS * k..].iter().all(|&w| w == 7));
+                    if mask_len == n {
+                        assert_eq!(selected_words(&s, Some(&m)), expected, "n = {n}");
+                    }
+                }
+            }
+            let mut out = vec![0u32; SCALAR_WORDS * n];
+            assert_eq!(select_scalar_words_into(&mut out, &s, None), n);
+            assert_eq!(out, oracle_words(&s, None), "n = {n}");
+            assert_eq!(scalars_to_words(&s), out, "n = {n}");
+            assert_eq!(selected_words(&s, None), out, "n = {n}");
+        }
     }
 
     #[test]

@@ -84,10 +84,10 @@ pub use cpu::{BucketArith, CpuMsm, CpuMsmConfig, DEFAULT_SCALARS_IN_FLIGHT, MAX_
 pub use density::DensityMask;
 pub use error::MsmError;
 pub use gpu::{
-    scalars_to_words, AccumulateKernel, DeviceBases, DeviceBasesG1, DeviceBasesG2, DeviceScalars,
-    G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig, GpuMsmError, GpuMsmPlan, PhaseTimes,
-    PinnedBases, ReduceKernel, GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS,
-    MAX_SEGMENTS, MAX_SEGMENTS_CAPPED,
+    scalars_to_words, select_scalar_words_into, AccumulateKernel, DeviceBases, DeviceBasesG1,
+    DeviceBasesG2, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig, GpuMsmError,
+    GpuMsmPlan, PhaseTimes, PinnedBases, ReduceKernel, GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS,
+    GPU_MIN_WINDOW_BITS, MAX_SEGMENTS, MAX_SEGMENTS_CAPPED,
 };
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};

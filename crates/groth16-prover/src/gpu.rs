@@ -292,95 +292,21 @@ fn out_of_vram(e: &GpuMsmError) -> bool {
 /// the H step; either way the 8 little-endian u32 words the device reads).
 const SCALAR_LIMBS: usize = 4;
 
-/// Scalars per task when converting or filtering in parallel (64 mask words).
-const SELECT_BLOCK: usize = 4096;
-
-/// The canonical little-endian limbs of `s` (what `gpu_msm::scalars_to_words` makes, as
-/// u64 pairs of its u32 words).
-fn canonical_limbs(s: &Scalar) -> [u64; SCALAR_LIMBS] {
-    let b = s.to_bytes();
-    std::array::from_fn(|i| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&b[8 * i..8 * i + 8]);
-        u64::from_le_bytes(w)
-    })
-}
-
-/// Writes `f(s)` for every scalar, 4 limbs each, into the start of `out`, in parallel.
-fn write_limbs(
-    out: &mut [u64],
-    scalars: &[Scalar],
-    f: impl Fn(&Scalar) -> [u64; SCALAR_LIMBS] + Sync,
-) {
-    out[..SCALAR_LIMBS * scalars.len()]
-        .par_chunks_mut(SCALAR_LIMBS * SELECT_BLOCK)
-        .zip(scalars.par_chunks(SELECT_BLOCK))
-        .for_each(|(o, s)| {
-            for (o, s) in o.chunks_exact_mut(SCALAR_LIMBS).zip(s) {
-                o.copy_from_slice(&f(s));
-            }
-        });
-}
-
-/// Writes into the start of `out` the canonical limbs of the scalars whose bit is set in
-/// `mask` (all of them without a mask), in order, converted and filtered in parallel;
-/// returns how many. Scalar `i` is kept when `mask.get(i)`; scalars past the mask's end
-/// are dropped and bits past the scalars ignored. `out` must have room for every kept
-/// scalar (the caller sizes it from the mask's count).
-fn select_limbs_into(out: &mut [u64], scalars: &[Scalar], mask: Option<&DensityMask>) -> usize {
-    let Some(mask) = mask else {
-        write_limbs(out, scalars, canonical_limbs);
-        return scalars.len();
-    };
-    let n = scalars.len().min(mask.len());
-    let mask_words = &mask.words()[..n.div_ceil(64)];
-    // Mask word `k` restricted to the first `n` scalars.
-    let bits = |k: usize| -> u64 {
-        let valid = n - 64 * k;
-        if valid >= 64 {
-            mask_words[k]
-        } else {
-            mask_words[k] & ((1u64 << valid) - 1)
-        }
-    };
-    let words_per_block = SELECT_BLOCK / 64;
-    let n_blocks = mask_words.len().div_ceil(words_per_block);
-    let block_words =
-        |b: usize| b * words_per_block..((b + 1) * words_per_block).min(mask_words.len());
-    let counts: Vec<usize> = (0..n_blocks)
-        .into_par_iter()
-        .map(|b| block_words(b).map(|k| bits(k).count_ones() as usize).sum())
-        .collect();
-    let total: usize = counts.iter().sum();
-    // Each block writes its own slice of the output, sized by its count.
-    let mut outs = Vec::with_capacity(n_blocks);
-    let mut rest = &mut out[..total * SCALAR_LIMBS];
-    for &count in &counts {
-        let (head, tail) = rest.split_at_mut(count * SCALAR_LIMBS);
-        outs.push(head);
-        rest = tail;
-    }
-    outs.into_par_iter().enumerate().for_each(|(b, dst)| {
-        let mut pos = 0;
-        for k in block_words(b) {
-            let mut w = bits(k);
-            while w != 0 {
-                let i = 64 * k + w.trailing_zeros() as usize;
-                dst[pos..pos + SCALAR_LIMBS].copy_from_slice(&canonical_limbs(&scalars[i]));
-                pos += SCALAR_LIMBS;
-                w &= w - 1;
-            }
-        }
-    });
-    total
+/// `dst[i]` = `src[i]` in bls-repr's Montgomery layout (what gpu-ntt reads), in parallel.
+fn reprs_into(dst: &mut [FrRepr], src: &[Scalar]) {
+    dst.par_iter_mut()
+        .zip(src.par_iter())
+        .for_each(|(d, s)| *d = FrRepr::from_scalar(s));
 }
 
 /// Writes the concatenated parts (each filtered by its mask) as canonical limbs into the
 /// start of `out`; returns the number of scalars written.
 fn write_parts(out: &mut [u64], parts: &[Part<'_>]) -> usize {
+    // A limb is two of the device's little-endian u32 words, low first: the same bytes.
+    let words: &mut [u32] = bytemuck::cast_slice_mut(out);
     let mut n = 0;
     for (scalars, mask) in parts {
-        n += select_limbs_into(&mut out[SCALAR_LIMBS * n..], scalars, *mask);
+        n += gpu_msm::select_scalar_words_into(&mut words[2 * SCALAR_LIMBS * n..], scalars, *mask);
     }
     n
 }
@@ -952,9 +878,7 @@ impl ProverBackend for GpuBackend {
                 // Converted straight into the pool's pinned buffers, each host vector
                 // dropped once converted.
                 for (dst, v) in bufs.slices_mut()?.into_iter().zip([a, b, c]) {
-                    dst.par_iter_mut()
-                        .zip(v.par_iter())
-                        .for_each(|(d, s)| *d = FrRepr::from_scalar(s));
+                    reprs_into(dst, &v);
                 }
                 inputs_released();
                 let mut out = self.h_from_pinned(bufs)?;
@@ -1236,21 +1160,18 @@ mod tests {
 
     use crate::testing::test_seed as seed;
 
-    /// The per-element code the GPU backend used before: filter the scalars by the mask,
-    /// then convert, part after part.
+    /// Per element and serially: filter the scalars by the mask, then each one's canonical
+    /// bytes as little-endian u32 words, part after part.
     fn reference_words(parts: &[Part<'_>]) -> Vec<u32> {
         let mut words = Vec::new();
         for (scalars, mask) in parts {
-            match mask {
-                None => words.extend(gpu_msm::scalars_to_words(scalars)),
-                Some(mask) => {
-                    let selected: Vec<Scalar> = scalars
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| mask.get(*i))
-                        .map(|(_, s)| *s)
-                        .collect();
-                    words.extend(gpu_msm::scalars_to_words(&selected));
+            for (i, s) in scalars.iter().enumerate() {
+                if mask.is_none_or(|m| m.get(i)) {
+                    let b = s.to_bytes();
+                    words.extend(
+                        b.chunks_exact(4)
+                            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])),
+                    );
                 }
             }
         }
@@ -1279,47 +1200,6 @@ mod tests {
             .iter()
             .flat_map(|l| [*l as u32, (*l >> 32) as u32])
             .collect()
-    }
-
-    #[test]
-    fn select_limbs_matches_per_element_filter() {
-        let mut g = SplitMix::new(seed());
-        let lens = [
-            0usize,
-            1,
-            63,
-            64,
-            65,
-            4095,
-            4096,
-            4097,
-            3 * 4096 + 130,
-            20_000,
-        ];
-        for &n in &lens {
-            let s = scalars(&mut g, n);
-            for per_mille in [0, 1, 300, 999, 1000] {
-                // Masks as long as the scalars, shorter and longer.
-                for mask_len in [n, n.saturating_sub(g.below(70)), n + g.below(70)] {
-                    let m = mask(&mut g, mask_len, per_mille);
-                    let expected = reference_words(&[(&s, Some(&m))]);
-                    // Room to spare, filled with garbage: only the kept prefix is written.
-                    let spare = 4 * g.below(3);
-                    let mut out = vec![7u64; SCALAR_LIMBS * m.count_ones().min(n) + spare];
-                    let k = select_limbs_into(&mut out, &s, Some(&m));
-                    assert_eq!(8 * k, expected.len(), "n = {n}");
-                    assert_eq!(
-                        as_words(&out[..SCALAR_LIMBS * k]),
-                        expected,
-                        "n = {n}, mask len = {mask_len}, density = {per_mille}/1000"
-                    );
-                    assert!(out[SCALAR_LIMBS * k..].iter().all(|&w| w == 7));
-                }
-            }
-            let mut out = vec![0u64; SCALAR_LIMBS * n];
-            assert_eq!(select_limbs_into(&mut out, &s, None), n);
-            assert_eq!(as_words(&out), gpu_msm::scalars_to_words(&s), "n = {n}");
-        }
     }
 
     #[test]
@@ -1365,14 +1245,11 @@ mod tests {
     fn montgomery_limbs_are_bls_repr() {
         let mut g = SplitMix::new(seed());
         let s = scalars(&mut g, 9000);
-        let mut out = vec![0u64; SCALAR_LIMBS * s.len() + 4];
-        write_limbs(&mut out, &s, |x| FrRepr::from_scalar(x).limbs);
+        let mut out = vec![FrRepr::ZERO; s.len() + 1];
+        reprs_into(&mut out, &s);
         for (i, x) in s.iter().enumerate() {
-            let r = FrRepr {
-                limbs: out[4 * i..4 * i + 4].try_into().unwrap(),
-            };
-            assert_eq!(r.to_scalar().unwrap(), *x, "element {i}");
+            assert_eq!(out[i].to_scalar().unwrap(), *x, "element {i}");
         }
-        assert_eq!(&out[4 * s.len()..], &[0; 4], "nothing past the scalars");
+        assert_eq!(out[s.len()], FrRepr::ZERO, "nothing past the scalars");
     }
 }
