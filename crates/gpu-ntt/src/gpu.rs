@@ -691,11 +691,7 @@ impl GpuNtt {
         let mut buf = self.gpu.upload(to_words(&reprs(data)), "ntt transform")?;
         self.transform_device(&mut buf, spec, &stream)?;
         let out = download_reprs(&self.gpu, &buf)?;
-        for (i, (d, r)) in data.iter_mut().zip(&out).enumerate() {
-            *d = r
-                .to_scalar()
-                .map_err(|_| GpuNttError::NotReduced { index: i })?;
-        }
+        data.copy_from_slice(&reprs_to_scalars(&out)?);
         Ok(())
     }
 
@@ -887,14 +883,7 @@ impl GpuNtt {
             &stream,
         )?;
         let out = download_reprs(&self.gpu, &h.coeffs)?;
-        out[..h.n_coeffs]
-            .par_iter()
-            .enumerate()
-            .map(|(i, r)| {
-                r.to_scalar()
-                    .map_err(|_| GpuNttError::NotReduced { index: i })
-            })
-            .collect()
+        reprs_to_scalars(&out[..h.n_coeffs])
     }
 }
 
@@ -933,6 +922,19 @@ pub fn download_reprs(gpu: &Gpu, buf: &DeviceBuffer<u64>) -> Result<Vec<FrRepr>,
     n_elements(buf, "download buffer")?;
     let words = gpu.download(buf)?;
     Ok(bytemuck::cast_slice(&words).to_vec())
+}
+
+/// Elements read back from a device (or a staging buffer) as scalars, in parallel; an
+/// element that is not reduced below r is [`GpuNttError::NotReduced`] naming its index.
+pub fn reprs_to_scalars(reprs: &[FrRepr]) -> Result<Vec<Scalar>, GpuNttError> {
+    reprs
+        .par_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.to_scalar()
+                .map_err(|_| GpuNttError::NotReduced { index: i })
+        })
+        .collect()
 }
 
 /// Uploads `FrRepr`s into a new device buffer (charged to the VRAM budget).
@@ -986,6 +988,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn reprs_to_scalars_round_trips_and_names_an_unreduced_element() {
+        let values: Vec<Scalar> = (0..5000u64)
+            .map(|i| Scalar::from(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)) - Scalar::from(i))
+            .collect();
+        let mut r: Vec<FrRepr> = values.iter().map(FrRepr::from_scalar).collect();
+        assert_eq!(reprs_to_scalars(&r).unwrap(), values);
+        // 2^256 - 1 is above r: not reduced.
+        r[4321] = FrRepr {
+            limbs: [u64::MAX; 4],
+        };
+        assert!(matches!(
+            reprs_to_scalars(&r),
+            Err(GpuNttError::NotReduced { index: 4321 })
+        ));
     }
 
     #[test]

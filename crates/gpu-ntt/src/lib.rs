@@ -55,8 +55,8 @@ pub use cpu::CpuNtt;
 pub use domain::{bit_reverse, coset_shift, h_domain_size, log2_len, omega, MAX_LOG_N};
 pub use error::NttError;
 pub use gpu::{
-    download_reprs, plan_passes, upload_reprs, AbcSource, GpuNtt, GpuNttConfig, GpuNttError,
-    HPolyDevice, Pass, WORDS_PER_ELEMENT,
+    download_reprs, plan_passes, reprs_to_scalars, upload_reprs, AbcSource, GpuNtt, GpuNttConfig,
+    GpuNttError, HPolyDevice, Pass, WORDS_PER_ELEMENT,
 };
 
 use bls12_381::Scalar;

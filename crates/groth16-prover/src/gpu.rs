@@ -347,14 +347,7 @@ impl DeviceH {
     /// Copies the coefficients back to the host (waits for the transforms).
     pub fn into_host(self) -> Result<Vec<Scalar>, ProverError> {
         let reprs = gpu_ntt::download_reprs(&self.gpu, &self.coeffs).map_err(ntt_err)?;
-        reprs[..self.n_coeffs]
-            .par_iter()
-            .enumerate()
-            .map(|(i, r)| {
-                r.to_scalar()
-                    .map_err(|_| ntt_err(GpuNttError::NotReduced { index: i }))
-            })
-            .collect()
+        gpu_ntt::reprs_to_scalars(&reprs[..self.n_coeffs]).map_err(ntt_err)
     }
 }
 
@@ -394,15 +387,7 @@ impl AbcBuffers {
     /// the buffers in place); fails on a value that is not reduced.
     pub fn into_host(mut self) -> Result<AbcEvaluations, ProverError> {
         let [a, b, c] = self.slices_mut()?;
-        let host = |v: &mut [FrRepr]| -> Result<Vec<Scalar>, ProverError> {
-            v.par_iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    r.to_scalar()
-                        .map_err(|_| ntt_err(GpuNttError::NotReduced { index: i }))
-                })
-                .collect()
-        };
+        let host = |v: &mut [FrRepr]| gpu_ntt::reprs_to_scalars(v).map_err(ntt_err);
         Ok(AbcEvaluations {
             a: host(a)?,
             b: host(b)?,
