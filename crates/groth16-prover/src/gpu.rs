@@ -498,18 +498,35 @@ impl GpuBackend {
         q: Query,
         n: usize,
     ) -> Result<(Placement<G1Curve>, Duration), ProverError> {
+        self.placed(&self.msm, key, q.name(), q.bases(key), n, |r| {
+            &mut r.queries[q as usize]
+        })
+    }
+
+    /// Where the first `n` of `all` (query `query` of `key`) live: the placement in `slot`
+    /// when it covers the same `n`, else a new one ([`GpuBackend::place`], uploads through
+    /// `engine`), stored there. Returns it and the time spent placing (zero when kept).
+    fn placed<C: GpuCurve + Clone>(
+        &self,
+        engine: &GpuMsm,
+        key: &ProvingKey,
+        query: &'static str,
+        all: &[C::Affine],
+        n: usize,
+        slot: impl Fn(&mut Resident) -> &mut Option<Placement<C>>,
+    ) -> Result<(Placement<C>, Duration), ProverError> {
         let mut r = lock(&self.resident);
         r.switch_to(key.id());
-        if let Some(p) = &r.queries[q as usize] {
+        if let Some(p) = slot(&mut r) {
             if p.n() == n {
                 return Ok((p.clone(), Duration::ZERO));
             }
         }
-        r.queries[q as usize] = None;
-        let bases = slice(q.name(), q.bases(key), 0, n)?;
+        *slot(&mut r) = None;
+        let bases = slice(query, all, 0, n)?;
         let t = Instant::now();
-        let p = self.place::<G1Curve>(&self.msm, &r, q.name(), bases)?;
-        r.queries[q as usize] = Some(p.clone());
+        let p = self.place::<C>(engine, &r, query, bases)?;
+        *slot(&mut r) = Some(p.clone());
         Ok((p, t.elapsed()))
     }
 
@@ -748,20 +765,12 @@ impl GpuBackend {
     }
 
     /// Where the first `n` bases of `b_g2_query` live, placing them on first use (as
-    /// [`GpuBackend::placement`] for the G1 queries).
+    /// [`GpuBackend::placement`] for the G1 queries, uploaded by the G2 engine).
     fn placement_g2(&self, key: &ProvingKey, n: usize) -> Result<Placement<G2Curve>, ProverError> {
         let engine = self.g2_engine()?;
-        let mut r = lock(&self.resident);
-        r.switch_to(key.id());
-        if let Some(p) = &r.b_g2 {
-            if p.n() == n {
-                return Ok(p.clone());
-            }
-        }
-        r.b_g2 = None;
-        let bases = slice("b_g2_query", key.b_g2_query(), 0, n)?;
-        let p = self.place::<G2Curve>(&engine, &r, "b_g2_query", bases)?;
-        r.b_g2 = Some(p.clone());
+        let (p, _) = self.placed(&engine, key, "b_g2_query", key.b_g2_query(), n, |r| {
+            &mut r.b_g2
+        })?;
         Ok(p)
     }
 
