@@ -752,6 +752,16 @@ impl GpuMsm {
         Ok(DeviceScalars { words, n })
     }
 
+    /// Room for `n` scalars on the device (zeroed, charged to the VRAM budget, queued on
+    /// this engine's stream), to be filled in place, e.g. by a copy from a pinned staging
+    /// buffer into [`DeviceScalars::words_mut`].
+    pub fn alloc_scalars(&self, n: usize) -> Result<DeviceScalars, GpuMsmError> {
+        let words = self
+            .gpu
+            .alloc_zeros::<u32>(n * SCALAR_WORDS, "gpu-msm scalars")?;
+        Ok(DeviceScalars { words, n })
+    }
+
     /// Uploads Montgomery-form scalars and converts them to canonical on the GPU.
     pub fn upload_scalars_montgomery(
         &self,

@@ -596,18 +596,10 @@ impl GpuBackend {
         Ok(Some(pinned))
     }
 
-    /// A device buffer for `n` scalars of query `q`, queued on the device's stream.
-    /// gpu-msm's way to a `DeviceScalars` without an upload: adopt zeroed device words
-    /// (its Montgomery → canonical pass maps zeros to zeros); [`GpuBackend::stage`] then
-    /// overwrites them.
+    /// A device buffer for `n` scalars of query `q`, queued on the device's stream;
+    /// [`GpuBackend::stage`] then overwrites it.
     fn device_scalars(&self, q: Query, n: usize) -> Result<DeviceScalars, ProverError> {
-        let words = self
-            .gpu
-            .alloc_zeros::<u64>(SCALAR_LIMBS * n, "groth16-prover msm scalars")
-            .map_err(|e| gpu_msm_err(q.name())(GpuMsmError::Gpu(e)))?;
-        self.msm
-            .adopt_scalars_montgomery(words, n)
-            .map_err(gpu_msm_err(q.name()))
+        self.msm.alloc_scalars(n).map_err(gpu_msm_err(q.name()))
     }
 
     /// The backend's copy stream (created on first use).
