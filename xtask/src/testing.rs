@@ -9,6 +9,13 @@ use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The GPU test groups, as a nextest filter: integration-test binaries named `gpu_*`. Not
+/// `binary(/^gpu_/)` alone: the unit tests of `gpu-device`, `gpu-msm` and `gpu-ntt` live in
+/// binaries named after their crates (`gpu_msm`, ...), are CPU tests, and must run in CI.
+const GPU_GROUPS: &str = "kind(test) and binary(/^gpu_/)";
+/// Every other test binary.
+const NOT_GPU_GROUPS: &str = "not (kind(test) and binary(/^gpu_/))";
+
 pub fn run(root: &Path, args: &[String]) -> Result<()> {
     if !args.is_empty() {
         bail!("usage: cargo xtask test");
@@ -20,7 +27,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
             Command::new("cargo")
                 .current_dir(root)
                 .args(["nextest", "run", "--workspace", "--no-tests=pass", "-E"])
-                .arg("not binary(/^gpu_/)"),
+                .arg(NOT_GPU_GROUPS),
         )?;
         crate::run_cmd(Command::new("cargo").current_dir(root).args([
             "test",
@@ -49,7 +56,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
                 Command::new("cargo")
                     .current_dir(root)
                     .args(["nextest", "run", "--workspace", "--no-tests=pass", "-E"])
-                    .arg("binary(/^gpu_/)")
+                    .arg(GPU_GROUPS)
                     .env("PINION_REQUIRE_GPU", "1"),
             )?;
         } else {
