@@ -10,8 +10,16 @@ use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use bls_repr::{Fp2Repr, FpRepr, G1AffineRepr, G2AffineRepr};
 use group::{Curve, CurveAffine};
 
+/// `CurveAffine::to_curve` without the name clash with [`MsmBase::to_curve`].
+trait ToCurvePoint: CurveAffine {
+    fn to_curve_point(&self) -> Self::Curve {
+        CurveAffine::to_curve(self)
+    }
+}
+impl<T: CurveAffine> ToCurvePoint for T {}
+
 /// The few field operations affine addition needs.
-pub(crate) trait BaseField: Copy + Send + Sync + PartialEq {
+pub trait BaseField: Copy + Send + Sync + PartialEq {
     const ZERO: Self;
     const ONE: Self;
     fn add(&self, rhs: &Self) -> Self;
@@ -84,41 +92,147 @@ pub(crate) fn batch_invert<F: BaseField>(v: &mut [F], prefix: &mut Vec<F>) {
     }
 }
 
-/// A curve whose affine points convert to and from `bls-repr` coordinates.
-pub(crate) trait ReprCurve: Curve<Scalar = Scalar> {
+/// A curve whose points convert to and from `bls-repr` coordinates.
+pub trait ReprCurve: Curve<Scalar = Scalar> {
     /// Coordinate field.
     type F: BaseField;
-    /// `(x, y)` of a finite point; `None` at infinity.
-    fn to_xy(p: &Self::Affine) -> Option<(Self::F, Self::F)>;
     /// The point `(x, y)`; both reduced (they come from field arithmetic).
     fn from_xy(x: Self::F, y: Self::F) -> Self;
 }
 
 impl ReprCurve for G1Projective {
     type F = FpRepr;
-    fn to_xy(p: &G1Affine) -> Option<(FpRepr, FpRepr)> {
-        let r = G1AffineRepr::from_affine(p);
-        (!r.is_identity()).then_some((r.x, r.y))
-    }
     fn from_xy(x: FpRepr, y: FpRepr) -> Self {
         G1AffineRepr { x, y }
             .to_affine_unchecked()
             .expect("bls-repr arithmetic keeps coordinates reduced")
-            .to_curve()
+            .to_curve_point()
     }
 }
 
 impl ReprCurve for G2Projective {
     type F = Fp2Repr;
-    fn to_xy(p: &G2Affine) -> Option<(Fp2Repr, Fp2Repr)> {
-        let r = G2AffineRepr::from_affine(p);
-        (!r.is_identity()).then_some((r.x, r.y))
-    }
     fn from_xy(x: Fp2Repr, y: Fp2Repr) -> Self {
         G2AffineRepr { x, y }
             .to_affine_unchecked()
             .expect("bls-repr arithmetic keeps coordinates reduced")
-            .to_curve()
+            .to_curve_point()
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for bls12_381::G1Affine {}
+    impl Sealed for bls12_381::G2Affine {}
+    impl Sealed for bls_repr::G1AffineRepr {}
+    impl Sealed for bls_repr::G2AffineRepr {}
+}
+
+/// A base point layout the CPU backend reads: `bls12_381`'s affine points, or
+/// `bls-repr`'s Montgomery layout (what `srs-store` loads and the GPU reads), so a key
+/// held in that layout is summed without a converted copy. Sealed: these four types.
+pub trait MsmBase: sealed::Sealed + Copy + Send + Sync {
+    /// The group the sum is in.
+    type Curve: ReprCurve;
+    /// Whether the point is usable as given (bls-repr: both coordinates reduced, which
+    /// every point from this workspace's parsers is; `bls12_381` points always are).
+    #[doc(hidden)]
+    fn is_valid(&self) -> bool;
+    /// `(x, y)` of a finite point in bls-repr's Montgomery layout; `None` at infinity.
+    #[doc(hidden)]
+    fn xy(&self) -> Option<(<Self::Curve as ReprCurve>::F, <Self::Curve as ReprCurve>::F)>;
+    /// The point as a projective point (valid points only).
+    #[doc(hidden)]
+    fn to_curve(&self) -> Self::Curve;
+    /// `acc += self` (a mixed addition; valid points only).
+    #[doc(hidden)]
+    fn add_to(&self, acc: &mut Self::Curve);
+    /// `acc -= self`.
+    #[doc(hidden)]
+    fn sub_from(&self, acc: &mut Self::Curve);
+}
+
+macro_rules! affine_base {
+    ($affine:ty, $proj:ty, $repr:ty) => {
+        impl MsmBase for $affine {
+            type Curve = $proj;
+            #[inline]
+            fn is_valid(&self) -> bool {
+                true
+            }
+            #[inline]
+            fn xy(&self) -> Option<(<$proj as ReprCurve>::F, <$proj as ReprCurve>::F)> {
+                let r = <$repr>::from_affine(self);
+                (!r.is_identity()).then_some((r.x, r.y))
+            }
+            #[inline]
+            fn to_curve(&self) -> $proj {
+                CurveAffine::to_curve(self)
+            }
+            #[inline]
+            fn add_to(&self, acc: &mut $proj) {
+                *acc += self;
+            }
+            #[inline]
+            fn sub_from(&self, acc: &mut $proj) {
+                *acc -= self;
+            }
+        }
+    };
+}
+affine_base!(G1Affine, G1Projective, G1AffineRepr);
+affine_base!(G2Affine, G2Projective, G2AffineRepr);
+
+macro_rules! repr_base {
+    ($repr:ty, $affine:ty, $proj:ty) => {
+        impl MsmBase for $repr {
+            type Curve = $proj;
+            #[inline]
+            fn is_valid(&self) -> bool {
+                self.is_reduced()
+            }
+            #[inline]
+            fn xy(&self) -> Option<(<$proj as ReprCurve>::F, <$proj as ReprCurve>::F)> {
+                (!self.is_identity()).then_some((self.x, self.y))
+            }
+            #[inline]
+            fn to_curve(&self) -> $proj {
+                CurveAffine::to_curve(&self.affine())
+            }
+            #[inline]
+            fn add_to(&self, acc: &mut $proj) {
+                *acc += self.affine();
+            }
+            #[inline]
+            fn sub_from(&self, acc: &mut $proj) {
+                *acc -= self.affine();
+            }
+        }
+    };
+}
+repr_base!(G1AffineRepr, G1Affine, G1Projective);
+repr_base!(G2AffineRepr, G2Affine, G2Projective);
+
+/// The `bls12_381` point of a reduced repr (the identity is all zero: the library's
+/// identity). Callers check [`MsmBase::is_valid`] on every base first.
+trait ReprAffine {
+    type Affine;
+    fn affine(&self) -> Self::Affine;
+}
+impl ReprAffine for G1AffineRepr {
+    type Affine = G1Affine;
+    #[inline]
+    fn affine(&self) -> G1Affine {
+        self.to_affine_unchecked()
+            .expect("bases are checked to be reduced before the sum")
+    }
+}
+impl ReprAffine for G2AffineRepr {
+    type Affine = G2Affine;
+    #[inline]
+    fn affine(&self) -> G2Affine {
+        self.to_affine_unchecked()
+            .expect("bases are checked to be reduced before the sum")
     }
 }
 
@@ -180,7 +294,14 @@ impl<G: ReprCurve> AffineBuckets<G> {
 
     /// bucket[slot] += (x, y), where (x, y) is `base` (or `−base` when `negative`).
     #[inline]
-    pub(crate) fn add(&mut self, slot: usize, x: G::F, y: G::F, base: &G::Affine, negative: bool) {
+    pub(crate) fn add<B: MsmBase<Curve = G>>(
+        &mut self,
+        slot: usize,
+        x: G::F,
+        y: G::F,
+        base: &B,
+        negative: bool,
+    ) {
         match self.state[slot] {
             Slot::Empty => {
                 self.x[slot] = x;
@@ -200,9 +321,9 @@ impl<G: ReprCurve> AffineBuckets<G> {
             }
             Slot::Busy => {
                 if negative {
-                    self.overflow[slot] -= base;
+                    base.sub_from(&mut self.overflow[slot]);
                 } else {
-                    self.overflow[slot] += base;
+                    base.add_to(&mut self.overflow[slot]);
                 }
                 self.overflow_used[slot] = true;
             }

@@ -2,10 +2,10 @@
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
-use group::{Curve, CurveAffine};
+use group::{Curve, Group};
 use rayon::prelude::*;
 
-use crate::affine::{affine_flush_at, neg_y, AffineBuckets, ReprCurve};
+use crate::affine::{affine_flush_at, neg_y, AffineBuckets, MsmBase, ReprCurve};
 use crate::{check_batch, check_shapes, DensityMask, MsmBackend, MsmError};
 
 /// Largest window a [`CpuMsmConfig`] accepts. Buckets per window are `2^(c-1)`.
@@ -84,16 +84,31 @@ impl CpuMsm {
         self.config
     }
 
-    fn run<G>(
+    /// `Σ scalars[i]·bases[i]` (with a mask: see the crate docs) for any base layout
+    /// [`MsmBase`] covers: `bls12_381` affine points, or `bls-repr`'s Montgomery layout
+    /// (what `srs-store` loads), read in place with no converted copy. A repr base with an
+    /// unreduced coordinate is [`MsmError::BaseNotReduced`].
+    pub fn msm<B: MsmBase>(
         &self,
-        bases: &[G::Affine],
+        bases: &[B],
         scalars: &[Scalar],
         density: Option<&DensityMask>,
-    ) -> Result<G, MsmError>
-    where
-        G: ReprCurve,
-    {
+    ) -> Result<B::Curve, MsmError> {
+        self.run::<B>(bases, scalars, density)
+    }
+
+    fn run<B: MsmBase>(
+        &self,
+        bases: &[B],
+        scalars: &[Scalar],
+        density: Option<&DensityMask>,
+    ) -> Result<B::Curve, MsmError> {
         check_shapes(bases.len(), scalars.len(), density)?;
+        // One cheap pass (limb comparisons) so the sums below never meet a base they
+        // cannot convert.
+        if let Some(index) = bases.par_iter().position_any(|b| !b.is_valid()) {
+            return Err(MsmError::BaseNotReduced { index });
+        }
         let slice_len = self
             .config
             .scalars_in_flight
@@ -101,7 +116,7 @@ impl CpuMsm {
             .div_ceil(CLASSIFY_BLOCK)
             .max(1)
             * CLASSIFY_BLOCK;
-        Ok(pippenger::<G>(
+        Ok(pippenger::<B>(
             bases,
             scalars,
             density,
@@ -122,7 +137,7 @@ impl MsmBackend for CpuMsm {
         scalars: &[Scalar],
         density: Option<&DensityMask>,
     ) -> Result<G1Projective, MsmError> {
-        self.run::<G1Projective>(bases, scalars, density)
+        self.run::<G1Affine>(bases, scalars, density)
     }
 
     fn msm_g2(
@@ -131,7 +146,7 @@ impl MsmBackend for CpuMsm {
         scalars: &[Scalar],
         density: Option<&DensityMask>,
     ) -> Result<G2Projective, MsmError> {
-        self.run::<G2Projective>(bases, scalars, density)
+        self.run::<G2Affine>(bases, scalars, density)
     }
 
     fn msm_g1_batch(
@@ -145,7 +160,7 @@ impl MsmBackend for CpuMsm {
         // one set of buckets per window alive at a time.
         scalar_sets
             .iter()
-            .map(|s| self.run::<G1Projective>(bases, s, density))
+            .map(|s| self.run::<G1Affine>(bases, s, density))
             .collect()
     }
 
@@ -158,7 +173,7 @@ impl MsmBackend for CpuMsm {
         check_batch(bases.len(), scalar_sets, density)?;
         scalar_sets
             .iter()
-            .map(|s| self.run::<G2Projective>(bases, s, density))
+            .map(|s| self.run::<G2Affine>(bases, s, density))
             .collect()
     }
 }
@@ -267,22 +282,19 @@ pub(crate) fn plan(n_terms: usize, config: &CpuMsmConfig) -> (usize, bool) {
 /// Scalars are taken in slices of `slice_len` (a multiple of `CLASSIFY_BLOCK`) so the
 /// classified terms (40 bytes each) stay bounded however large n is; each slice costs
 /// one extra bucket reduction per window, small next to the slice's bucket additions.
-fn pippenger<G>(
-    bases: &[G::Affine],
+fn pippenger<B: MsmBase>(
+    bases: &[B],
     scalars: &[Scalar],
     density: Option<&DensityMask>,
     config: &CpuMsmConfig,
     slice_len: usize,
-) -> G
-where
-    G: ReprCurve,
-{
-    let mut total = G::identity();
+) -> B::Curve {
+    let mut total = B::Curve::identity();
     let mut base_offset = 0;
     for (k, slice) in scalars.chunks(slice_len).enumerate() {
         let scalar_offset = k * slice_len;
-        let (ones_sum, terms) = classify::<G>(bases, slice, density, scalar_offset, base_offset);
-        total += ones_sum + windowed::<G>(bases, terms, config);
+        let (ones_sum, terms) = classify::<B>(bases, slice, density, scalar_offset, base_offset);
+        total += ones_sum + windowed::<B>(bases, terms, config);
         base_offset += match density {
             None => slice.len(),
             Some(mask) => mask.words()
@@ -296,22 +308,20 @@ where
 }
 
 /// The windowed part: Σ term·base over terms that are neither 0 nor 1.
-fn windowed<G>(bases: &[G::Affine], terms: Vec<Term>, config: &CpuMsmConfig) -> G
-where
-    G: ReprCurve,
-{
+fn windowed<B: MsmBase>(bases: &[B], terms: Vec<Term>, config: &CpuMsmConfig) -> B::Curve {
+    type F<B> = <<B as MsmBase>::Curve as ReprCurve>::F;
     if terms.is_empty() {
-        return G::identity();
+        return B::Curve::identity();
     }
     let (c, affine) = plan(terms.len(), config);
     let n_win = n_windows(c);
     if affine {
         // Each term carries its base's coordinates: window passes then read memory in
         // order, and bases at infinity (which add nothing) are dropped here.
-        let aff: Vec<AffineTerm<G::F>> = terms
+        let aff: Vec<AffineTerm<F<B>>> = terms
             .par_iter()
             .filter_map(|t| {
-                G::to_xy(&bases[t.base as usize]).map(|(x, y)| AffineTerm {
+                bases[t.base as usize].xy().map(|(x, y)| AffineTerm {
                     limbs: t.limbs,
                     base: t.base,
                     x,
@@ -320,12 +330,12 @@ where
             })
             .collect();
         drop(terms);
-        return split_windows::<G, _>(&aff, c, n_win, |chunk, w| {
-            window_sum_affine::<G>(bases, chunk, w, c)
+        return split_windows::<B::Curve, _>(&aff, c, n_win, |chunk, w| {
+            window_sum_affine::<B>(bases, chunk, w, c)
         });
     }
-    split_windows::<G, _>(&terms, c, n_win, |chunk, w| {
-        window_sum::<G>(bases, chunk, w, c)
+    split_windows::<B::Curve, _>(&terms, c, n_win, |chunk, w| {
+        window_sum::<B>(bases, chunk, w, c)
     })
 }
 
@@ -383,13 +393,13 @@ struct AffineTerm<F> {
 }
 
 /// Batch-affine bucket sum of one window: Σ digit·base.
-fn window_sum_affine<G: ReprCurve>(
-    bases: &[G::Affine],
-    terms: &[AffineTerm<G::F>],
+fn window_sum_affine<B: MsmBase>(
+    bases: &[B],
+    terms: &[AffineTerm<<B::Curve as ReprCurve>::F>],
     w: usize,
     c: usize,
-) -> G {
-    let mut buckets = AffineBuckets::<G>::new(1 << (c - 1));
+) -> B::Curve {
+    let mut buckets = AffineBuckets::<B::Curve>::new(1 << (c - 1));
     for t in terms {
         let d = signed_digit(&t.limbs, w, c);
         if d == 0 {
@@ -403,12 +413,9 @@ fn window_sum_affine<G: ReprCurve>(
 }
 
 /// Bucket sum of one window over some terms: Σ digit·base.
-fn window_sum<G>(bases: &[G::Affine], terms: &[Term], w: usize, c: usize) -> G
-where
-    G: Curve<Scalar = Scalar>,
-{
+fn window_sum<B: MsmBase>(bases: &[B], terms: &[Term], w: usize, c: usize) -> B::Curve {
     let n_buckets = 1usize << (c - 1);
-    let mut buckets = vec![G::identity(); n_buckets];
+    let mut buckets = vec![B::Curve::identity(); n_buckets];
     // An empty bucket takes its first point by copy instead of a full addition.
     let mut filled = vec![false; n_buckets];
     for t in terms {
@@ -420,23 +427,23 @@ where
         let slot = (d.unsigned_abs() - 1) as usize;
         if filled[slot] {
             if d > 0 {
-                buckets[slot] += base;
+                base.add_to(&mut buckets[slot]);
             } else {
-                buckets[slot] -= base;
+                base.sub_from(&mut buckets[slot]);
             }
         } else {
             filled[slot] = true;
             buckets[slot] = if d > 0 {
                 base.to_curve()
             } else {
-                (-*base).to_curve()
+                -base.to_curve()
             };
         }
     }
     // Σ (k+1)·bucket[k] by running sums from the top bucket down.
-    let mut running = G::identity();
+    let mut running = B::Curve::identity();
     let mut running_started = false;
-    let mut acc = G::identity();
+    let mut acc = B::Curve::identity();
     for (b, f) in buckets.iter().zip(&filled).rev() {
         if *f {
             if running_started {
@@ -457,16 +464,13 @@ where
 /// their base index). `scalars` starts at scalar `scalar_offset` (a multiple of 64) and
 /// base `base_offset`. Parallel over blocks; a block's first base index is its prefix
 /// count of set mask bits.
-fn classify<G>(
-    bases: &[G::Affine],
+fn classify<B: MsmBase>(
+    bases: &[B],
     scalars: &[Scalar],
     density: Option<&DensityMask>,
     scalar_offset: usize,
     base_offset: usize,
-) -> (G, Vec<Term>)
-where
-    G: Curve<Scalar = Scalar>,
-{
+) -> (B::Curve, Vec<Term>) {
     let n_blocks = scalars.len().div_ceil(CLASSIFY_BLOCK);
     let block_base: Vec<usize> = match density {
         None => (0..n_blocks)
@@ -486,12 +490,12 @@ where
         }
     };
 
-    let per_block: Vec<(G, Vec<Term>)> = scalars
+    let per_block: Vec<(B::Curve, Vec<Term>)> = scalars
         .par_chunks(CLASSIFY_BLOCK)
         .zip(block_base.par_iter())
         .enumerate()
         .map(|(b, (block, &first_base))| {
-            let mut ones = G::identity();
+            let mut ones = B::Curve::identity();
             let mut terms = Vec::new();
             let mut base = first_base;
             for (j, s) in block.iter().enumerate() {
@@ -506,7 +510,7 @@ where
                     continue;
                 }
                 if *s == Scalar::ONE {
-                    ones += &bases[this];
+                    bases[this].add_to(&mut ones);
                     continue;
                 }
                 terms.push(Term {
@@ -518,7 +522,7 @@ where
         })
         .collect();
 
-    let mut ones_sum = G::identity();
+    let mut ones_sum = B::Curve::identity();
     let mut terms = Vec::with_capacity(per_block.iter().map(|(_, t)| t.len()).sum());
     for (ones, t) in per_block {
         ones_sum += ones;

@@ -47,6 +47,13 @@ pub enum MsmError {
         /// Largest supported count.
         max_terms: usize,
     },
+    /// A base in bls-repr's layout has a coordinate that is not a reduced field element
+    /// (never the case for points from this workspace's parsers).
+    #[error("base {index} has a coordinate that is not reduced modulo p")]
+    BaseNotReduced {
+        /// Position of the base in the slice passed.
+        index: usize,
+    },
     /// A window size outside `1..=MAX_WINDOW_BITS` was configured.
     #[error("window of {window_bits} bits is outside 1..={max_bits}")]
     BadWindow {

@@ -80,6 +80,7 @@ mod gpu;
 pub mod reference;
 mod xyzz;
 
+pub use affine::MsmBase;
 pub use cpu::{BucketArith, CpuMsm, CpuMsmConfig, DEFAULT_SCALARS_IN_FLIGHT, MAX_WINDOW_BITS};
 pub use density::DensityMask;
 pub use error::MsmError;

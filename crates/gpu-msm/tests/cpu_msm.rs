@@ -1,6 +1,7 @@
 //! CPU Pippenger against the naive sum, on random inputs and edge cases.
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use bls_repr::{G1AffineRepr, G2AffineRepr};
 use ff::Field;
 use gpu_msm::reference::naive_msm;
 use gpu_msm::{BucketArith, CpuMsm, CpuMsmConfig, DensityMask, MsmBackend, MsmError};
@@ -76,20 +77,54 @@ fn backends() -> Vec<CpuMsm> {
     v
 }
 
+/// Every backend, on `bls12_381` bases and on the same bases in bls-repr's layout (what
+/// srs-store loads), against the naive sum.
 fn check_g1(bases: &[G1Affine], scalars: &[Scalar], density: Option<&DensityMask>) {
     let want: G1Projective = naive_msm(bases, scalars, density);
+    let reprs: Vec<G1AffineRepr> = bases.iter().map(G1AffineRepr::from_affine).collect();
     for b in backends() {
         let got = b.msm_g1(bases, scalars, density).unwrap();
         assert_eq!(got, want, "{:?}, n = {}", b.config(), scalars.len());
+        let got = b.msm(&reprs, scalars, density).unwrap();
+        assert_eq!(
+            got,
+            want,
+            "repr bases, {:?}, n = {}",
+            b.config(),
+            scalars.len()
+        );
     }
 }
 
 fn check_g2(bases: &[G2Affine], scalars: &[Scalar], density: Option<&DensityMask>) {
     let want: G2Projective = naive_msm(bases, scalars, density);
+    let reprs: Vec<G2AffineRepr> = bases.iter().map(G2AffineRepr::from_affine).collect();
     for b in backends() {
         let got = b.msm_g2(bases, scalars, density).unwrap();
         assert_eq!(got, want, "{:?}, n = {}", b.config(), scalars.len());
+        let got = b.msm(&reprs, scalars, density).unwrap();
+        assert_eq!(
+            got,
+            want,
+            "repr bases, {:?}, n = {}",
+            b.config(),
+            scalars.len()
+        );
     }
+}
+
+#[test]
+fn unreduced_repr_base_is_an_error() {
+    let mut rng = rng();
+    let n = 40;
+    let bases = points::<G1Projective>(&mut rng, n);
+    let mut reprs: Vec<G1AffineRepr> = bases.iter().map(G1AffineRepr::from_affine).collect();
+    let bad = rng.random_range(0..n);
+    reprs[bad].y.limbs = [u64::MAX; 6];
+    let err = CpuMsm::new()
+        .msm(&reprs, &random_scalars(&mut rng, n), None)
+        .unwrap_err();
+    assert_eq!(err, MsmError::BaseNotReduced { index: bad });
 }
 
 #[test]
