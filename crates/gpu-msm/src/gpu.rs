@@ -152,6 +152,16 @@ pub enum GpuMsmError {
         /// u32 words per affine point of the curve.
         words_per_point: usize,
     },
+    /// A device buffer is too short for the bases a view was asked to cover.
+    #[error("{n_points} bases need {words_per_point} u32 words each, the device buffer holds {n_limbs} u64 limbs")]
+    BadDeviceBases {
+        /// Bases asked for.
+        n_points: usize,
+        /// u64 limbs in the buffer.
+        n_limbs: usize,
+        /// u32 words per affine point of the curve.
+        words_per_point: usize,
+    },
     /// A streamed MSM was asked for chunks of no bases.
     #[error("streamed msm chunks must hold at least one base, got {chunk_len}")]
     BadChunk {
@@ -313,6 +323,73 @@ impl<C: GpuCurve> DeviceBases<C> {
     pub fn len(&self) -> usize {
         self.n
     }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
+
+impl<C: GpuCurve> DeviceBases<C> {
+    /// A borrowed view of all the bases (what the prefix MSMs read).
+    pub fn view(&self) -> DeviceBasesView<'_, C> {
+        DeviceBasesView {
+            words: self.words.slice().slice(..),
+            n: self.n,
+            curve: std::marker::PhantomData,
+        }
+    }
+}
+
+/// Bases of curve `C` on the device, borrowed: from [`DeviceBases::view`], or from a
+/// buffer another crate owns in bls-repr's layout (`srs-store`'s device tier holds its
+/// queries as `DeviceBuffer<u64>`: [`DeviceBasesView::from_limbs`]). MSMs over a view
+/// read its first `n` bases, so one resident query serves every circuit that uses a
+/// prefix of it.
+#[derive(Debug)]
+pub struct DeviceBasesView<'a, C: GpuCurve> {
+    words: CudaView<'a, u32>,
+    n: usize,
+    curve: std::marker::PhantomData<C>,
+}
+
+impl<'a, C: GpuCurve> DeviceBasesView<'a, C> {
+    /// `n_points` bases of `C` held in `buffer` as 64-bit limbs (bls-repr's layout, the
+    /// same bytes as `C::AFFINE_WORDS` u32 words per point); the buffer must hold at
+    /// least that many.
+    pub fn from_limbs(
+        buffer: &'a DeviceBuffer<u64>,
+        n_points: usize,
+    ) -> Result<DeviceBasesView<'a, C>, GpuMsmError> {
+        let words = n_points
+            .checked_mul(C::AFFINE_WORDS)
+            .filter(|w| w.div_ceil(2) <= buffer.len())
+            .ok_or(GpuMsmError::BadDeviceBases {
+                n_points,
+                n_limbs: buffer.len(),
+                words_per_point: C::AFFINE_WORDS,
+            })?;
+        // SAFETY: u64 and u32 are plain integers and the device buffer is at least 8-byte
+        // aligned, so the first `words` u32 words of the buffer's bytes are valid u32s;
+        // `words <= 2 * buffer.len()` was checked above, so the view stays inside it.
+        let view = unsafe { buffer.slice().transmute::<u32>(words) }.ok_or(
+            GpuMsmError::BadDeviceBases {
+                n_points,
+                n_limbs: buffer.len(),
+                words_per_point: C::AFFINE_WORDS,
+            },
+        )?;
+        Ok(DeviceBasesView {
+            words: view,
+            n: n_points,
+            curve: std::marker::PhantomData,
+        })
+    }
+
+    /// Number of bases.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.n == 0
@@ -979,17 +1056,61 @@ impl GpuMsm {
                 n_scalars: scalars.n,
             });
         }
+        self.streamed_words::<C>(bases.words.as_slice()?, scalars, chunk_len)
+    }
+
+    /// `Σ scalars[i]·bases[i]` over the first `scalars.len()` of `bases`, which stay in
+    /// host memory and are streamed to the device in chunks as [`GpuMsm::msm_streamed`]
+    /// does. In pinned memory (`srs-store`'s pinned tier) the copies are truly
+    /// asynchronous; from pageable memory the driver stages them, so they overlap less.
+    /// Fewer bases than scalars is [`GpuMsmError::LengthMismatch`].
+    pub fn msm_streamed_host<C: GpuCurve>(
+        &self,
+        bases: &[C::Repr],
+        scalars: &DeviceScalars,
+        chunk_len: usize,
+    ) -> Result<C::Projective, GpuMsmError> {
+        let bases = bases.get(..scalars.n).ok_or(GpuMsmError::LengthMismatch {
+            n_bases: bases.len(),
+            n_scalars: scalars.n,
+        })?;
+        self.streamed_words::<C>(bytemuck::cast_slice(bases), scalars, chunk_len)
+    }
+
+    /// `Σ scalars[i]·bases[i]` over the first `scalars.len()` bases of a device view (the
+    /// resident path, for a query longer than the circuit's use of it). Fewer bases than
+    /// scalars is [`GpuMsmError::LengthMismatch`].
+    pub fn msm_resident_prefix<C: GpuCurve>(
+        &self,
+        bases: &DeviceBasesView<'_, C>,
+        scalars: &DeviceScalars,
+    ) -> Result<C::Projective, GpuMsmError> {
+        if bases.n < scalars.n {
+            return Err(GpuMsmError::LengthMismatch {
+                n_bases: bases.n,
+                n_scalars: scalars.n,
+            });
+        }
+        Ok(self.msm_words::<C>(&bases.words, scalars, false)?.0)
+    }
+
+    /// The streamed pipeline over `host`, the first `scalars.n` bases' words.
+    fn streamed_words<C: GpuCurve>(
+        &self,
+        host: &[u32],
+        scalars: &DeviceScalars,
+        chunk_len: usize,
+    ) -> Result<C::Projective, GpuMsmError> {
         if chunk_len == 0 {
             return Err(GpuMsmError::BadChunk { chunk_len });
         }
         let mut total = <C::Projective as group::Group>::identity();
-        let n = bases.n;
+        let n = scalars.n;
         if n == 0 {
             return Ok(total);
         }
         let chunk_len = chunk_len.min(n);
         check_terms(chunk_len)?;
-        let host = bases.words.as_slice()?;
         let chunk_words = chunk_len * C::AFFINE_WORDS;
         let label = format!("gpu-msm streamed {} bases", C::NAME);
         let mut buffers = [
@@ -1070,16 +1191,28 @@ impl GpuMsm {
                 n_scalars: scalars.n,
             });
         }
-        check_terms(bases.n)?;
-        if bases.n == 0 {
+        self.msm_words::<C>(&bases.words.slice().slice(..), scalars, profile)
+    }
+
+    /// The resident pipeline over the first `scalars.n` bases of `bases` (words; the
+    /// callers checked there are that many).
+    fn msm_words<C: GpuCurve>(
+        &self,
+        bases: &CudaView<'_, u32>,
+        scalars: &DeviceScalars,
+        profile: bool,
+    ) -> Result<(C::Projective, PhaseTimes), GpuMsmError> {
+        let n = scalars.n;
+        check_terms(n)?;
+        if n == 0 {
             return Ok((<C::Projective as group::Group>::identity(), Vec::new()));
         }
-        let plan = self.plan(bases.n);
+        let plan = self.plan(n);
         let mut marks = Vec::new();
         let sums = self.window_sums::<C>(
-            &bases.words.slice().slice(..),
+            &bases.slice(..n * C::AFFINE_WORDS),
             &scalars.words.slice().slice(..),
-            bases.n,
+            n,
             &plan,
             profile.then_some(&mut marks),
         )?;

@@ -86,9 +86,9 @@ pub use density::DensityMask;
 pub use error::MsmError;
 pub use gpu::{
     scalars_to_words, select_scalar_words_into, AccumulateKernel, DeviceBases, DeviceBasesG1,
-    DeviceBasesG2, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig, GpuMsmError,
-    GpuMsmPlan, PhaseTimes, PinnedBases, ReduceKernel, GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS,
-    GPU_MIN_WINDOW_BITS, MAX_SEGMENTS, MAX_SEGMENTS_CAPPED,
+    DeviceBasesG2, DeviceBasesView, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm,
+    GpuMsmConfig, GpuMsmError, GpuMsmPlan, PhaseTimes, PinnedBases, ReduceKernel, GPU_MAX_TERMS,
+    GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS, MAX_SEGMENTS, MAX_SEGMENTS_CAPPED,
 };
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};

@@ -473,3 +473,61 @@ fn gpu_g2_streamed_from_pinned_matches_resident() {
     };
     streamed_matches_resident::<G2Curve>(&gpu, &mut rng());
 }
+
+/// A prefix of bases held elsewhere in bls-repr's layout (srs-store's device tier as u64
+/// limbs; its host tier as reprs) gives the sum over that prefix, for prefixes of every
+/// kind; a prefix longer than the bases is a typed error.
+fn prefixes_match_cpu<C: TestCurve>(gpu: &gpu_device::Gpu, rng: &mut StdRng) {
+    let engine = GpuMsm::new(gpu.clone());
+    let n = 3000;
+    let bases = points::<C>(rng, n);
+    let reprs: Vec<C::Repr> = bases.iter().map(C::to_repr).collect();
+    let limbs: &[u64] = bytemuck::cast_slice(&reprs);
+    let on_device = gpu.upload(limbs, "test bases as limbs").expect("upload");
+    let view = gpu_msm::DeviceBasesView::<C>::from_limbs(&on_device, n).expect("view");
+    assert_eq!(view.len(), n);
+    for k in [0usize, 1, 7, 1024, 2999, 3000] {
+        let scalars = random_scalars(rng, k);
+        let want = C::cpu(&bases[..k], &scalars, None).expect("cpu");
+        let d_scalars = engine.upload_scalars(&scalars).expect("scalars");
+        let got = engine
+            .msm_resident_prefix(&view, &d_scalars)
+            .expect("resident prefix");
+        assert_eq!(got, want, "{}: resident prefix of {k}", C::NAME);
+        let got = engine
+            .msm_streamed_host::<C>(&reprs, &d_scalars, 700)
+            .expect("streamed prefix");
+        assert_eq!(got, want, "{}: streamed prefix of {k}", C::NAME);
+    }
+    let too_many = engine
+        .upload_scalars(&random_scalars(rng, n + 1))
+        .expect("scalars");
+    assert!(matches!(
+        engine.msm_resident_prefix(&view, &too_many),
+        Err(GpuMsmError::LengthMismatch { .. })
+    ));
+    assert!(matches!(
+        engine.msm_streamed_host::<C>(&reprs, &too_many, 700),
+        Err(GpuMsmError::LengthMismatch { .. })
+    ));
+    assert!(matches!(
+        gpu_msm::DeviceBasesView::<C>::from_limbs(&on_device, n + 1),
+        Err(GpuMsmError::BadDeviceBases { .. })
+    ));
+}
+
+#[test]
+fn gpu_prefix_of_borrowed_bases_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    prefixes_match_cpu::<G1Curve>(&gpu, &mut rng());
+}
+
+#[test]
+fn gpu_g2_prefix_of_borrowed_bases_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    prefixes_match_cpu::<G2Curve>(&gpu, &mut rng());
+}
