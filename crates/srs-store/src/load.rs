@@ -27,9 +27,10 @@ use crate::layout::{ExpectedSizes, ParamsLayout, Section, SectionSpan, VK_FIXED}
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum PointCheck {
     /// Encoding only: flag bits and coordinates below p.
-    #[default]
     None,
-    /// Encoding and curve equation.
+    /// Encoding and curve equation (the default: a few field multiplications per point,
+    /// in parallel; a flipped byte in a base is caught at load, not as a bad proof).
+    #[default]
     Curve,
     /// Encoding, curve equation and prime-order subgroup (the expensive one).
     Full,
@@ -105,7 +106,7 @@ pub struct LoadOptions {
 impl Default for LoadOptions {
     fn default() -> Self {
         LoadOptions {
-            check: PointCheck::None,
+            check: PointCheck::default(),
             expected: ExpectedSizes::default(),
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             page_cache: PageCache::Keep,

@@ -68,6 +68,17 @@ impl Tier {
     }
 }
 
+/// Whether two destinations are the same memory: the same tier, and for the device tier
+/// the same device.
+fn same_place(a: &Destination, b: &Destination) -> bool {
+    match (a, b) {
+        (Destination::Host, Destination::Host) => true,
+        (Destination::Pinned(_), Destination::Pinned(_)) => true,
+        (Destination::Device(x), Destination::Device(y)) => x.info().ordinal == y.info().ordinal,
+        _ => false,
+    }
+}
+
 /// What to load for a circuit.
 #[derive(Clone, Debug)]
 pub struct SrsSpec {
@@ -80,7 +91,7 @@ pub struct SrsSpec {
 }
 
 impl SrsSpec {
-    /// A spec with default options (host memory, encoding checks only).
+    /// A spec with default options (host memory, encoding and curve checks).
     pub fn new(circuit_id: impl Into<String>, path: impl Into<PathBuf>) -> Self {
         SrsSpec {
             circuit_id: circuit_id.into(),
@@ -458,7 +469,9 @@ impl SrsStore {
             if let Some(e) = st.entries.get(id) {
                 if e.fingerprint == fp && e.path == spec.path {
                     match &e.slot {
-                        Slot::Resident(r) if r.tier == Tier::of(&spec.options.destination) => {
+                        Slot::Resident(r)
+                            if same_place(r.params.destination(), &spec.options.destination) =>
+                        {
                             let r = Arc::clone(r);
                             let hold = r.usage.hold();
                             st.lru[r.tier.index()].promote(id);
