@@ -120,6 +120,9 @@ impl ReprCurve for G2Projective {
     }
 }
 
+/// Affine coordinates of a point of `G` in bls-repr's layout.
+pub type Xy<G> = (<G as ReprCurve>::F, <G as ReprCurve>::F);
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for bls12_381::G1Affine {}
@@ -140,7 +143,7 @@ pub trait MsmBase: sealed::Sealed + Copy + Send + Sync {
     fn is_valid(&self) -> bool;
     /// `(x, y)` of a finite point in bls-repr's Montgomery layout; `None` at infinity.
     #[doc(hidden)]
-    fn xy(&self) -> Option<(<Self::Curve as ReprCurve>::F, <Self::Curve as ReprCurve>::F)>;
+    fn xy(&self) -> Option<Xy<Self::Curve>>;
     /// The point as a projective point (valid points only).
     #[doc(hidden)]
     fn to_curve(&self) -> Self::Curve;
@@ -161,7 +164,7 @@ macro_rules! affine_base {
                 true
             }
             #[inline]
-            fn xy(&self) -> Option<(<$proj as ReprCurve>::F, <$proj as ReprCurve>::F)> {
+            fn xy(&self) -> Option<Xy<$proj>> {
                 let r = <$repr>::from_affine(self);
                 (!r.is_identity()).then_some((r.x, r.y))
             }
@@ -192,7 +195,7 @@ macro_rules! repr_base {
                 self.is_reduced()
             }
             #[inline]
-            fn xy(&self) -> Option<(<$proj as ReprCurve>::F, <$proj as ReprCurve>::F)> {
+            fn xy(&self) -> Option<Xy<$proj>> {
                 (!self.is_identity()).then_some((self.x, self.y))
             }
             #[inline]

@@ -117,8 +117,12 @@ mod tests {
     }
 
     /// XYZZ of `p` with a random non-zero lambda: (x l^2, y l^3, l^2, l^3).
-    fn to_xyzz<C: ReprCurve>(p: &C, lambda: C::F) -> [C::F; 4] {
-        match C::to_xy(&p.to_affine()) {
+    fn to_xyzz<C: ReprCurve>(p: &C, lambda: C::F) -> [C::F; 4]
+    where
+        C::Affine: crate::affine::MsmBase<Curve = C>,
+    {
+        use crate::affine::MsmBase;
+        match p.to_affine().xy() {
             None => [C::F::ONE, C::F::ONE, C::F::ZERO, C::F::ZERO],
             Some((x, y)) => {
                 let l2 = lambda.square();
@@ -131,9 +135,7 @@ mod tests {
     fn fp(rng: &mut StdRng) -> FpRepr {
         // A random non-zero element: a curve coordinate of a random point.
         let p = G1Projective::generator() * Scalar::random(&mut *rng);
-        <G1Projective as ReprCurve>::to_xy(&p.to_affine())
-            .unwrap()
-            .0
+        crate::affine::MsmBase::xy(&p.to_affine()).unwrap().0
     }
 
     #[test]
