@@ -11,8 +11,8 @@
 //!   in memory, instead of `groth16::generate_random_parameters` cached on disk. Both
 //!   provers still compute the same function of them, and the proofs are still compared
 //!   byte for byte.
-//! - `--streamed`: the GPU backend keeps no bases resident (`with_resident_limit(0)`): every
-//!   query is streamed from a pinned host copy by each MSM (the path for parameters larger
+//! - `--streamed`: the key stays in the store's pinned tier (`GpuPlacement::Pinned`): every
+//!   query is streamed from pinned host memory by each MSM (the path for parameters larger
 //!   than the card).
 //! - `--synthetic`: the circuit is `testing::KeyedChain` with 2^k − 1 constraints (domain
 //!   2^k; uniform aux values, B touches 16 keys only) and fast parameters; only the GPU
@@ -25,7 +25,10 @@
 //!
 //! Real parameters are generated once (slow: groth16's generator) and cached under
 //! `$CARGO_TARGET_DIR/pinion-bench/` (or `target/pinion-bench/`); later runs reuse the
-//! file. Every prover gets the same (r, s) and the bench fails if the proofs differ.
+//! file; fast parameters are written there too. Our provers read the key through one
+//! `SrsStore` (as `pinion prove` does): the GPU backend moves it to the store's device
+//! tier on its first proof. Every prover gets the same (r, s) and the bench fails if the
+//! proofs differ.
 
 use pinion_bench::{quick, BenchLine};
 use std::path::PathBuf;
@@ -40,14 +43,14 @@ use groth16_prover::testing::{
     insecure_bench_parameters, KeyedChain, MimcChain, ParamShape, Sha256Circuit,
 };
 use groth16_prover::{
-    GpuBackend, ProofOutput, ProofTimings, Prover, ProverConfig, ProvingKey, Randomness, SelfCheck,
-    Synthesis,
+    GpuBackend, GpuPlacement, ProofOutput, ProofTimings, Prover, ProverConfig, ProvingKey,
+    Randomness, SelfCheck, Synthesis,
 };
 use memory_budget::Budget;
 use pce_cache::Pce;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use srs_store::LoadOptions;
+use srs_store::{SrsSpec, SrsStore, StoreConfig};
 
 const CIRCUIT_SEED: u64 = 0x5eed_0001;
 const PARAMS_SEED: u64 = 0x5eed_0002;
@@ -164,7 +167,9 @@ fn parameters<C: Circuit<Scalar> + Clone>(
             "parameters: INSECURE bench-only points (proofs do not verify), made in {:.1} s",
             t.elapsed().as_secs_f64()
         );
-        return (ProvingKey::from_parameters(&params), params);
+        let path = params_path(&format!("{params_name}-fast"));
+        write_params(&params, &path);
+        return (stored_key(&path, params_name, budget), params);
     }
     let path = params_path(params_name);
     if !path.exists() {
@@ -173,28 +178,41 @@ fn parameters<C: Circuit<Scalar> + Clone>(
         let mut rng = StdRng::seed_from_u64(PARAMS_SEED);
         let params = groth16::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng)
             .expect("parameter generation");
-        let tmp = path.with_extension("tmp");
-        let mut file =
-            std::io::BufWriter::new(std::fs::File::create(&tmp).expect("create params file"));
-        params.write(&mut file).expect("write params");
-        drop(file);
-        std::fs::rename(&tmp, &path).expect("rename params file");
+        write_params(&params, &path);
         println!("  generated in {:.1} s", t.elapsed().as_secs_f64());
     }
     let t = Instant::now();
-    let key =
-        ProvingKey::load(&path, budget, &LoadOptions::default()).expect("load through srs-store");
+    let key = stored_key(&path, params_name, budget);
     let load_ours = t.elapsed();
     let t = Instant::now();
     let file = std::fs::read(&path).expect("read params");
     let params = Parameters::<Bls12>::read(&file[..], false).expect("groth16 read");
     drop(file);
     println!(
-        "one-time: key load (srs-store + conversion) {:.3} s; groth16 Parameters::read {:.3} s",
+        "one-time: key load (srs-store, host tier, curve check) {:.3} s; groth16 Parameters::read {:.3} s",
         load_ours.as_secs_f64(),
         t.elapsed().as_secs_f64()
     );
     (key, params)
+}
+
+/// Writes `params` to `path` (through a temporary file) unless it exists.
+fn write_params(params: &Parameters<Bls12>, path: &std::path::Path) {
+    if path.exists() {
+        return;
+    }
+    let tmp = path.with_extension("tmp");
+    let mut file =
+        std::io::BufWriter::new(std::fs::File::create(&tmp).expect("create params file"));
+    params.write(&mut file).expect("write params");
+    drop(file);
+    std::fs::rename(&tmp, path).expect("rename params file");
+}
+
+/// A key over a process-wide store's entry for `path` (host tier, curve-checked).
+fn stored_key(path: &std::path::Path, id: &str, budget: &Budget) -> ProvingKey {
+    let store = SrsStore::new(budget.clone(), StoreConfig::default());
+    ProvingKey::from_store(&store, SrsSpec::new(id, path)).expect("load through srs-store")
 }
 
 /// Proves `circuit` with groth16 and ours (CPU: PCE and plain synthesis; GPU: PCE).
@@ -330,7 +348,7 @@ fn bench<C: Circuit<Scalar> + Clone>(
     };
     let mut backend = GpuBackend::with_gpu(gpu, budget.clone());
     if opts.streamed {
-        backend = backend.with_resident_limit(0);
+        backend = backend.with_placement(GpuPlacement::Pinned);
     }
     let path = if opts.streamed {
         "pce path, bases streamed"

@@ -1,15 +1,17 @@
 //! The compute seam: the H polynomial and the five MSMs of a proof. Synthesis, memory
 //! accounting and proof assembly stay in the prover, identical for every backend.
 
+use std::any::Any;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bls12_381::{G1Projective, G2Projective, Scalar};
-use gpu_msm::{CpuMsm, DensityMask, MsmBackend};
+use bls_repr::FrRepr;
+use gpu_msm::{CpuMsm, DensityMask, GpuCurve, MsmBase};
 use gpu_ntt::{AbcEvaluations, CpuNtt, NttBackend};
 use memory_budget::{Budget, Category, Reservation};
 
-use crate::gpu::{AbcBuffers, DeviceH};
+use crate::key::{G1Query, QueryBases};
 use crate::{GpuBackend, ProverError, ProvingKey};
 
 /// Which kind of engine a backend is.
@@ -82,8 +84,30 @@ pub struct MsmTimings {
     pub wall: Duration,
 }
 
-/// The five sums of a proof (before r and s are mixed in).
+/// How a query's bases reached its sum in one proof.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BasesKind {
+    /// Read in place on the device (the store's device tier).
+    Resident,
+    /// Streamed to the device from host memory, chunk by chunk.
+    Streamed,
+    /// Summed on the CPU.
+    Cpu,
+}
+
+/// Where one query of a proof was summed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryPlacement {
+    /// `h_query`, `l_query`, `a_query`, `b_g1_query` or `b_g2_query`.
+    pub query: &'static str,
+    /// How its bases reached the sum.
+    pub kind: BasesKind,
+    /// Bases used.
+    pub n: usize,
+}
+
+/// The five sums of a proof (before r and s are mixed in).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MsmOutputs {
     /// Σ h_i·h_query_i.
     pub h: G1Projective,
@@ -97,6 +121,148 @@ pub struct MsmOutputs {
     pub b_g2: G2Projective,
     /// How long each took.
     pub timings: MsmTimings,
+    /// Where each used query was summed (h, l, a, b_g1, b_g2 order).
+    pub placement: Vec<QueryPlacement>,
+}
+
+/// Buffers a backend owns and hands out through [`ProverBackend::abc_buffers`] or keeps
+/// h in ([`BackendH`]): opaque to the prover; the backend that made them takes its own
+/// type back with a downcast.
+pub trait BackendOwned: Send + Any {
+    /// For the type check of a downcast.
+    fn as_any(&self) -> &dyn Any;
+    /// For the backend that made it, to take its own type back.
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
+}
+
+/// Takes `T` back out of a box of a [`BackendOwned`] value, or gives the box back.
+fn downcast_box<T: Any, D: ?Sized + BackendOwned>(b: Box<D>) -> Result<T, Box<D>> {
+    if !b.as_any().is::<T>() {
+        return Err(b);
+    }
+    match b.into_any().downcast::<T>() {
+        Ok(t) => Ok(*t),
+        // `is::<T>()` held just above; `into_any` returns the same value.
+        Err(_) => unreachable!("as_any and into_any disagree on the concrete type"),
+    }
+}
+
+/// h's coefficients kept where a backend computed them (the GPU backend: on the device).
+pub trait BackendCoeffs: BackendOwned {
+    /// Copies the coefficients to the host (waiting for their computation).
+    fn into_host(self: Box<Self>) -> Result<Vec<Scalar>, ProverError>;
+}
+
+/// h's `m − 1` coefficients in a backend's own memory (see [`BackendCoeffs`]): only the
+/// backend that made them reads them in place; anything else copies them back.
+pub struct BackendH {
+    n_coeffs: usize,
+    inner: Box<dyn BackendCoeffs>,
+}
+
+impl std::fmt::Debug for BackendH {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackendH")
+            .field("n_coeffs", &self.n_coeffs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BackendH {
+    /// `n_coeffs` coefficients held by `inner`.
+    pub fn new(n_coeffs: usize, inner: impl BackendCoeffs) -> BackendH {
+        BackendH {
+            n_coeffs,
+            inner: Box::new(inner),
+        }
+    }
+
+    /// Number of coefficients.
+    pub fn len(&self) -> usize {
+        self.n_coeffs
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.n_coeffs == 0
+    }
+
+    /// Copies the coefficients to the host.
+    pub fn into_host(self) -> Result<Vec<Scalar>, ProverError> {
+        self.inner.into_host()
+    }
+
+    /// The backend's own type back, or `self` when it holds another type.
+    pub fn downcast<T: BackendCoeffs>(self) -> Result<T, BackendH> {
+        let n_coeffs = self.n_coeffs;
+        downcast_box::<T, _>(self.inner).map_err(|inner| BackendH { n_coeffs, inner })
+    }
+}
+
+/// Storage for a, b and c that a backend lends the prover ([`ProverBackend::abc_buffers`]).
+pub trait AbcStorage: BackendOwned {
+    /// a, b and c (`m` elements each, bls-repr's Montgomery layout), writable once any
+    /// copy reading them has completed.
+    fn slices_mut(&mut self) -> Result<[&mut [FrRepr]; 3], ProverError>;
+}
+
+/// a, b and c of a domain of `m` points in buffers a backend lent (see [`AbcStorage`]);
+/// the prover evaluates into them and hands them back to
+/// [`ProverBackend::h_poly_staged`].
+pub struct StagedAbc {
+    m: usize,
+    inner: Box<dyn AbcStorage>,
+}
+
+impl std::fmt::Debug for StagedAbc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StagedAbc").field("m", &self.m).finish()
+    }
+}
+
+impl StagedAbc {
+    /// Buffers of `m` elements each held by `inner`.
+    pub fn new(m: usize, inner: impl AbcStorage) -> StagedAbc {
+        StagedAbc {
+            m,
+            inner: Box::new(inner),
+        }
+    }
+
+    /// Elements per vector (the domain size).
+    pub fn len(&self) -> usize {
+        self.m
+    }
+
+    /// Whether the vectors are empty.
+    pub fn is_empty(&self) -> bool {
+        self.m == 0
+    }
+
+    /// a, b and c for writing (or reading).
+    pub fn slices_mut(&mut self) -> Result<[&mut [FrRepr]; 3], ProverError> {
+        self.inner.slices_mut()
+    }
+
+    /// Copies a, b and c into host vectors of scalars; fails on a value that is not
+    /// reduced.
+    pub fn into_host(mut self) -> Result<AbcEvaluations, ProverError> {
+        let [a, b, c] = self.slices_mut()?;
+        let host = |v: &mut [FrRepr]| {
+            gpu_ntt::reprs_to_scalars(v).map_err(|e| ProverError::Ntt(gpu_ntt::NttError::from(e)))
+        };
+        Ok(AbcEvaluations {
+            a: host(a)?,
+            b: host(b)?,
+            c: host(c)?,
+        })
+    }
+
+    /// The backend's own type back, or `self` when it holds another type.
+    pub fn downcast<T: AbcStorage>(self) -> Result<T, StagedAbc> {
+        let m = self.m;
+        downcast_box::<T, _>(self.inner).map_err(|inner| StagedAbc { m, inner })
+    }
 }
 
 /// h's `m − 1` coefficients, where the H step left them.
@@ -104,9 +270,10 @@ pub struct MsmOutputs {
 pub enum HPoly {
     /// On the host (the CPU backend).
     Host(Vec<Scalar>),
-    /// On the device of the GPU backend that computed it (Montgomery form, possibly still
-    /// being computed on the device's stream); only that backend's `msms` reads it.
-    Device(DeviceH),
+    /// Where the backend that computed it keeps it (the GPU backend: on the device, in
+    /// Montgomery form, possibly still being computed); only that backend's `msms` reads
+    /// it in place.
+    Backend(BackendH),
 }
 
 impl HPoly {
@@ -114,7 +281,15 @@ impl HPoly {
     pub fn len(&self) -> usize {
         match self {
             HPoly::Host(h) => h.len(),
-            HPoly::Device(d) => d.len(),
+            HPoly::Backend(d) => d.len(),
+        }
+    }
+
+    /// The coefficients on the host (copied back from a backend's memory if needed).
+    pub fn into_host(self) -> Result<Vec<Scalar>, ProverError> {
+        match self {
+            HPoly::Host(h) => Ok(h),
+            HPoly::Backend(d) => d.into_host(),
         }
     }
 
@@ -127,7 +302,7 @@ impl HPoly {
     pub fn host_bytes(&self) -> u64 {
         match self {
             HPoly::Host(h) => h.capacity() as u64 * 32,
-            HPoly::Device(_) => 0,
+            HPoly::Backend(_) => 0,
         }
     }
 }
@@ -190,14 +365,14 @@ pub trait ProverBackend: Send + Sync {
     /// layout, charged to the pool and kept across proofs, so a proof neither allocates
     /// fresh host pages for a, b, c nor converts them afterwards). `None` (the default):
     /// the prover evaluates into host vectors for [`ProverBackend::h_poly`].
-    fn abc_buffers(&self, _m: usize) -> Result<Option<AbcBuffers>, ProverError> {
+    fn abc_buffers(&self, _m: usize) -> Result<Option<StagedAbc>, ProverError> {
         Ok(None)
     }
 
     /// [`ProverBackend::h_poly`] from buffers this backend's
     /// [`ProverBackend::abc_buffers`] gave out, filled with a, b and c. The default copies
     /// them into host vectors.
-    fn h_poly_staged(&self, abc: AbcBuffers) -> Result<HOutput, ProverError> {
+    fn h_poly_staged(&self, abc: StagedAbc) -> Result<HOutput, ProverError> {
         self.h_poly(abc.into_host()?, &mut || {})
     }
 
@@ -361,10 +536,7 @@ impl ProverBackend for CpuBackend {
         x: &MsmInputs<'_>,
     ) -> Result<MsmOutputs, ProverError> {
         let start = Instant::now();
-        let h = match h {
-            HPoly::Host(h) => h,
-            HPoly::Device(d) => d.into_host()?,
-        };
+        let h = h.into_host()?;
         let mut out = self.msms_serial(key, &h, x)?;
         out.timings.wall = start.elapsed();
         Ok(out)
@@ -383,8 +555,43 @@ pub(crate) fn cpu_msm_scratch_bytes(n_max_terms: usize) -> u64 {
     terms + buckets
 }
 
+/// Scalars of one part of an MSM, filtered by the mask when there is one.
+pub(crate) type Part<'a> = (&'a [Scalar], Option<&'a DensityMask>);
+
+/// The parts of one query's MSM (each over the next bases, as groth16 slices them) summed
+/// on the CPU, reading the bases where the host has them.
+pub(crate) fn cpu_sum<C: GpuCurve>(
+    msm: &CpuMsm,
+    query: &'static str,
+    bases: &QueryBases<'_, C>,
+    parts: &[Part<'_>],
+) -> Result<C::Projective, ProverError>
+where
+    C::Affine: MsmBase<Curve = C::Projective>,
+    C::Repr: MsmBase<Curve = C::Projective>,
+{
+    let mut start = 0;
+    let mut sum = <C::Projective as group::Group>::identity();
+    for (scalars, mask) in parts {
+        let k = mask.map_or(scalars.len(), DensityMask::count_ones);
+        let part = match bases {
+            QueryBases::Affine(b) => msm.msm(slice(query, b, start, start + k)?, scalars, *mask),
+            QueryBases::Host(b) => msm.msm(slice(query, b, start, start + k)?, scalars, *mask),
+            QueryBases::Device { .. } => {
+                return Err(ProverError::BackendUnavailable {
+                    backend: "cpu",
+                    reason: "the parameter bases are in device memory",
+                })
+            }
+        };
+        sum += part.map_err(msm_err(query))?;
+        start += k;
+    }
+    Ok(sum)
+}
+
 impl CpuBackend {
-    /// The five MSMs one after another.
+    /// The five MSMs one after another, over the key's bases where they are.
     fn msms_serial(
         &self,
         key: &ProvingKey,
@@ -392,62 +599,46 @@ impl CpuBackend {
         x: &MsmInputs<'_>,
     ) -> Result<MsmOutputs, ProverError> {
         let msm = &self.msm;
-        let n_in = x.inputs.len();
+        let view = key.view_host()?;
         let mut timings = MsmTimings::default();
+        let g1 =
+            |q: G1Query, parts: &[Part<'_>]| timed(|| cpu_sum(msm, q.name(), &view.g1(q), parts));
 
-        let bases = slice("h_query", key.h_query(), 0, h.len())?;
-        let (h, t) = timed(|| msm.msm_g1(bases, h, None));
-        let h = h.map_err(msm_err("h"))?;
+        let h_len = h.len();
+        let (h, t) = g1(G1Query::H, &[(h, None)]);
         timings.h = t;
-
-        let bases = slice("l_query", key.l_query(), 0, x.aux.len())?;
-        let (l, t) = timed(|| msm.msm_g1(bases, x.aux, None));
-        let l = l.map_err(msm_err("l"))?;
+        let h = h?;
+        let (l, t) = g1(G1Query::L, &[(x.aux, None)]);
         timings.l = t;
-
+        let l = l?;
         // A: every input has a base (groth16's input rows), aux only where dense.
-        let a_in = slice("a_query", key.a_query(), 0, n_in)?;
-        let a_aux = slice("a_query", key.a_query(), n_in, n_in + x.a_aux.count_ones())?;
-        let (a, t) = timed(|| -> Result<G1Projective, ProverError> {
-            let a_in = msm
-                .msm_g1(a_in, x.inputs, None)
-                .map_err(msm_err("a inputs"))?;
-            let a_aux = msm
-                .msm_g1(a_aux, x.aux, Some(x.a_aux))
-                .map_err(msm_err("a aux"))?;
-            Ok(a_in + a_aux)
-        });
-        let a = a?;
+        let (a, t) = g1(G1Query::A, &[(x.inputs, None), (x.aux, Some(x.a_aux))]);
         timings.a = t;
-
-        let (k_in, k_aux) = (x.b_input.count_ones(), x.b_aux.count_ones());
-        let b1_in = slice("b_g1_query", key.b_g1_query(), 0, k_in)?;
-        let b1_aux = slice("b_g1_query", key.b_g1_query(), k_in, k_in + k_aux)?;
-        let (b_g1, t) = timed(|| -> Result<G1Projective, ProverError> {
-            let i = msm
-                .msm_g1(b1_in, x.inputs, Some(x.b_input))
-                .map_err(msm_err("b_g1 inputs"))?;
-            let a = msm
-                .msm_g1(b1_aux, x.aux, Some(x.b_aux))
-                .map_err(msm_err("b_g1 aux"))?;
-            Ok(i + a)
-        });
-        let b_g1 = b_g1?;
+        let a = a?;
+        let b_parts: [Part<'_>; 2] = [(x.inputs, Some(x.b_input)), (x.aux, Some(x.b_aux))];
+        let (b_g1, t) = g1(G1Query::BG1, &b_parts);
         timings.b_g1 = t;
-
-        let b2_in = slice("b_g2_query", key.b_g2_query(), 0, k_in)?;
-        let b2_aux = slice("b_g2_query", key.b_g2_query(), k_in, k_in + k_aux)?;
-        let (b_g2, t) = timed(|| -> Result<G2Projective, ProverError> {
-            let i = msm
-                .msm_g2(b2_in, x.inputs, Some(x.b_input))
-                .map_err(msm_err("b_g2 inputs"))?;
-            let a = msm
-                .msm_g2(b2_aux, x.aux, Some(x.b_aux))
-                .map_err(msm_err("b_g2 aux"))?;
-            Ok(i + a)
-        });
-        let b_g2 = b_g2?;
+        let b_g1 = b_g1?;
+        let (b_g2, t) = timed(|| cpu_sum(msm, "b_g2_query", &view.b_g2(), &b_parts));
         timings.b_g2 = t;
+        let b_g2 = b_g2?;
+        let n_b = x.b_input.count_ones() + x.b_aux.count_ones();
+        let used = [
+            ("h_query", h_len),
+            ("l_query", x.aux.len()),
+            ("a_query", x.inputs.len() + x.a_aux.count_ones()),
+            ("b_g1_query", n_b),
+            ("b_g2_query", n_b),
+        ];
+        let placement = used
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(query, n)| QueryPlacement {
+                query,
+                kind: BasesKind::Cpu,
+                n,
+            })
+            .collect();
 
         Ok(MsmOutputs {
             h,
@@ -456,6 +647,7 @@ impl CpuBackend {
             b_g1,
             b_g2,
             timings,
+            placement,
         })
     }
 }

@@ -15,14 +15,17 @@ pub(crate) struct Charge {
 }
 
 impl Charge {
-    /// Reserves `bytes` (without waiting) for `what`.
+    /// Reserves `bytes` for `what` without waiting, after asking the budget's evictors
+    /// (idle cache entries: keys, PCEs, staging buffers) to make room when it must.
     pub(crate) fn reserve(
         budget: &Budget,
         bytes: u64,
         what: &'static str,
     ) -> Result<Charge, ProverError> {
         let reservation = budget
-            .try_reserve(bytes, Category::WorkingSet, what)
+            .request(bytes, Category::WorkingSet)
+            .label(what)
+            .reserve(Some(std::time::Duration::ZERO))
             .map_err(|source| ProverError::Budget {
                 what,
                 requested_bytes: bytes,

@@ -1,16 +1,24 @@
-//! One view over a parameter set: the five queries and the verifying key, whichever
-//! source they came from.
+//! The proving key: one view over a parameter set's five queries and verifying key,
+//! whichever home the bases have. There is one copy of the bases, and it is not ours:
+//! the caller's `groth16::Parameters`, a `LoadedParams` the key owns, or an `srs-store`
+//! entry the key holds a handle on (in bls-repr's layout, in host, pinned or device
+//! memory). Backends read the bases where they are ([`ProvingKey::view_host`],
+//! [`ProvingKey::view_for_gpu`]); nothing here converts or copies a query.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use bls12_381::{Bls12, G1Affine, G2Affine};
 use bls_repr::{G1AffineRepr, G2AffineRepr};
+use gpu_device::{DeviceBuffer, Gpu, GpuError};
+use gpu_msm::{G1Curve, G2Curve, GpuCurve};
 use groth16::{Parameters, PreparedVerifyingKey, VerifyingKey};
-use memory_budget::{Budget, Category, Reservation};
-use rayon::prelude::*;
-use srs_store::{LoadOptions, LoadedParams, ParamsFile};
+use memory_budget::Budget;
+use srs_store::{
+    Bases, Destination, LoadOptions, LoadedParams, ParamsFile, SrsError, SrsHandle, SrsSpec,
+    SrsStore, Tier,
+};
 
 use crate::ProverError;
 
@@ -19,30 +27,243 @@ use crate::ProverError;
 pub enum KeySource {
     /// A `groth16::Parameters` value in memory (its vectors are shared, not copied).
     Parameters,
-    /// A parameter file loaded through `srs-store`, converted once to `bls12_381` points.
-    SrsStore,
+    /// A parameter file loaded through `srs-store` into a `LoadedParams` the key owns.
+    File,
+    /// An `srs-store` entry the key holds a handle on: shared with every other key and
+    /// proof over the same circuit id, moved between tiers by the store.
+    Store,
+}
+
+/// The G1 queries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum G1Query {
+    /// `h_query`.
+    H,
+    /// `l_query`.
+    L,
+    /// `a_query`.
+    A,
+    /// `b_g1_query`.
+    BG1,
+}
+
+impl G1Query {
+    /// The query's name in the paper and in groth16 (`h_query`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            G1Query::H => "h_query",
+            G1Query::L => "l_query",
+            G1Query::A => "a_query",
+            G1Query::BG1 => "b_g1_query",
+        }
+    }
+}
+
+/// Number of points in each query.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueryLens {
+    /// `h_query`: one point per coefficient of h (domain size − 1).
+    pub h: usize,
+    /// `l_query`: one point per aux variable.
+    pub l: usize,
+    /// `a_query`: every input, then the aux variables dense in A.
+    pub a: usize,
+    /// `b_g1_query`: inputs dense in B, then aux dense in B.
+    pub b_g1: usize,
+    /// `b_g2_query`: as `b_g1_query`, on G2.
+    pub b_g2: usize,
+}
+
+/// One query's bases where they live.
+pub enum QueryBases<'a, C: GpuCurve> {
+    /// `bls12_381` points (a key over in-memory `groth16::Parameters`).
+    Affine(&'a [C::Affine]),
+    /// bls-repr's layout in host memory (pageable or pinned).
+    Host(&'a [C::Repr]),
+    /// bls-repr's layout on a device, as u64 limbs.
+    Device {
+        /// The limbs.
+        limbs: &'a DeviceBuffer<u64>,
+        /// Number of points.
+        n_points: usize,
+        /// The device's ordinal.
+        ordinal: usize,
+    },
+}
+
+impl<C: GpuCurve> std::fmt::Debug for QueryBases<'_, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueryBases::Affine(b) => write!(f, "Affine({} points)", b.len()),
+            QueryBases::Host(b) => write!(f, "Host({} points)", b.len()),
+            QueryBases::Device {
+                n_points, ordinal, ..
+            } => write!(f, "Device({n_points} points on device {ordinal})"),
+        }
+    }
+}
+
+impl<C: GpuCurve> QueryBases<'_, C> {
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        match self {
+            QueryBases::Affine(b) => b.len(),
+            QueryBases::Host(b) => b.len(),
+            QueryBases::Device { n_points, .. } => *n_points,
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The parameters a proof reads, held for as long as the view lives: a store entry in
+/// the view is never evicted (the view holds a handle on it).
+pub struct KeyView<'k> {
+    key: &'k ProvingKey,
+    held: Option<SrsHandle>,
+}
+
+impl std::fmt::Debug for KeyView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyView")
+            .field("source", &self.key.source())
+            .field("tier", &self.tier())
+            .finish()
+    }
+}
+
+impl KeyView<'_> {
+    fn loaded(&self) -> Option<&LoadedParams> {
+        match (&self.held, &self.key.params) {
+            (Some(h), _) => Some(h),
+            (None, KeyParams::Loaded(p)) => Some(p),
+            (None, _) => None,
+        }
+    }
+
+    /// Where the bases are: `None` for in-memory `groth16::Parameters` (host memory).
+    pub fn tier(&self) -> Option<Tier> {
+        self.loaded().map(|p| tier_of(p.destination()))
+    }
+
+    /// A G1 query's bases.
+    pub fn g1(&self, q: G1Query) -> QueryBases<'_, G1Curve> {
+        if let Some(p) = self.loaded() {
+            let bases = match q {
+                G1Query::H => p.h_query(),
+                G1Query::L => p.l_query(),
+                G1Query::A => p.a_query(),
+                G1Query::BG1 => p.b_g1_query(),
+            };
+            return repr_bases::<G1Curve>(bases, p.destination());
+        }
+        let KeyParams::Parameters(v) = &self.key.params else {
+            unreachable!("a key without loaded parameters holds groth16::Parameters")
+        };
+        QueryBases::Affine(match q {
+            G1Query::H => &v.h,
+            G1Query::L => &v.l,
+            G1Query::A => &v.a,
+            G1Query::BG1 => &v.b_g1,
+        })
+    }
+
+    /// `b_g2_query`'s bases.
+    pub fn b_g2(&self) -> QueryBases<'_, G2Curve> {
+        if let Some(p) = self.loaded() {
+            return repr_bases::<G2Curve>(p.b_g2_query(), p.destination());
+        }
+        let KeyParams::Parameters(v) = &self.key.params else {
+            unreachable!("a key without loaded parameters holds groth16::Parameters")
+        };
+        QueryBases::Affine(&v.b_g2)
+    }
+}
+
+/// A loaded query in the view's terms (pinned memory reads like host memory).
+fn repr_bases<'a, C: GpuCurve>(
+    bases: &'a Bases<C::Repr>,
+    destination: &Destination,
+) -> QueryBases<'a, C> {
+    if let Some(host) = bases.as_host() {
+        return QueryBases::Host(host);
+    }
+    match (bases.as_device(), destination) {
+        (Some(limbs), Destination::Device(gpu)) => QueryBases::Device {
+            limbs,
+            n_points: bases.len(),
+            ordinal: gpu.info().ordinal,
+        },
+        // `as_host` is `None` only for device bases (or a pinned buffer whose pending
+        // copy failed, which nothing queues on the store's buffers): report no points,
+        // which the prover's shape check turns into `KeyTooSmall`.
+        _ => QueryBases::Host(&[]),
+    }
+}
+
+fn tier_of(d: &Destination) -> Tier {
+    match d {
+        Destination::Host => Tier::Host,
+        Destination::Pinned(_) => Tier::Pinned,
+        Destination::Device(_) => Tier::Device,
+    }
+}
+
+/// How the GPU backend asks for a stored key's bases: the tiers to try, in order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GpuPlacement {
+    /// On the device when the VRAM budget admits the whole key plus `headroom_bytes`;
+    /// else in pinned host memory; else where they are (host memory, streamed by each
+    /// MSM).
+    #[default]
+    Auto,
+    /// Pinned host memory, else where they are (never the device tier).
+    Pinned,
+    /// Where they are (no promotion).
+    AsLoaded,
+}
+
+/// Shared bls12_381 vectors of in-memory parameters.
+struct ParamVectors {
+    h: Arc<Vec<G1Affine>>,
+    l: Arc<Vec<G1Affine>>,
+    a: Arc<Vec<G1Affine>>,
+    b_g1: Arc<Vec<G1Affine>>,
+    b_g2: Arc<Vec<G2Affine>>,
+}
+
+/// A key whose bases live in an `SrsStore` entry. The key holds no handle between
+/// proofs, so the store may demote or evict the entry while no proof runs; each view
+/// asks the store again (a hit costs a file `stat` and a lookup) and holds a handle for
+/// its proof.
+struct Stored {
+    store: SrsStore,
+    spec: SrsSpec,
+    /// Where the last view found room: what the next one asks for first.
+    destination: Mutex<Destination>,
+}
+
+enum KeyParams {
+    Parameters(ParamVectors),
+    Loaded(Box<LoadedParams>),
+    Stored(Stored),
 }
 
 /// The proving key: `h_query`, `l_query`, `a_query`, `b_g1_query`, `b_g2_query` and the
 /// verifying key (with its prepared form, for the self-check).
 ///
 /// Invariant: the queries are exactly the parameter set's (no point is dropped or
-/// reordered), so slicing them as groth16 does gives groth16's bases. The CPU backend
-/// needs `bls12_381` affine points; a key built from `srs-store` therefore holds a
-/// converted copy, charged to the budget as [`Category::Srs`] for as long as the key
-/// lives (the `LoadedParams` may be dropped once the key exists).
+/// reordered), so slicing them as groth16 does gives groth16's bases. The key never
+/// holds a second copy of them: see the module docs.
 pub struct ProvingKey {
     vk: VerifyingKey<Bls12>,
     pvk: PreparedVerifyingKey<Bls12>,
-    h_query: Arc<Vec<G1Affine>>,
-    l_query: Arc<Vec<G1Affine>>,
-    a_query: Arc<Vec<G1Affine>>,
-    b_g1_query: Arc<Vec<G1Affine>>,
-    b_g2_query: Arc<Vec<G2Affine>>,
-    source: KeySource,
-    /// Holds the converted copy's bytes (`None` when the vectors are shared).
-    reservation: Option<Reservation>,
-    /// Unique per key in this process (what the GPU backend's resident bases are keyed by).
+    lens: QueryLens,
+    params: KeyParams,
+    /// Unique per key in this process.
     id: u64,
 }
 
@@ -56,82 +277,104 @@ fn next_key_id() -> u64 {
 impl std::fmt::Debug for ProvingKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProvingKey")
-            .field("source", &self.source)
-            .field("n_h", &self.h_query.len())
-            .field("n_l", &self.l_query.len())
-            .field("n_a", &self.a_query.len())
-            .field("n_b_g1", &self.b_g1_query.len())
-            .field("n_b_g2", &self.b_g2_query.len())
+            .field("source", &self.source())
+            .field("lens", &self.lens)
             .field("n_ic", &self.vk.ic.len())
-            .field("charged_bytes", &self.charged_bytes())
+            .field("tier", &self.tier())
             .finish()
     }
 }
 
+fn lens_of(p: &LoadedParams) -> QueryLens {
+    QueryLens {
+        h: p.h_query().len(),
+        l: p.l_query().len(),
+        a: p.a_query().len(),
+        b_g1: p.b_g1_query().len(),
+        b_g2: p.b_g2_query().len(),
+    }
+}
+
+fn lock(m: &Mutex<Destination>) -> MutexGuard<'_, Destination> {
+    // A destination is replaced whole, so a poisoned slot is still consistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl ProvingKey {
-    /// Shares the vectors of in-memory parameters (no copy, nothing charged).
+    /// Shares the vectors of in-memory parameters (no copy, nothing charged). The CPU
+    /// backend reads them as they are; the GPU backend streams them to the device for
+    /// every MSM (converted per chunk), so for repeated GPU proofs load the parameters
+    /// through an [`SrsStore`] instead ([`ProvingKey::from_store`]).
     pub fn from_parameters(params: &Parameters<Bls12>) -> ProvingKey {
         ProvingKey {
             pvk: groth16::prepare_verifying_key(&params.vk),
             vk: params.vk.clone(),
-            h_query: Arc::clone(&params.h),
-            l_query: Arc::clone(&params.l),
-            a_query: Arc::clone(&params.a),
-            b_g1_query: Arc::clone(&params.b_g1),
-            b_g2_query: Arc::clone(&params.b_g2),
-            source: KeySource::Parameters,
-            reservation: None,
+            lens: QueryLens {
+                h: params.h.len(),
+                l: params.l.len(),
+                a: params.a.len(),
+                b_g1: params.b_g1.len(),
+                b_g2: params.b_g2.len(),
+            },
+            params: KeyParams::Parameters(ParamVectors {
+                h: Arc::clone(&params.h),
+                l: Arc::clone(&params.l),
+                a: Arc::clone(&params.a),
+                b_g1: Arc::clone(&params.b_g1),
+                b_g2: Arc::clone(&params.b_g2),
+            }),
             id: next_key_id(),
         }
     }
 
-    /// Converts loaded parameters (bls-repr layout) to `bls12_381` points, charging the
-    /// copy to `budget` first. The verifying key is fully checked (curve and subgroup); the
-    /// bases get the checks the load was asked for (`srs_store::PointCheck`).
-    pub fn from_loaded(params: &LoadedParams, budget: &Budget) -> Result<ProvingKey, ProverError> {
-        let (h, l, a, b1, b2) = (
-            params.h_query().len(),
-            params.l_query().len(),
-            params.a_query().len(),
-            params.b_g1_query().len(),
-            params.b_g2_query().len(),
-        );
-        let bytes = ((h + l + a + b1) * std::mem::size_of::<G1Affine>()
-            + b2 * std::mem::size_of::<G2Affine>()) as u64;
-        let reservation = budget
-            .try_reserve(bytes, Category::Srs, "groth16-prover bls12_381 bases")
-            .map_err(|source| ProverError::Budget {
-                what: "bls12_381 copy of the parameter bases",
-                requested_bytes: bytes,
-                source,
-            })?;
+    /// Takes loaded parameters as they are (bls-repr layout, in whatever memory they were
+    /// loaded into, still charged by their own reservation). The verifying key is fully
+    /// checked (curve and subgroup); the bases had the checks the load was asked for.
+    pub fn from_loaded(params: LoadedParams) -> Result<ProvingKey, ProverError> {
         let vk = convert_vk(params.vk())?;
-        let key = ProvingKey {
+        Ok(ProvingKey {
             pvk: groth16::prepare_verifying_key(&vk),
             vk,
-            h_query: Arc::new(g1_bases("h_query", params.h_query().as_host())?),
-            l_query: Arc::new(g1_bases("l_query", params.l_query().as_host())?),
-            a_query: Arc::new(g1_bases("a_query", params.a_query().as_host())?),
-            b_g1_query: Arc::new(g1_bases("b_g1_query", params.b_g1_query().as_host())?),
-            b_g2_query: Arc::new(g2_bases("b_g2_query", params.b_g2_query().as_host())?),
-            source: KeySource::SrsStore,
-            reservation: Some(reservation),
+            lens: lens_of(&params),
+            params: KeyParams::Loaded(Box::new(params)),
             id: next_key_id(),
-        };
-        Ok(key)
+        })
     }
 
-    /// Opens `path` with `srs-store`, loads it under `budget` with `options`, converts it
-    /// ([`ProvingKey::from_loaded`]) and drops the loaded copy. Peak: the loaded bases
-    /// plus the converted ones, both charged.
+    /// Opens `path` with `srs-store` and loads it under `budget` with `options` (charged
+    /// at the load's peak before anything is read), as a key that owns the result. For
+    /// keys shared between proofs and moved between tiers, use [`ProvingKey::from_store`].
     pub fn load(
         path: impl AsRef<Path>,
         budget: &Budget,
         options: &LoadOptions,
     ) -> Result<ProvingKey, ProverError> {
         let file = ParamsFile::open(path)?;
-        let loaded = file.load(budget, options)?;
-        ProvingKey::from_loaded(&loaded, budget)
+        ProvingKey::from_loaded(file.load(budget, options)?)
+    }
+
+    /// A key over the store's entry for `spec` (loaded now at `spec`'s destination if it
+    /// is not resident there, which also checks the file). The key holds the entry only
+    /// while a proof reads it (through a view): between proofs the store may demote or
+    /// evict it under pressure, and the next proof loads it again. A backend may move it
+    /// to another tier ([`ProvingKey::view_for_gpu`], [`ProvingKey::view_host`]).
+    pub fn from_store(store: &SrsStore, spec: SrsSpec) -> Result<ProvingKey, ProverError> {
+        let handle = store.get_or_load(&spec)?;
+        let vk = convert_vk(handle.vk())?;
+        let lens = lens_of(&handle);
+        let destination = Mutex::new(handle.destination().clone());
+        drop(handle);
+        Ok(ProvingKey {
+            pvk: groth16::prepare_verifying_key(&vk),
+            vk,
+            lens,
+            params: KeyParams::Stored(Stored {
+                store: store.clone(),
+                spec,
+                destination,
+            }),
+            id: next_key_id(),
+        })
     }
 
     /// A number no other key of this process has (keys are never equal by content).
@@ -143,89 +386,213 @@ impl ProvingKey {
     pub fn vk(&self) -> &VerifyingKey<Bls12> {
         &self.vk
     }
+
     /// The prepared verifying key (used by the self-check).
     pub fn prepared_vk(&self) -> &PreparedVerifyingKey<Bls12> {
         &self.pvk
     }
-    /// `h_query`: one point per coefficient of h (domain size − 1).
-    pub fn h_query(&self) -> &[G1Affine] {
-        &self.h_query
+
+    /// Number of points in each query.
+    pub fn lens(&self) -> QueryLens {
+        self.lens
     }
-    /// `l_query`: one point per aux variable.
-    pub fn l_query(&self) -> &[G1Affine] {
-        &self.l_query
-    }
-    /// `a_query`: every input, then the aux variables dense in A.
-    pub fn a_query(&self) -> &[G1Affine] {
-        &self.a_query
-    }
-    /// `b_g1_query`: inputs dense in B, then aux dense in B.
-    pub fn b_g1_query(&self) -> &[G1Affine] {
-        &self.b_g1_query
-    }
-    /// `b_g2_query`: as `b_g1_query`, on G2.
-    pub fn b_g2_query(&self) -> &[G2Affine] {
-        &self.b_g2_query
-    }
+
     /// Where the points came from.
     pub fn source(&self) -> KeySource {
-        self.source
+        match self.params {
+            KeyParams::Parameters(_) => KeySource::Parameters,
+            KeyParams::Loaded(_) => KeySource::File,
+            KeyParams::Stored(_) => KeySource::Store,
+        }
     }
-    /// Bytes this key holds charged to the budget (0 when it shares a `Parameters`).
+
+    /// The store's circuit id of a stored key.
+    pub fn circuit_id(&self) -> Option<&str> {
+        match &self.params {
+            KeyParams::Stored(s) => Some(&s.spec.circuit_id),
+            _ => None,
+        }
+    }
+
+    /// The tier the bases are in now (`None` for in-memory `groth16::Parameters`; for a
+    /// stored key, the store's entry, `Mapped` or `Disk` once evicted).
+    pub fn tier(&self) -> Option<Tier> {
+        match &self.params {
+            KeyParams::Parameters(_) => None,
+            KeyParams::Loaded(p) => Some(tier_of(p.destination())),
+            KeyParams::Stored(s) => s.store.tier_of(&s.spec.circuit_id),
+        }
+    }
+
+    /// Host bytes the key itself holds charged (0 for in-memory `groth16::Parameters` and
+    /// for a stored key, whose entry the store owns and reports).
     pub fn charged_bytes(&self) -> u64 {
-        self.reservation.as_ref().map_or(0, Reservation::bytes)
+        match &self.params {
+            KeyParams::Loaded(p) => p.charged_bytes(),
+            KeyParams::Parameters(_) | KeyParams::Stored(_) => 0,
+        }
+    }
+
+    /// The bases where the host can read them. A stored key on the device is brought
+    /// back to host memory first (a load from its file, charged at its peak; the device
+    /// copy is dropped once no proof holds it). A key that owns device-only bases is
+    /// [`ProverError::BackendUnavailable`].
+    pub fn view_host(&self) -> Result<KeyView<'_>, ProverError> {
+        let view = match &self.params {
+            KeyParams::Parameters(_) => KeyView {
+                key: self,
+                held: None,
+            },
+            KeyParams::Loaded(p) => {
+                if matches!(p.destination(), Destination::Device(_)) {
+                    return Err(ProverError::BackendUnavailable {
+                        backend: "cpu",
+                        reason: "the parameter bases were loaded into device memory",
+                    });
+                }
+                KeyView {
+                    key: self,
+                    held: None,
+                }
+            }
+            KeyParams::Stored(s) => {
+                let mut destination = lock(&s.destination);
+                if matches!(*destination, Destination::Device(_)) {
+                    *destination = Destination::Host;
+                }
+                let mut spec = s.spec.clone();
+                spec.options.destination = destination.clone();
+                KeyView {
+                    key: self,
+                    held: Some(s.store.get_or_load(&spec)?),
+                }
+            }
+        };
+        Ok(view)
+    }
+
+    /// The bases for a proof on `gpu`. A stored key is moved up to the best tier
+    /// `placement` allows (see [`GpuPlacement`]): the device when its VRAM budget admits
+    /// the key plus `headroom_bytes` (other idle entries on it may be evicted to make
+    /// room), else pinned host memory, else it stays where it is. Refusals for lack of
+    /// memory fall through to the next tier; any other failure is an error.
+    pub fn view_for_gpu(
+        &self,
+        gpu: &Gpu,
+        placement: GpuPlacement,
+        headroom_bytes: u64,
+    ) -> Result<KeyView<'_>, ProverError> {
+        let KeyParams::Stored(s) = &self.params else {
+            return Ok(KeyView {
+                key: self,
+                held: None,
+            });
+        };
+        let mut destination = lock(&s.destination);
+        let on_this_device = match &*destination {
+            Destination::Device(g) => g.info().ordinal == gpu.info().ordinal,
+            _ => false,
+        };
+        let is_pinned = matches!(*destination, Destination::Pinned(_));
+        let targets: &[Tier] = match placement {
+            _ if on_this_device => &[],
+            GpuPlacement::Auto if is_pinned => &[Tier::Device],
+            GpuPlacement::Auto => &[Tier::Device, Tier::Pinned],
+            GpuPlacement::Pinned if is_pinned => &[],
+            GpuPlacement::Pinned => &[Tier::Pinned],
+            GpuPlacement::AsLoaded => &[],
+        };
+        let mut spec = s.spec.clone();
+        for &tier in targets {
+            spec.options.destination = if tier == Tier::Device {
+                let needed = bulk_bytes(&self.lens).saturating_add(headroom_bytes);
+                if !vram_admits(gpu, needed) {
+                    continue;
+                }
+                Destination::Device(gpu.clone())
+            } else {
+                Destination::Pinned(gpu.clone())
+            };
+            match s.store.get_or_load(&spec) {
+                Ok(handle) => {
+                    *destination = spec.options.destination.clone();
+                    return Ok(KeyView {
+                        key: self,
+                        held: Some(handle),
+                    });
+                }
+                Err(e) if refused_for_memory(&e) => {
+                    metrics::counter!(
+                        "pinion_groth16_prover_key_tier_refused_total",
+                        "tier" => tier.name()
+                    )
+                    .increment(1);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // Where the last view found room (or the host, when a refusal left it elsewhere).
+        spec.options.destination = match &*destination {
+            Destination::Device(g) if g.info().ordinal != gpu.info().ordinal => Destination::Host,
+            d => d.clone(),
+        };
+        let handle = match s.store.get_or_load(&spec) {
+            // Evicted from the tier it had and no room there now: host memory.
+            Err(e)
+                if refused_for_memory(&e)
+                    && !matches!(spec.options.destination, Destination::Host) =>
+            {
+                spec.options.destination = Destination::Host;
+                s.store.get_or_load(&spec)?
+            }
+            other => other?,
+        };
+        *destination = spec.options.destination.clone();
+        Ok(KeyView {
+            key: self,
+            held: Some(handle),
+        })
     }
 }
 
-fn g1_bases(
-    query: &'static str,
-    points: Option<&[G1AffineRepr]>,
-) -> Result<Vec<G1Affine>, ProverError> {
-    let points = points.ok_or(ProverError::BackendUnavailable {
-        backend: "cpu",
-        reason: "the parameter bases are not in host memory",
-    })?;
-    points
-        .par_iter()
-        .enumerate()
-        .map(|(index, p)| {
-            p.to_affine_unchecked()
-                .map_err(|source| ProverError::BadPoint {
-                    query,
-                    index,
-                    source,
-                })
-        })
-        .collect()
+/// Bytes of the key's bases in bls-repr's layout (96 per G1 point, 192 per G2 point).
+fn bulk_bytes(l: &QueryLens) -> u64 {
+    (l.h + l.l + l.a + l.b_g1) as u64 * 96 + l.b_g2 as u64 * 192
 }
 
-fn g2_bases(
-    query: &'static str,
-    points: Option<&[G2AffineRepr]>,
-) -> Result<Vec<G2Affine>, ProverError> {
-    let points = points.ok_or(ProverError::BackendUnavailable {
-        backend: "cpu",
-        reason: "the parameter bases are not in host memory",
-    })?;
-    points
-        .par_iter()
-        .enumerate()
-        .map(|(index, p)| {
-            p.to_affine_unchecked()
-                .map_err(|source| ProverError::BadPoint {
-                    query,
-                    index,
-                    source,
-                })
-        })
-        .collect()
+/// Whether `gpu`'s VRAM budget can hand out `bytes` now, after asking its evictors
+/// (the store's idle device entries) to make room; nothing stays reserved.
+fn vram_admits(gpu: &Gpu, bytes: u64) -> bool {
+    gpu.vram_budget()
+        .request(bytes, memory_budget::Category::Device)
+        .label("groth16-prover key placement probe")
+        .reserve(Some(std::time::Duration::ZERO))
+        .is_ok()
 }
 
-fn convert_vk(vk: &srs_store::VerifyingKeyRepr) -> Result<VerifyingKey<Bls12>, ProverError> {
-    let g1 = |query: &'static str, p: &G1AffineRepr| {
+/// Whether a load failed because a budget or the driver had no room (the next tier may
+/// still work), as opposed to a bad file or a device fault.
+fn refused_for_memory(e: &SrsError) -> bool {
+    match e {
+        SrsError::Budget { .. } | SrsError::Alloc { .. } => true,
+        SrsError::Gpu { source, .. } => {
+            matches!(
+                source,
+                GpuError::Budget { .. } | GpuError::OutOfMemory { .. }
+            )
+        }
+        _ => false,
+    }
+}
+
+/// The verifying key in `groth16`'s types, every point fully checked.
+pub(crate) fn convert_vk(
+    vk: &srs_store::VerifyingKeyRepr,
+) -> Result<VerifyingKey<Bls12>, ProverError> {
+    let g1 = |query: &'static str, index: usize, p: &G1AffineRepr| {
         p.to_affine().map_err(|source| ProverError::BadPoint {
             query,
-            index: 0,
+            index,
             source,
         })
     };
@@ -240,20 +607,14 @@ fn convert_vk(vk: &srs_store::VerifyingKeyRepr) -> Result<VerifyingKey<Bls12>, P
         .ic
         .iter()
         .enumerate()
-        .map(|(index, p)| {
-            p.to_affine().map_err(|source| ProverError::BadPoint {
-                query: "vk.ic",
-                index,
-                source,
-            })
-        })
+        .map(|(index, p)| g1("vk.ic", index, p))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(VerifyingKey {
-        alpha_g1: g1("vk.alpha_g1", &vk.alpha_g1)?,
-        beta_g1: g1("vk.beta_g1", &vk.beta_g1)?,
+        alpha_g1: g1("vk.alpha_g1", 0, &vk.alpha_g1)?,
+        beta_g1: g1("vk.beta_g1", 0, &vk.beta_g1)?,
         beta_g2: g2("vk.beta_g2", &vk.beta_g2)?,
         gamma_g2: g2("vk.gamma_g2", &vk.gamma_g2)?,
-        delta_g1: g1("vk.delta_g1", &vk.delta_g1)?,
+        delta_g1: g1("vk.delta_g1", 0, &vk.delta_g1)?,
         delta_g2: g2("vk.delta_g2", &vk.delta_g2)?,
         ic,
     })

@@ -105,12 +105,13 @@ mod prover;
 pub mod testing;
 
 pub use backend::{
-    backend_for, BackendChoice, BackendKind, CpuBackend, HOutput, HPoly, MsmInputs, MsmOutputs,
-    MsmTimings, ProverBackend,
+    backend_for, AbcStorage, BackendChoice, BackendCoeffs, BackendH, BackendKind, BackendOwned,
+    BasesKind, CpuBackend, HOutput, HPoly, MsmInputs, MsmOutputs, MsmTimings, ProverBackend,
+    QueryPlacement, StagedAbc,
 };
 pub use error::ProverError;
-pub use gpu::{DeviceH, GpuBackend, QueryBases};
-pub use key::{KeySource, ProvingKey};
+pub use gpu::GpuBackend;
+pub use key::{G1Query, GpuPlacement, KeySource, KeyView, ProvingKey, QueryBases, QueryLens};
 pub use prover::{
     BatchOutput, ProofOutput, ProofShape, ProofTimings, Prover, ProverConfig, Randomness,
     SelfCheck, Synthesis,

@@ -15,9 +15,10 @@ use memory_budget::Budget;
 use pce_cache::{AbcMut, Density, Pce};
 use rayon::prelude::*;
 
-use crate::backend::{backend_for, BackendChoice, MsmInputs, ProverBackend};
+use crate::backend::{
+    backend_for, BackendChoice, MsmInputs, ProverBackend, QueryPlacement, StagedAbc,
+};
 use crate::charge::{Charge, SCALAR_BYTES};
-use crate::gpu::AbcBuffers;
 use crate::{plain, ProverError, ProvingKey};
 
 /// How a proof gets its witness and its a, b, c.
@@ -179,6 +180,9 @@ pub struct ProofOutput {
     pub self_checked: bool,
     /// Backend that computed H and the MSMs.
     pub backend: &'static str,
+    /// How each query's bases reached its sum (in place on the device, streamed, or on
+    /// the CPU), in the order h, l, a, b_g1, b_g2, skipping queries the proof did not use.
+    pub bases: Vec<QueryPlacement>,
 }
 
 /// The proofs of a batch, in partition order.
@@ -239,7 +243,7 @@ enum Abc {
     /// Host vectors, for [`ProverBackend::h_poly`].
     Host(AbcEvaluations),
     /// In the backend's own buffers, for [`ProverBackend::h_poly_staged`].
-    Staged(Box<AbcBuffers>),
+    Staged(Box<StagedAbc>),
 }
 
 /// The witness and a, b, c of one proof.
@@ -381,6 +385,7 @@ impl Prover {
         let (n_a_aux, n_b_in, n_b_aux) = masks_or_counts;
         let key = &self.key;
         let vk = key.vk();
+        let lens = key.lens();
         if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
             return Err(ProverError::IdentityDelta);
         }
@@ -391,11 +396,11 @@ impl Prover {
             });
         }
         let needs = [
-            ("h_query", key.h_query().len(), shape.domain_size - 1),
-            ("l_query", key.l_query().len(), shape.n_aux),
-            ("a_query", key.a_query().len(), shape.n_inputs + n_a_aux),
-            ("b_g1_query", key.b_g1_query().len(), n_b_in + n_b_aux),
-            ("b_g2_query", key.b_g2_query().len(), n_b_in + n_b_aux),
+            ("h_query", lens.h, shape.domain_size - 1),
+            ("l_query", lens.l, shape.n_aux),
+            ("a_query", lens.a, shape.n_inputs + n_a_aux),
+            ("b_g1_query", lens.b_g1, n_b_in + n_b_aux),
+            ("b_g2_query", lens.b_g2, n_b_in + n_b_aux),
         ];
         for (query, found, needed) in needs {
             if found < needed {
@@ -644,7 +649,7 @@ impl Prover {
             "groth16 proof msm phase",
         )?;
 
-        let sums = self.backend.msms(
+        let mut sums = self.backend.msms(
             &self.key,
             h,
             &MsmInputs {
@@ -667,6 +672,7 @@ impl Prover {
         timings.msm_transfers = sums.timings.scalar_transfers;
         timings.msm_staging_wait = sums.timings.staging_wait;
         timings.h_device = sums.timings.h_device;
+        let bases = std::mem::take(&mut sums.placement);
 
         let t = Instant::now();
         let vk = self.key.vk();
@@ -718,6 +724,7 @@ impl Prover {
             shape,
             self_checked: self_check,
             backend: self.backend.name(),
+            bases,
         })
     }
 }

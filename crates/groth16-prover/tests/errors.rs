@@ -391,10 +391,10 @@ fn backend_slices_queries_without_panicking() {
     let params = generate(MimcChain::new(3, 9), &mut rng(seed()));
     let key = ProvingKey::from_parameters(&params);
     let backend = CpuBackend::new(Budget::fixed(1 << 30));
-    let n_h = key.h_query().len();
+    let n_h = key.lens().h;
     let h = vec![Scalar::ONE; n_h + 1];
     let inputs = vec![Scalar::ONE; 2];
-    let aux = vec![Scalar::ONE; key.l_query().len()];
+    let aux = vec![Scalar::ONE; key.lens().l];
     let empty_aux = DensityMask::new(aux.len());
     let empty_in = DensityMask::new(inputs.len());
     let x = MsmInputs {

@@ -15,30 +15,17 @@ use gpu_device::Gpu;
 use groth16::Parameters;
 use groth16_prover::testing::{MimcChain, RandomR1cs, Sha256Circuit};
 use groth16_prover::{
-    GpuBackend, Prover, ProverConfig, ProverError, ProvingKey, Randomness, SelfCheck, Synthesis,
+    BasesKind, GpuBackend, GpuPlacement, Prover, ProverConfig, ProverError, ProvingKey, Randomness,
+    SelfCheck, Synthesis,
 };
 use memory_budget::{Budget, Category};
 use rand::RngExt;
+use srs_store::{SrsStore, StoreConfig, Tier};
 
 use common::*;
 
-/// Where the tests put the bases: the backend's choice (resident when they fit), all
-/// streamed from pinned memory, or all on the CPU.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Bases {
-    Auto,
-    Streamed,
-    Cpu,
-}
-
-fn gpu_prover(gpu: &Gpu, key: ProvingKey, budget: &Budget, bases: Bases) -> Prover {
-    let mut backend = GpuBackend::with_gpu(gpu.clone(), budget.clone());
-    if bases != Bases::Auto {
-        backend = backend.with_resident_limit(0);
-    }
-    if bases == Bases::Cpu {
-        backend = backend.with_stream_limit(0);
-    }
+fn gpu_prover(gpu: &Gpu, key: ProvingKey, budget: &Budget, placement: GpuPlacement) -> Prover {
+    let backend = GpuBackend::with_gpu(gpu.clone(), budget.clone()).with_placement(placement);
     let config = ProverConfig {
         self_check: SelfCheck::Always,
         ..ProverConfig::default()
@@ -52,9 +39,16 @@ fn pairs(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<Randomness> {
     v
 }
 
-/// GPU proofs (PCE path with the key from a file, plain synthesis with the in-memory key,
-/// PCE with every base streamed from pinned host memory, and PCE with every base on the
-/// CPU fallback) equal the reference's bytes and verify.
+/// How every query of a proof reached its sum.
+fn kinds(bases: &[groth16_prover::QueryPlacement]) -> Vec<BasesKind> {
+    bases.iter().map(|p| p.kind).collect()
+}
+
+/// GPU proofs equal the reference's bytes and verify, with the key's bases in each home
+/// the store gives them: the device tier (summed in place), the pinned tier and the host
+/// tier (streamed), and in-memory `groth16::Parameters` (converted per proof, streamed),
+/// through the PCE path and plain synthesis. The stored key stays in its tier between
+/// proofs (no reload), and the store holds its only copy.
 fn check<C: Circuit<Scalar> + Clone>(
     gpu: &Gpu,
     name: &str,
@@ -64,35 +58,49 @@ fn check<C: Circuit<Scalar> + Clone>(
     rs: &[Randomness],
 ) {
     let budget = big_budget();
-    let from_file = gpu_prover(
-        gpu,
-        key_via_file(params, &budget, name),
-        &budget,
-        Bases::Auto,
-    );
+    let store = SrsStore::new(budget.clone(), StoreConfig::default());
+    let (_d1, device_key) = key_via_store(params, &store, &format!("{name}-device"));
+    let (_d2, pinned_key) = key_via_store(params, &store, &format!("{name}-pinned"));
+    let (_d3, host_key) = key_via_store(params, &store, &format!("{name}-host"));
+    let on_device = gpu_prover(gpu, device_key, &budget, GpuPlacement::Auto);
+    let pinned = gpu_prover(gpu, pinned_key, &budget, GpuPlacement::Pinned);
+    let host = gpu_prover(gpu, host_key, &budget, GpuPlacement::AsLoaded);
     let from_mem = gpu_prover(
         gpu,
         ProvingKey::from_parameters(params),
         &budget,
-        Bases::Auto,
+        GpuPlacement::Auto,
     );
-    // Own budgets: with an in-memory key (nothing charged for it), their `Srs` charge is
-    // exactly the pinned copies of the bases.
-    let (budget_s, budget_c) = (big_budget(), big_budget());
-    let key = || ProvingKey::from_parameters(params);
-    let streamed = gpu_prover(gpu, key(), &budget_s, Bases::Streamed);
-    let on_cpu = gpu_prover(gpu, key(), &budget_c, Bases::Cpu);
     let (_cache, pce) = record(&budget, name, circuit.clone());
+    let runs = [
+        (
+            "pce, device tier",
+            &on_device,
+            Some(Tier::Device),
+            BasesKind::Resident,
+        ),
+        (
+            "pce, pinned tier",
+            &pinned,
+            Some(Tier::Pinned),
+            BasesKind::Streamed,
+        ),
+        (
+            "pce, host tier",
+            &host,
+            Some(Tier::Host),
+            BasesKind::Streamed,
+        ),
+        ("plain, in-memory key", &from_mem, None, BasesKind::Streamed),
+    ];
     for (i, rs) in rs.iter().enumerate() {
         let want =
             bytes(&groth16::create_proof(circuit.clone(), params, rs.r, rs.s).expect("reference"));
-        let runs = [
-            ("pce, key from file", &from_file, Synthesis::Pce(&pce)),
-            ("plain, in-memory key", &from_mem, Synthesis::Plain),
-            ("pce, bases streamed", &streamed, Synthesis::Pce(&pce)),
-            ("pce, bases on the cpu", &on_cpu, Synthesis::Pce(&pce)),
-        ];
-        for (what, prover, synthesis) in runs {
+        for (what, prover, tier, kind) in runs {
+            let synthesis = match tier {
+                Some(_) => Synthesis::Pce(&pce),
+                None => Synthesis::Plain,
+            };
             let got = prover
                 .prove(synthesis, circuit.clone(), *rs)
                 .unwrap_or_else(|e| panic!("{name} pair {i} {what}: {e}"));
@@ -103,29 +111,24 @@ fn check<C: Circuit<Scalar> + Clone>(
                 verifies(prover.key(), &got.proof, public_inputs),
                 "{name} pair {i}: {what} verifies"
             );
-            if i > 0 {
-                assert!(
-                    got.timings.bases_upload.is_zero(),
-                    "{name} pair {i} {what}: bases stay resident after the first proof"
-                );
-            }
+            assert_eq!(prover.key().tier(), tier, "{name} pair {i}: {what}");
+            let k = kinds(&got.bases);
+            assert!(
+                !k.is_empty() && k.iter().all(|k| *k == kind),
+                "{name} pair {i} {what}: {k:?}"
+            );
         }
     }
+    let stats = store.stats();
     assert!(
-        budget_s.snapshot().used_in(Category::Srs) > 0,
-        "{name}: streamed bases are pinned and charged"
+        stats.tier_bytes[0] > 0,
+        "{name}: the device tier holds a key"
     );
-    assert_eq!(
-        budget_c.snapshot().used_in(Category::Srs),
-        0,
-        "{name}: nothing pinned when the stream limit is 0"
+    assert!(
+        budget.snapshot().used_in(Category::Srs) > 0,
+        "{name}: the pinned and host tiers are charged"
     );
-    drop(streamed);
-    assert_eq!(
-        budget_s.snapshot().used_in(Category::Srs),
-        0,
-        "{name}: pinned bases returned with the backend"
-    );
+    drop((on_device, pinned, host));
     assert_eq!(
         budget.snapshot().used_in(Category::WorkingSet),
         0,
@@ -134,7 +137,7 @@ fn check<C: Circuit<Scalar> + Clone>(
     assert_eq!(
         budget.snapshot().used_in(Category::Transient),
         0,
-        "{name}: upload copies returned"
+        "{name}: converted bases returned"
     );
 }
 
@@ -160,7 +163,7 @@ fn gpu_rejects_unsatisfied_witness() {
         &gpu,
         ProvingKey::from_parameters(&params),
         &budget,
-        Bases::Auto,
+        GpuPlacement::Auto,
     );
     let on_cpu = prover(
         ProvingKey::from_parameters(&params),
@@ -272,7 +275,7 @@ fn gpu_batch_of_partitions_matches_reference() {
         &gpu,
         ProvingKey::from_parameters(&params),
         &budget,
-        Bases::Auto,
+        GpuPlacement::Auto,
     );
     let (_cache, pce) = record(&budget, "gpu-mimc-batch", circuits[0].clone());
     let rs: Vec<Randomness> = (0..circuits.len())
@@ -287,12 +290,6 @@ fn gpu_batch_of_partitions_matches_reference() {
         assert_eq!(bytes(&got.proof), bytes(&want), "partition {i}");
         assert!(got.self_checked, "partition {i}");
         assert!(verifies(prover.key(), &got.proof, &[c.output()]));
-        if i > 0 {
-            assert!(
-                got.timings.bases_upload.is_zero(),
-                "partition {i}: resident"
-            );
-        }
     }
     assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
 }
@@ -313,7 +310,7 @@ fn gpu_staging_pool_is_charged_reused_and_evictable() {
         &gpu,
         ProvingKey::from_parameters(&params),
         &budget,
-        Bases::Auto,
+        GpuPlacement::Auto,
     );
     let (_cache, pce) = record(&budget, "gpu-staging", circuit.clone());
     let pinned = |b: &Budget| b.snapshot().used_in(Category::PinnedPool);
@@ -400,12 +397,12 @@ fn gpu_device_h_matches_cpu_h() {
         let mut released = 0;
         let got = backend.h_poly(abc, &mut || released += 1).unwrap();
         assert_eq!(released, 1, "n = {n}: a, b, c released once");
-        let HPoly::Device(d) = got.h else {
+        let HPoly::Backend(d) = got.h else {
             panic!("n = {n}: the gpu backend keeps h on the device")
         };
         let want = match cpu.h_poly(copy, &mut || {}).unwrap().h {
             HPoly::Host(h) => h,
-            HPoly::Device(_) => panic!("the cpu backend returns h on the host"),
+            HPoly::Backend(_) => panic!("the cpu backend returns h on the host"),
         };
         assert_eq!(d.len(), want.len(), "n = {n}");
         assert_eq!(d.into_host().unwrap(), want, "n = {n}");
@@ -441,13 +438,14 @@ fn gpu_msms_from_host_h_match_cpu() {
             })
             .collect()
     };
-    let h = random(&mut rng, key.h_query().len());
+    let lens = key.lens();
+    let h = random(&mut rng, lens.h);
     let inputs = random(&mut rng, 2);
-    let aux = random(&mut rng, key.l_query().len());
+    let aux = random(&mut rng, lens.l);
     // As many set bits as the key's a and b queries have bases, the rest clear.
-    let n_a = key.a_query().len().saturating_sub(inputs.len());
+    let n_a = lens.a.saturating_sub(inputs.len());
     let a_aux = DensityMask::from_bools((0..aux.len()).map(|i| i < n_a));
-    let n_b = key.b_g1_query().len().min(key.b_g2_query().len());
+    let n_b = lens.b_g1.min(lens.b_g2);
     let k_in = n_b.min(inputs.len());
     let b_input = DensityMask::from_bools((0..inputs.len()).map(|i| i < k_in));
     let b_aux = DensityMask::from_bools((0..aux.len()).map(|i| i < n_b - k_in));
@@ -459,9 +457,24 @@ fn gpu_msms_from_host_h_match_cpu() {
         b_aux: &b_aux,
     };
     let got = backend.msms(&key, HPoly::Host(h.clone()), &x).unwrap();
-    let want = cpu.msms(&key, HPoly::Host(h), &x).unwrap();
+    let want = cpu.msms(&key, HPoly::Host(h.clone()), &x).unwrap();
     assert_eq!(
         (got.h, got.l, got.a, got.b_g1, got.b_g2),
         (want.h, want.l, want.a, want.b_g1, want.b_g2)
+    );
+    // A VRAM budget with no room for any query's scalars: every sum falls back to the
+    // CPU, reading the bases where they are, and the result does not change.
+    let tiny = gpu_device::Gpu::open(0).expect("second handle on device 0");
+    tiny.vram_budget().set_total_bytes(4096);
+    let starved = GpuBackend::with_gpu(tiny, budget.clone());
+    let got = starved.msms(&key, HPoly::Host(h), &x).unwrap();
+    assert_eq!(
+        (got.h, got.l, got.a, got.b_g1, got.b_g2),
+        (want.h, want.l, want.a, want.b_g1, want.b_g2)
+    );
+    let placement = got.placement;
+    assert!(
+        !placement.is_empty() && placement.iter().all(|p| p.kind == BasesKind::Cpu),
+        "{placement:?}"
     );
 }

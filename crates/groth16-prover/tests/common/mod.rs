@@ -66,6 +66,23 @@ pub fn key_via_file(params: &Parameters<Bls12>, budget: &Budget, tag: &str) -> P
     ProvingKey::load(&path, budget, &LoadOptions::default()).expect("load params through srs-store")
 }
 
+/// Writes `params` to a temp file (kept as long as the returned directory) and makes a
+/// key over `store`'s entry for it, loaded into host memory.
+pub fn key_via_store(
+    params: &Parameters<Bls12>,
+    store: &srs_store::SrsStore,
+    tag: &str,
+) -> (TempDir, ProvingKey) {
+    let dir = TempDir::new(tag);
+    let path = dir.0.join("circuit.params");
+    let mut bytes = Vec::new();
+    params.write(&mut bytes).expect("write params");
+    std::fs::write(&path, &bytes).expect("write params file");
+    let key = ProvingKey::from_store(store, srs_store::SrsSpec::new(tag, &path))
+        .expect("load params through the store");
+    (dir, key)
+}
+
 /// Records `circuit` once through an in-memory PCE cache charged to `budget`.
 pub fn record<C: Circuit<Scalar>>(budget: &Budget, id: &str, circuit: C) -> (PceCache, PceHandle) {
     let cache = PceCache::new(budget.clone(), CacheConfig::in_memory()).expect("pce cache");

@@ -1,0 +1,161 @@
+//! The GPU backend's H step: a, b and c copied to the device (from the pool's pinned
+//! buffers, or from host vectors for a caller of the trait with unpadded vectors), the
+//! seven NTTs on the device, and h left there for the H MSM to adopt in place.
+
+use std::time::Instant;
+
+use bls12_381::Scalar;
+use bls_repr::FrRepr;
+use cudarc::driver::CudaEvent;
+use gpu_device::{DeviceBuffer, Gpu, GpuError};
+use gpu_ntt::{AbcEvaluations, AbcSource, GpuNttError};
+use rayon::prelude::*;
+
+use super::staging::{reprs_into, PinnedAbc};
+use super::{driver_err, ntt_err, GpuBackend};
+use crate::backend::{BackendCoeffs, BackendH, BackendOwned, HOutput, HPoly};
+use crate::ProverError;
+
+/// h on the device, as the GPU backend's H step leaves it: `m` elements of which the
+/// first `m − 1` are h's coefficients (Montgomery form), possibly still being computed on
+/// the device's stream. Read by the backend's MSMs in place (no copy); copied back for
+/// any other reader ([`BackendCoeffs::into_host`]).
+pub(super) struct DeviceH {
+    pub(super) coeffs: DeviceBuffer<u64>,
+    pub(super) n_coeffs: usize,
+    pub(super) gpu: Gpu,
+    /// Recorded on the device's stream before and after the transforms.
+    pub(super) started: CudaEvent,
+    pub(super) finished: CudaEvent,
+}
+
+impl BackendOwned for DeviceH {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
+}
+
+impl BackendCoeffs for DeviceH {
+    fn into_host(self: Box<Self>) -> Result<Vec<Scalar>, ProverError> {
+        let reprs = gpu_ntt::download_reprs(&self.gpu, &self.coeffs).map_err(ntt_err)?;
+        gpu_ntt::reprs_to_scalars(&reprs[..self.n_coeffs]).map_err(ntt_err)
+    }
+}
+
+fn to_reprs(v: Vec<Scalar>) -> Vec<FrRepr> {
+    v.par_iter().map(FrRepr::from_scalar).collect()
+}
+
+impl GpuBackend {
+    /// H from host vectors: converted straight into the pool's pinned buffers when they
+    /// are the prover's padded layout (each vector dropped once converted, then
+    /// `inputs_released`), else pageable copies, synchronous for the host.
+    pub(super) fn h_from_host(
+        &self,
+        abc: AbcEvaluations,
+        inputs_released: &mut dyn FnMut(),
+    ) -> Result<HOutput, ProverError> {
+        let AbcEvaluations { a, b, c } = abc;
+        let t = Instant::now();
+        let m = a.len();
+        if b.len() == m && c.len() == m {
+            if let Some(mut bufs) = self.pinned_abc(m)? {
+                {
+                    use crate::backend::AbcStorage;
+                    for (dst, v) in bufs.slices_mut()?.into_iter().zip([a, b, c]) {
+                        reprs_into(dst, &v);
+                    }
+                }
+                inputs_released();
+                let mut out = self.h_from_pinned(bufs)?;
+                out.transfers = t.elapsed();
+                return Ok(out);
+            }
+        }
+        let gpu_err = |e: GpuError| ntt_err(GpuNttError::Gpu(e));
+        let stream = self.gpu.stream().clone();
+        let started = self.gpu.timing_event().map_err(gpu_err)?;
+        let (a, b, c) = (to_reprs(a), to_reprs(b), to_reprs(c));
+        started
+            .record(&stream)
+            .map_err(|c| driver_err("cuEventRecord", c))?;
+        let h = self
+            .ntt
+            .h_poly_device(
+                AbcSource::Host {
+                    a: &a,
+                    b: &b,
+                    c: &c,
+                },
+                &stream,
+            )
+            .map_err(ntt_err)?;
+        h.inputs_uploaded
+            .synchronize()
+            .map_err(|c| driver_err("cuEventSynchronize", c))?;
+        drop((a, b, c));
+        inputs_released();
+        let mut out = self.h_output(h, started)?;
+        out.transfers = t.elapsed();
+        Ok(out)
+    }
+
+    /// Queues the H step from a, b, c in the pool's pinned buffers (asynchronous copies);
+    /// the buffers go back to the pool at once (it waits for the copies before reuse).
+    pub(super) fn h_from_pinned(&self, abc: PinnedAbc) -> Result<HOutput, ProverError> {
+        let gpu_err = |e: GpuError| ntt_err(GpuNttError::Gpu(e));
+        let stream = self.gpu.stream().clone();
+        let started = self.gpu.timing_event().map_err(gpu_err)?;
+        started
+            .record(&stream)
+            .map_err(|c| driver_err("cuEventRecord", c))?;
+        let [a, b, c] = &abc.bufs;
+        let h = self
+            .ntt
+            .h_poly_device(
+                AbcSource::Pinned {
+                    a: a.pinned(),
+                    b: b.pinned(),
+                    c: c.pinned(),
+                },
+                &stream,
+            )
+            .map_err(ntt_err)?;
+        // Back to the pool while the copies may still run: gpu-ntt copies through
+        // cudarc's `host_slice()`, whose event the pool waits for before reuse.
+        drop(abc);
+        self.h_output(h, started)
+    }
+
+    /// h left on the device, with the events around its transforms.
+    fn h_output(
+        &self,
+        h: gpu_ntt::HPolyDevice,
+        started: CudaEvent,
+    ) -> Result<HOutput, ProverError> {
+        let finished = self
+            .gpu
+            .timing_event()
+            .map_err(|e| ntt_err(GpuNttError::Gpu(e)))?;
+        finished
+            .record(self.gpu.stream())
+            .map_err(|c| driver_err("cuEventRecord", c))?;
+        let n_coeffs = h.n_coeffs;
+        Ok(HOutput {
+            h: HPoly::Backend(BackendH::new(
+                n_coeffs,
+                DeviceH {
+                    coeffs: h.coeffs,
+                    n_coeffs,
+                    gpu: self.gpu.clone(),
+                    started,
+                    finished,
+                },
+            )),
+            transfers: std::time::Duration::ZERO,
+        })
+    }
+}
