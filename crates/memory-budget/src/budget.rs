@@ -164,6 +164,9 @@ pub(crate) struct State {
     cap: u64,
     used: u64,
     by_category: [u64; Category::N],
+    /// High-water marks since creation or [`Budget::reset_peaks`].
+    peak_used: u64,
+    peak_by_category: [u64; Category::N],
     waiters: BTreeMap<WaitKey, Waiter>,
     waiting_bytes: u64,
     next_seq: u64,
@@ -204,6 +207,13 @@ impl State {
     fn charge(&mut self, bytes: u64, category: Category) {
         self.used += bytes;
         self.by_category[category.index()] += bytes;
+        self.note_peaks(category);
+    }
+
+    fn note_peaks(&mut self, category: Category) {
+        let i = category.index();
+        self.peak_used = self.peak_used.max(self.used);
+        self.peak_by_category[i] = self.peak_by_category[i].max(self.by_category[i]);
     }
 
     fn uncharge(&mut self, bytes: u64, category: Category) {
@@ -449,6 +459,11 @@ pub struct BudgetSnapshot {
     pub used_bytes: u64,
     /// Charged bytes per category, indexed by [`Category::index`].
     pub used_by_category: [u64; Category::N],
+    /// The most bytes ever charged at once (since creation or [`Budget::reset_peaks`]).
+    pub peak_used_bytes: u64,
+    /// The most bytes ever charged in each category (each category's own high-water
+    /// mark: they need not have coincided, so their sum can exceed `peak_used_bytes`).
+    pub peak_by_category: [u64; Category::N],
     /// Requests queued.
     pub n_waiting: usize,
     /// Bytes those requests ask for.
@@ -470,6 +485,11 @@ impl BudgetSnapshot {
     /// Charged bytes in one category.
     pub fn used_in(&self, category: Category) -> u64 {
         self.used_by_category[category.index()]
+    }
+
+    /// The most bytes ever charged in one category.
+    pub fn peak_in(&self, category: Category) -> u64 {
+        self.peak_by_category[category.index()]
     }
 }
 
@@ -507,6 +527,8 @@ impl Budget {
             cap: config.total_bytes,
             used: 0,
             by_category: [0; Category::N],
+            peak_used: 0,
+            peak_by_category: [0; Category::N],
             waiters: BTreeMap::new(),
             waiting_bytes: 0,
             next_seq: 0,
@@ -564,6 +586,14 @@ impl Budget {
         self.inner.lock().available()
     }
 
+    /// Restarts the high-water marks ([`BudgetSnapshot::peak_used_bytes`] and
+    /// [`BudgetSnapshot::peak_by_category`]) from what is charged now.
+    pub fn reset_peaks(&self) {
+        let mut st = self.inner.lock();
+        st.peak_used = st.used;
+        st.peak_by_category = st.by_category;
+    }
+
     /// A consistent view of all counters.
     pub fn snapshot(&self) -> BudgetSnapshot {
         let st = self.inner.lock();
@@ -572,6 +602,8 @@ impl Budget {
             cap_bytes: st.cap,
             used_bytes: st.used,
             used_by_category: st.by_category,
+            peak_used_bytes: st.peak_used,
+            peak_by_category: st.peak_by_category,
             n_waiting: st.waiters.len(),
             waiting_bytes: st.waiting_bytes,
             measured_hard_bytes: st.measured_hard_bytes,
@@ -1278,6 +1310,7 @@ impl Reservation {
         let mut st = self.budget.lock();
         st.by_category[self.category.index()] -= self.bytes;
         st.by_category[category.index()] += self.bytes;
+        st.note_peaks(category);
         self.budget.publish(&st);
         drop(st);
         self.category = category;
