@@ -13,6 +13,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use srs_store::PointCheck;
+
+/// `--check none|curve|full`.
+fn parse_check(s: &str) -> Result<PointCheck, String> {
+    s.parse()
+}
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -100,6 +106,10 @@ enum Command {
         s: Option<String>,
         #[command(flatten)]
         backend: BackendArgs,
+        /// Point checks while loading the parameters: none (encoding only), curve (the
+        /// default), full (curve and subgroup; remembered beside the file once passed).
+        #[arg(long, default_value = "curve", value_parser = parse_check, value_name = "CHECK")]
+        check: PointCheck,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -138,6 +148,9 @@ enum Command {
         cache_dir: Option<PathBuf>,
         #[command(flatten)]
         backend: BackendArgs,
+        /// Point checks while loading the parameters: none, curve (the default), full.
+        #[arg(long, default_value = "curve", value_parser = parse_check, value_name = "CHECK")]
+        check: PointCheck,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -256,6 +269,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             r,
             s,
             backend,
+            check,
             json,
         } => cmd::prove::run(cmd::prove::ProveArgs {
             params: &params,
@@ -266,6 +280,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             seed,
             rs: r.zip(s),
             backend: backend.choice(),
+            check,
             json,
             budget,
         }),
@@ -279,11 +294,13 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             constraints,
             cache_dir,
             backend,
+            check,
             json,
         } => cmd::demo::run(cmd::demo::DemoArgs {
             constraints,
             cache_dir,
             backend: backend.choice(),
+            check,
             json,
             budget,
         }),

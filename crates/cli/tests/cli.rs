@@ -689,21 +689,47 @@ fn demo_runs_and_verifies_then_reuses_its_cache() {
     assert_eq!(first["n_blocks"], 1);
     assert_eq!(first["params_generated"], true);
     assert_eq!(first["pce_source"], "recorded now");
-    assert!(first["memory"]["peak_charged_bytes"].as_u64().unwrap() > 0);
-    assert!(
-        first["memory"]["peak_measured_vm_hwm_bytes"]
-            .as_u64()
-            .unwrap()
-            > 0
-    );
+    let memory = &first["memory"];
+    let charged = memory["peak_charged_bytes"].as_u64().unwrap();
+    assert!(charged > 0);
+    assert!(memory["peak_measured_bytes"].as_u64().unwrap() > 0);
+    for category in [
+        "srs",
+        "pce",
+        "working_set",
+        "pinned_pool",
+        "transient",
+        "other",
+    ] {
+        let c = memory["charged_by_category"][category].as_u64().unwrap();
+        assert!(c <= charged, "{category}: {c} > peak {charged}");
+    }
+    assert!(memory["charged_by_category"]["srs"].as_u64().unwrap() > 0);
     let second = run();
     assert_eq!(second["valid"], true);
     assert_eq!(second["params_generated"], false);
     assert_eq!(second["pce_source"], "loaded from the cache");
 
-    // A corrupt cached parameter file is regenerated, not trusted.
+    // A budget too small to load the cached parameters is a refusal naming the sizes,
+    // not a corrupt cache: the file is left exactly as it was.
     let params = PathBuf::from(second["params"].as_str().unwrap());
-    let bytes = std::fs::read(&params).unwrap();
+    let before = std::fs::read(&params).unwrap();
+    let refused = pinion(&args(&[
+        &"demo",
+        &"--constraints",
+        &"20000",
+        &"--cache-dir",
+        &cache,
+        &"--memory-budget",
+        &"20MiB",
+    ]));
+    fails_with(&refused, "not enough memory budget to load parameters");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!stderr.contains("generating"), "{stderr}");
+    assert_eq!(std::fs::read(&params).unwrap(), before, "cache untouched");
+
+    // A corrupt cached parameter file is regenerated, not trusted.
+    let bytes = before;
     std::fs::write(&params, &bytes[..bytes.len() / 2]).unwrap();
     let third = run();
     assert_eq!(third["valid"], true);

@@ -386,9 +386,10 @@ impl ParamsFile {
     pub fn plan(&self, options: &LoadOptions) -> LoadPlan {
         let vk_bytes = (3 * 96 + 3 * 192) + u64::from(self.layout.ic().n_points()) * 96;
         // Two windows of mapped pages (the one converted and the one prefetched), plus a
-        // page either side of each from rounding to page bounds.
+        // page either side of each from rounding to page bounds; never more than the file
+        // (a small file is one window, mapped once).
         let window = effective_chunk_bytes(options.chunk_bytes, 192).min(self.layout.file_bytes());
-        let mapped = 2 * window + 4 * page_size();
+        let mapped = (2 * window + 4 * page_size()).min(self.layout.file_bytes() + 2 * page_size());
         let bulk = self.layout.loaded_bulk_bytes();
         match options.destination {
             Destination::Host | Destination::Pinned(_) => LoadPlan {

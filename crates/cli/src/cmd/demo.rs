@@ -3,7 +3,6 @@
 //! and a memory report.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,9 +10,12 @@ use anyhow::Context;
 use bls12_381::Bls12;
 use groth16_prover::testing::Sha256Circuit;
 use groth16_prover::{BackendChoice, Prover, ProverConfig, Randomness, SelfCheck, Synthesis};
-use memory_budget::{Budget, Category};
 use pce_cache::{CacheConfig, CircuitKey, PceCache, PceSource};
 use serde_json::json;
+use srs_store::PointCheck;
+
+use super::memory::MemoryReport;
+use super::prove::{check_name, is_budget_refusal, load_error, load_key};
 
 use crate::ui::{self, Stage};
 use crate::Outcome;
@@ -33,6 +35,7 @@ pub struct DemoArgs<'a> {
     pub constraints: u64,
     pub cache_dir: Option<PathBuf>,
     pub backend: BackendChoice,
+    pub check: PointCheck,
     pub json: bool,
     pub budget: Option<&'a str>,
 }
@@ -62,50 +65,20 @@ fn default_cache_dir() -> anyhow::Result<PathBuf> {
         .context("no cache folder: set PINION_CACHE_DIR or HOME, or pass --cache-dir")
 }
 
-/// Highest resident set of this process so far (`VmHWM`), when the kernel says.
-fn vm_hwm_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
-/// Samples the budget's charged bytes (memory-budget keeps no high-water mark).
-struct PeakSampler {
-    peak: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl PeakSampler {
-    fn start(budget: &Budget) -> PeakSampler {
-        let peak = Arc::new(AtomicU64::new(budget.used_bytes()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (p, s, b) = (peak.clone(), stop.clone(), budget.clone());
-        let thread = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                p.fetch_max(b.used_bytes(), Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        });
-        PeakSampler {
-            peak,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn observe(&self, bytes: u64) {
-        self.peak.fetch_max(bytes, Ordering::Relaxed);
-    }
-
-    fn finish(mut self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        self.peak.load(Ordering::Relaxed)
-    }
+/// The common memory report plus the demo's budget figures.
+fn with_budget(
+    mut memory: serde_json::Value,
+    snapshot: &memory_budget::BudgetSnapshot,
+    det: &Option<memory_budget::Detection>,
+    proof_peak: u64,
+) -> serde_json::Value {
+    memory["budget_bytes"] = json!(snapshot.total_bytes);
+    memory["limit_bytes"] = json!(det.as_ref().map(|d| d.limits.limit_bytes));
+    memory["limit_source"] = json!(det
+        .as_ref()
+        .map(|d| d.limits.winning_source().kind.as_str()));
+    memory["proof_peak_charged_bytes"] = json!(proof_peak);
+    memory
 }
 
 /// Whether a GPU is visible (driver and at least one device).
@@ -117,7 +90,6 @@ fn gpu_present() -> bool {
 pub fn run(a: DemoArgs<'_>) -> anyhow::Result<Outcome> {
     let start = Instant::now();
     let budget = super::host_budget(a.budget)?;
-    let sampler = PeakSampler::start(&budget);
     let cache_dir = match a.cache_dir {
         Some(d) => d,
         None => default_cache_dir()?,
@@ -154,19 +126,22 @@ pub fn run(a: DemoArgs<'_>) -> anyhow::Result<Outcome> {
         pce.n_nonzeros()
     ));
 
-    // Parameters: generated once (slow), then loaded through srs-store.
+    // Parameters: generated once (slow), then loaded through the store. A file that does
+    // not load for lack of budget is not judged (and never overwritten); only a file that
+    // is unusable is made again.
     let mut setup_time = None;
-    let load = |budget: &Budget| {
+    let load = || {
         let t = Instant::now();
-        super::prove::load_key(&params_path, budget).map(|k| (k, t.elapsed()))
+        load_key(&params_path, &budget, a.check).map(|k| (k, t.elapsed()))
     };
-    let (key, load_time) = match params_path.exists().then(|| load(&budget)) {
+    let ((_store, key), load_time) = match params_path.exists().then(load) {
         Some(Ok(loaded)) => loaded,
+        Some(Err(e)) if is_budget_refusal(&e) => return Err(load_error(e, &params_path)),
         found => {
             if let Some(Err(e)) = found {
                 ui::note(format!(
                     "cached parameters unusable ({}); generating them again",
-                    ui::error_line(&e)
+                    ui::error_line(&load_error(e, &params_path))
                 ));
             }
             let stage = Stage::start(format!(
@@ -184,10 +159,9 @@ pub fn run(a: DemoArgs<'_>) -> anyhow::Result<Outcome> {
             drop(params);
             drop(charge);
             setup_time = Some(stage.finish());
-            load(&budget)?
+            load().map_err(|e| load_error(e, &params_path))?
         }
     };
-    let key_charged = key.charged_bytes();
 
     let backend = match a.backend {
         BackendChoice::Auto if gpu_present() => {
@@ -211,21 +185,18 @@ pub fn run(a: DemoArgs<'_>) -> anyhow::Result<Outcome> {
         Prover::new(Arc::new(key), budget.clone(), config).context("cannot start the prover")?;
     let rs = Randomness::random(&mut rand::rng());
     let public = circuit.public_inputs();
-    let before_prove = budget.used_bytes();
     let stage = Stage::start(format!("proving on the {}", prover.backend_name()));
     let out = prover
         .prove(Synthesis::Pce(&pce), circuit, rs)
         .context("proving failed")?;
     stage.finish();
-    sampler.observe(before_prove + out.peak_charged_bytes);
 
     let t = Instant::now();
     let verdict = groth16::verify_proof(prover.key().prepared_vk(), &out.proof, &public);
     let verify_time = t.elapsed();
     let total = start.elapsed();
     let snapshot = budget.snapshot();
-    let peak_charged = sampler.finish();
-    let hwm = vm_hwm_bytes();
+    let memory = MemoryReport::now(&budget);
     let det = budget.detection().cloned();
 
     let tm = out.timings;
@@ -268,17 +239,9 @@ pub fn run(a: DemoArgs<'_>) -> anyhow::Result<Outcome> {
             "params": params_path.display().to_string(),
             "params_generated": setup_time.is_some(),
             "pce_source": pce_source,
+            "check": check_name(a.check),
             "seconds": timings,
-            "memory": {
-                "budget_bytes": snapshot.total_bytes,
-                "limit_bytes": det.as_ref().map(|d| d.limits.limit_bytes),
-                "limit_source": det.as_ref().map(|d| d.limits.winning_source().kind.as_str()),
-                "peak_charged_bytes": peak_charged,
-                "proof_peak_charged_bytes": out.peak_charged_bytes,
-                "srs_charged_bytes": key_charged,
-                "pce_charged_bytes": pce.charged_bytes(),
-                "peak_measured_vm_hwm_bytes": hwm,
-            },
+            "memory": with_budget(memory.json(), &snapshot, &det, out.peak_charged_bytes),
         }));
     } else {
         println!(
@@ -311,33 +274,20 @@ pub fn run(a: DemoArgs<'_>) -> anyhow::Result<Outcome> {
         for (_, name, d) in &phases {
             println!("  {name:<28} {:>10}", ui::secs(*d));
         }
-        println!("memory:");
+        memory.print();
         match &det {
             Some(d) => println!(
-                "  budget          {} (limit {} from {})",
+                "  budget {} (limit {} from {}); this proof's working set peaked at {}",
                 ui::bytes(snapshot.total_bytes),
                 memory_budget::format_bytes(d.limits.limit_bytes),
-                d.limits.winning_source().kind.as_str()
+                d.limits.winning_source().kind.as_str(),
+                memory_budget::format_bytes(out.peak_charged_bytes)
             ),
-            None => println!("  budget          {}", ui::bytes(snapshot.total_bytes)),
-        }
-        println!("  peak charged    {}", ui::bytes(peak_charged));
-        println!(
-            "    of which      srs {}, pce {}, proof working set {}",
-            memory_budget::format_bytes(key_charged),
-            memory_budget::format_bytes(pce.charged_bytes()),
-            memory_budget::format_bytes(out.peak_charged_bytes)
-        );
-        println!(
-            "  charged now     {} (srs {}, pce {}, other {})",
-            memory_budget::format_bytes(snapshot.used_bytes),
-            memory_budget::format_bytes(snapshot.used_in(Category::Srs)),
-            memory_budget::format_bytes(snapshot.used_in(Category::Pce)),
-            memory_budget::format_bytes(snapshot.used_in(Category::Other))
-        );
-        match hwm {
-            Some(h) => println!("  peak measured   {} (VmHWM)", ui::bytes(h)),
-            None => println!("  peak measured   unavailable (no /proc/self/status)"),
+            None => println!(
+                "  budget {}; this proof's working set peaked at {}",
+                ui::bytes(snapshot.total_bytes),
+                memory_budget::format_bytes(out.peak_charged_bytes)
+            ),
         }
     }
     Ok(if verdict.is_ok() {

@@ -13,7 +13,9 @@ use pinion::CircomCircuit;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde_json::json;
-use srs_store::{LoadOptions, ParamsFile};
+use srs_store::{ParamsFile, PointCheck, SrsError, SrsSpec, SrsStore, StoreConfig};
+
+use super::memory::MemoryReport;
 
 use crate::ui::{self, Stage};
 use crate::Outcome;
@@ -28,6 +30,7 @@ pub struct ProveArgs<'a> {
     pub seed: Option<u64>,
     pub rs: Option<(String, String)>,
     pub backend: BackendChoice,
+    pub check: PointCheck,
     pub json: bool,
     pub budget: Option<&'a str>,
 }
@@ -44,13 +47,52 @@ pub fn randomness(rs: Option<(String, String)>, seed: Option<u64>) -> anyhow::Re
     })
 }
 
-/// Loads a parameter file as a proving key, charging the budget.
-pub fn load_key(path: &Path, budget: &Budget) -> anyhow::Result<ProvingKey> {
-    let stage = Stage::start(format!("loading parameters {}", path.display()));
-    let key = ProvingKey::load(path, budget, &LoadOptions::default())
-        .with_context(|| format!("parameters {} are not usable", path.display()))?;
+/// The process's parameter store and a key over its entry for `path`: loaded into host
+/// memory under `budget` (charged at the load's peak first) with `check`; the GPU backend
+/// moves it to the device tier on its first proof. The entry's id is the path.
+pub fn load_key(
+    path: &Path,
+    budget: &Budget,
+    check: PointCheck,
+) -> Result<(SrsStore, ProvingKey), ProverError> {
+    let stage = Stage::start(format!(
+        "loading parameters {} (check: {})",
+        path.display(),
+        check_name(check)
+    ));
+    let store = SrsStore::new(budget.clone(), StoreConfig::default());
+    let mut spec = SrsSpec::new(path.display().to_string(), path);
+    spec.options.check = check;
+    let key = ProvingKey::from_store(&store, spec)?;
     stage.finish();
-    Ok(key)
+    Ok((store, key))
+}
+
+/// `none`, `curve` or `full`.
+pub fn check_name(check: PointCheck) -> &'static str {
+    match check {
+        PointCheck::None => "none",
+        PointCheck::Curve => "curve",
+        PointCheck::Full => "full",
+    }
+}
+
+/// Whether loading failed because the memory budget had no room (the file may be fine).
+pub fn is_budget_refusal(err: &ProverError) -> bool {
+    matches!(err.root(), ProverError::Srs(SrsError::Budget { .. }))
+}
+
+/// A load failure as the user should read it: a refusal names the sizes and says the
+/// file was not judged; anything else says the file is not usable.
+pub fn load_error(err: ProverError, path: &Path) -> anyhow::Error {
+    if is_budget_refusal(&err) {
+        anyhow::Error::new(err).context(format!(
+            "not enough memory budget to load parameters {} (the file was not judged; raise --memory-budget)",
+            path.display()
+        ))
+    } else {
+        anyhow::Error::new(err).context(format!("parameters {} are not usable", path.display()))
+    }
 }
 
 /// Explains the prover's refusals that mean "these parameters belong to another circuit".
@@ -107,7 +149,8 @@ pub fn run(a: ProveArgs<'_>) -> anyhow::Result<Outcome> {
     }
     drop(file);
 
-    let key = load_key(a.params, &budget)?;
+    let (_store, key) =
+        load_key(a.params, &budget, a.check).map_err(|e| load_error(e, a.params))?;
     let config = ProverConfig {
         backend: a.backend,
         // One pairing check: catches parameters of another circuit with the same sizes.
@@ -132,6 +175,7 @@ pub fn run(a: ProveArgs<'_>) -> anyhow::Result<Outcome> {
         super::write_atomic(p, |w| std::io::Write::write_all(w, text.as_bytes()))?;
     }
     let t = out.timings;
+    let memory = MemoryReport::now(&budget);
     if a.json {
         super::print_json(&json!({
             "proof": a.out.display().to_string(),
@@ -140,8 +184,9 @@ pub fn run(a: ProveArgs<'_>) -> anyhow::Result<Outcome> {
             "n_constraints": r1cs.constraints().len(),
             "n_wires": r1cs.n_wires(),
             "prove_seconds": t.total.as_secs_f64(),
-            "peak_charged_bytes": out.peak_charged_bytes,
             "self_checked": out.self_checked,
+            "check": check_name(a.check),
+            "memory": memory.json(),
         }));
     } else {
         println!(
@@ -155,6 +200,7 @@ pub fn run(a: ProveArgs<'_>) -> anyhow::Result<Outcome> {
         if let Some(p) = a.public_out {
             println!("wrote public values {}", p.display());
         }
+        memory.print();
     }
     Ok(Outcome::Success)
 }
