@@ -359,6 +359,12 @@ pub trait ProverBackend: Send + Sync {
         inputs_released: &mut dyn FnMut(),
     ) -> Result<HOutput, ProverError>;
 
+    /// Whether [`ProverBackend::abc_buffers`] gives buffers for a domain of `m` points
+    /// (then a, b and c are charged to the backend, not to the proof's working set).
+    fn stages_abc(&self, _m: usize) -> bool {
+        false
+    }
+
     /// Buffers for a, b and c of a domain of `m` points that
     /// [`ProverBackend::h_poly_staged`] reads in place, for the prover to evaluate into
     /// directly (the GPU backend: pinned buffers from its staging pool, in bls-repr's

@@ -37,6 +37,23 @@ impl Charge {
         })
     }
 
+    /// Takes a reservation the caller made (e.g. an engine's admission, which may have
+    /// waited for it) and makes it exactly `bytes`: growing without waiting when it is
+    /// smaller, shrinking when it is larger. Re-categorised as the working set.
+    pub(crate) fn adopt(
+        mut reservation: Reservation,
+        bytes: u64,
+        what: &'static str,
+    ) -> Result<Charge, ProverError> {
+        reservation.set_category(Category::WorkingSet);
+        let mut charge = Charge {
+            peak: reservation.bytes(),
+            reservation,
+        };
+        charge.set(bytes, what)?;
+        Ok(charge)
+    }
+
     /// Grows by `bytes` now (before the allocation it covers).
     pub(crate) fn grow(&mut self, bytes: u64, what: &'static str) -> Result<(), ProverError> {
         self.reservation
@@ -74,7 +91,6 @@ impl Charge {
     }
 
     /// Bytes held now.
-    #[cfg(test)]
     pub(crate) fn bytes(&self) -> u64 {
         self.reservation.bytes()
     }

@@ -135,7 +135,25 @@ impl std::fmt::Debug for KeyView<'_> {
     }
 }
 
+/// What a proof in flight holds of its key, owned (no borrow of the key): the store
+/// entry, so it is not evicted until the hold drops. Empty for keys that own their bases.
+#[derive(Debug)]
+#[must_use = "the entry is held only while this lives"]
+pub struct KeyHold(Option<SrsHandle>);
+
+impl KeyHold {
+    /// The tier held (`None` when the key owns its bases).
+    pub fn tier(&self) -> Option<Tier> {
+        self.0.as_ref().map(SrsHandle::tier)
+    }
+}
+
 impl KeyView<'_> {
+    /// Keeps holding the entry without borrowing the key.
+    pub fn into_hold(self) -> KeyHold {
+        KeyHold(self.held)
+    }
+
     fn loaded(&self) -> Option<&LoadedParams> {
         match (&self.held, &self.key.params) {
             (Some(h), _) => Some(h),
@@ -353,21 +371,27 @@ impl ProvingKey {
         ProvingKey::from_loaded(file.load(budget, options)?)
     }
 
-    /// A key over the store's entry for `spec` (loaded now at `spec`'s destination if it
-    /// is not resident there, which also checks the file). The key holds the entry only
-    /// while a proof reads it (through a view): between proofs the store may demote or
-    /// evict it under pressure, and the next proof loads it again. A backend may move it
-    /// to another tier ([`ProvingKey::view_for_gpu`], [`ProvingKey::view_host`]).
+    /// A key over the store's entry for `spec`. Reads only the verifying key (fully
+    /// checked) and the section headers now; the bases are loaded by the first proof (or
+    /// [`SrsStore::preload`]), charged at the load's peak. The key holds the entry only
+    /// while a proof reads it (a [`KeyView`] or [`KeyHold`]): between proofs the store may
+    /// demote or evict it under pressure, and the next proof loads it again. A backend may
+    /// move it to another tier ([`ProvingKey::view_for_gpu`], [`ProvingKey::view_host`]).
     pub fn from_store(store: &SrsStore, spec: SrsSpec) -> Result<ProvingKey, ProverError> {
-        let handle = store.get_or_load(&spec)?;
-        let vk = convert_vk(handle.vk())?;
-        let lens = lens_of(&handle);
-        let destination = Mutex::new(handle.destination().clone());
-        drop(handle);
+        let vk = convert_vk(&store.verifying_key(&spec)?)?;
+        let layout = *ParamsFile::open(&spec.path)?.layout();
+        let [h, l, a, b_g1, b_g2] = layout.bulk().map(|s| s.n_points() as usize);
+        let destination = Mutex::new(spec.options.destination.clone());
         Ok(ProvingKey {
             pvk: groth16::prepare_verifying_key(&vk),
             vk,
-            lens,
+            lens: QueryLens {
+                h,
+                l,
+                a,
+                b_g1,
+                b_g2,
+            },
             params: KeyParams::Stored(Stored {
                 store: store.clone(),
                 spec,

@@ -111,8 +111,10 @@ pub use backend::{
 };
 pub use error::ProverError;
 pub use gpu::GpuBackend;
-pub use key::{G1Query, GpuPlacement, KeySource, KeyView, ProvingKey, QueryBases, QueryLens};
+pub use key::{
+    G1Query, GpuPlacement, KeyHold, KeySource, KeyView, ProvingKey, QueryBases, QueryLens,
+};
 pub use prover::{
-    BatchOutput, ProofOutput, ProofShape, ProofTimings, Prover, ProverConfig, Randomness,
-    SelfCheck, Synthesis,
+    BatchOutput, Computed, ProofOutput, ProofShape, ProofTimings, Prover, ProverConfig, Randomness,
+    SelfCheck, Synthesis, Synthesized,
 };

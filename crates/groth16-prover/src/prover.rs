@@ -11,7 +11,7 @@ use ff::Field;
 use gpu_msm::DensityMask;
 use gpu_ntt::AbcEvaluations;
 use group::Curve;
-use memory_budget::Budget;
+use memory_budget::{Budget, Reservation};
 use pce_cache::{AbcMut, Density, Pce};
 use rayon::prelude::*;
 
@@ -200,7 +200,7 @@ pub struct BatchOutput {
 /// of one prover may run concurrently, each charging its own working set.
 pub struct Prover {
     key: Arc<ProvingKey>,
-    backend: Box<dyn ProverBackend>,
+    backend: Arc<dyn ProverBackend>,
     budget: Budget,
     config: ProverConfig,
 }
@@ -287,12 +287,33 @@ impl Prover {
         config: ProverConfig,
         backend: Box<dyn ProverBackend>,
     ) -> Prover {
+        Prover::with_shared_backend(key, budget, config, Arc::from(backend))
+    }
+
+    /// A prover over a backend shared with other provers (one device serving several
+    /// keys: its staging pool and streams are shared too).
+    pub fn with_shared_backend(
+        key: Arc<ProvingKey>,
+        budget: Budget,
+        config: ProverConfig,
+        backend: Arc<dyn ProverBackend>,
+    ) -> Prover {
         Prover {
             key,
             backend,
             budget,
             config,
         }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn ProverBackend> {
+        &self.backend
+    }
+
+    /// The key, shared.
+    pub fn key_arc(&self) -> &Arc<ProvingKey> {
+        &self.key
     }
 
     /// The proving key.
@@ -420,14 +441,8 @@ impl Prover {
         witness_bytes + h_bytes + self.backend.msm_scratch_bytes(n_max_terms)
     }
 
-    /// PCE path: the whole working set is charged from the recorded shape before the
-    /// witness exists.
-    fn evaluate_pce<C: Circuit<Scalar>>(
-        &self,
-        pce: &Pce,
-        circuit: C,
-        timings: &mut ProofTimings,
-    ) -> Result<(Evaluated, Charge), ProverError> {
+    /// The shape of a PCE-path proof and its density masks, checked against the key.
+    fn pce_shape(&self, pce: &Pce) -> Result<(ProofShape, Masks), ProverError> {
         let s = pce.shape();
         let n_rows = s.n_rows as usize;
         let shape = ProofShape {
@@ -451,24 +466,52 @@ impl Prover {
                 masks.b_aux.count_ones(),
             ),
         )?;
+        Ok((shape, masks))
+    }
+
+    /// Host bytes one PCE-path proof of `shape` holds at its peak (the witness and masks,
+    /// a, b and c unless the backend stages them, the H step's and the MSMs' scratch).
+    fn pce_working_set(&self, shape: &ProofShape, masks: &Masks) -> u64 {
         let m = shape.domain_size;
-        // The witness plus the density masks (one bit per variable each, in words).
         let witness_bytes = (shape.n_inputs + shape.n_aux) as u64 * SCALAR_BYTES + masks.bytes();
-        // a, b, c in the backend's buffers (charged by the backend: the GPU's staging pool)
-        // when it offers them, else host vectors charged here.
-        let staged = self.backend.abc_buffers(m)?;
-        let abc_bytes = if staged.is_some() {
+        let abc_bytes = if self.backend.stages_abc(m) {
             0
         } else {
             3 * m as u64 * SCALAR_BYTES
         };
         let h_phase = witness_bytes + abc_bytes + self.backend.h_scratch_bytes(m);
-        let msm_phase = self.msm_phase_bytes(witness_bytes, m as u64 * SCALAR_BYTES, &shape);
-        let charge = Charge::reserve(
-            &self.budget,
-            h_phase.max(msm_phase),
-            "groth16 proof working set",
-        )?;
+        let msm_phase = self.msm_phase_bytes(witness_bytes, m as u64 * SCALAR_BYTES, shape);
+        h_phase.max(msm_phase)
+    }
+
+    /// The working set a proof of `pce`'s circuit charges at its peak, from the recorded
+    /// dimensions (what [`Prover::synthesize`] reserves on the PCE path): for an engine to
+    /// admit the proof before it starts. A key too small for the circuit is an error here.
+    pub fn working_set_bytes(&self, pce: &Pce) -> Result<u64, ProverError> {
+        let (shape, masks) = self.pce_shape(pce)?;
+        Ok(self.pce_working_set(&shape, &masks))
+    }
+
+    /// PCE path: the whole working set is charged from the recorded shape before the
+    /// witness exists (or the caller's admitted reservation is made exactly that).
+    fn evaluate_pce<C: Circuit<Scalar>>(
+        &self,
+        pce: &Pce,
+        circuit: C,
+        admitted: Option<Reservation>,
+        timings: &mut ProofTimings,
+    ) -> Result<(Evaluated, Charge), ProverError> {
+        let (shape, masks) = self.pce_shape(pce)?;
+        let m = shape.domain_size;
+        let bytes = self.pce_working_set(&shape, &masks);
+        let what = "groth16 proof working set";
+        let charge = match admitted {
+            Some(r) => Charge::adopt(r, bytes, what)?,
+            None => Charge::reserve(&self.budget, bytes, what)?,
+        };
+        // a, b, c in the backend's buffers (charged by the backend: the GPU's staging pool)
+        // when it offers them, else host vectors charged above.
+        let staged = self.backend.abc_buffers(m)?;
 
         // Witness synthesis with the mat-vec overlapped: row blocks are evaluated on a
         // second thread as soon as the aux values they read exist (pce-cache's pipeline),
@@ -522,9 +565,18 @@ impl Prover {
     fn evaluate_plain<C: Circuit<Scalar>>(
         &self,
         circuit: C,
+        admitted: Option<Reservation>,
         timings: &mut ProofTimings,
     ) -> Result<(Evaluated, Charge), ProverError> {
-        let mut charge = Charge::reserve(&self.budget, 0, "groth16 proof working set")?;
+        let what = "groth16 proof working set";
+        let mut charge = match admitted {
+            // The plain path's charge grows as buffers do; it starts from what was admitted.
+            Some(r) => {
+                let bytes = r.bytes();
+                Charge::adopt(r, bytes, what)?
+            }
+            None => Charge::reserve(&self.budget, 0, what)?,
+        };
         let t = Instant::now();
         let asg = plain::synthesize(circuit, &mut charge, domain_size)?;
         timings.synthesis = t.elapsed();
@@ -574,44 +626,35 @@ impl Prover {
         expected: Option<ProofShape>,
         self_check: bool,
     ) -> Result<ProofOutput, ProverError> {
-        let start = Instant::now();
+        let synthesized = self.synthesize(synthesis, circuit, None)?;
+        if let Some(want) = expected {
+            synthesized.check_shape(&want, partition)?;
+        }
+        let computed = self.compute(synthesized)?;
+        self.assemble(computed, rs, self_check, partition)
+    }
+
+    /// Phase 1 of a proof, on the CPU: synthesis (witness-only with a PCE) with a, b and
+    /// c, and the witness check. The working set is charged first: `admitted` (a
+    /// reservation the caller obtained, e.g. by waiting in the budget's queue, made
+    /// exactly the proof's need) or a new reservation that does not wait. The result
+    /// holds the charge until [`Prover::compute`] takes it.
+    pub fn synthesize<C: Circuit<Scalar>>(
+        &self,
+        synthesis: Synthesis<'_>,
+        circuit: C,
+        admitted: Option<Reservation>,
+    ) -> Result<Synthesized, ProverError> {
+        let started = Instant::now();
         let mut timings = ProofTimings::default();
         self.backend.reset_staging_peak();
-        let (ev, mut charge) = match synthesis {
-            Synthesis::Pce(pce) => self.evaluate_pce(pce, circuit, &mut timings)?,
-            Synthesis::Plain => self.evaluate_plain(circuit, &mut timings)?,
+        let (mut ev, charge) = match synthesis {
+            Synthesis::Pce(pce) => self.evaluate_pce(pce, circuit, admitted, &mut timings)?,
+            Synthesis::Plain => self.evaluate_plain(circuit, admitted, &mut timings)?,
         };
-        let Evaluated {
-            inputs,
-            aux,
-            mut abc,
-            masks,
-            shape,
-        } = ev;
-        if let Some(want) = expected {
-            for (what, e, f) in [
-                ("number of inputs", want.n_inputs, shape.n_inputs),
-                ("number of aux variables", want.n_aux, shape.n_aux),
-                (
-                    "number of constraints",
-                    want.n_constraints,
-                    shape.n_constraints,
-                ),
-            ] {
-                if e != f {
-                    return Err(ProverError::ShapeMismatch {
-                        partition,
-                        what,
-                        expected: e,
-                        found: f,
-                    });
-                }
-            }
-        }
-
         // An unsatisfied witness would give a proof that does not verify: refuse it.
         let t = Instant::now();
-        let bad_row = match &mut abc {
+        let bad_row = match &mut ev.abc {
             Abc::Host(v) => pce_cache::first_unsatisfied_row(&v.a, &v.b, &v.c),
             Abc::Staged(bufs) => {
                 let [a, b, c] = bufs.slices_mut()?;
@@ -622,11 +665,35 @@ impl Prover {
         if let Some(row) = bad_row {
             return Err(ProverError::Unsatisfied {
                 row,
-                n_constraints: shape.n_constraints,
-                n_rows: shape.n_rows,
+                n_constraints: ev.shape.n_constraints,
+                n_rows: ev.shape.n_rows,
             });
         }
+        Ok(Synthesized {
+            ev,
+            charge,
+            timings,
+            started,
+        })
+    }
 
+    /// Phase 2, on the backend (the device): H and the five MSMs over the key's bases.
+    /// The working set shrinks as the phase goes (a, b and c once H has them; the witness
+    /// once the MSMs are done) and only the public inputs stay charged.
+    pub fn compute(&self, synthesized: Synthesized) -> Result<Computed, ProverError> {
+        let Synthesized {
+            ev,
+            mut charge,
+            mut timings,
+            started,
+        } = synthesized;
+        let Evaluated {
+            inputs,
+            aux,
+            abc,
+            masks,
+            shape,
+        } = ev;
         let witness_bytes =
             (inputs.capacity() + aux.capacity()) as u64 * SCALAR_BYTES + masks.bytes();
         let t = Instant::now();
@@ -673,7 +740,35 @@ impl Prover {
         timings.msm_staging_wait = sums.timings.staging_wait;
         timings.h_device = sums.timings.h_device;
         let bases = std::mem::take(&mut sums.placement);
+        Ok(Computed {
+            inputs,
+            sums,
+            bases,
+            charge,
+            timings,
+            shape,
+            started,
+        })
+    }
 
+    /// Phase 3, on the CPU: the proof from the sums and (r, s), verified against the key
+    /// when `self_check` (a failure names `partition`). Returns the last bytes charged.
+    pub fn assemble(
+        &self,
+        computed: Computed,
+        rs: Randomness,
+        self_check: bool,
+        partition: usize,
+    ) -> Result<ProofOutput, ProverError> {
+        let Computed {
+            inputs,
+            sums,
+            bases,
+            charge,
+            mut timings,
+            shape,
+            started,
+        } = computed;
         let t = Instant::now();
         let vk = self.key.vk();
         let Randomness { r, s } = rs;
@@ -711,7 +806,7 @@ impl Prover {
         let pinned_staging_peak_bytes = self.backend.staging_peak_bytes();
         let peak_charged_bytes = charge.peak() + pinned_staging_peak_bytes;
         drop(charge);
-        timings.total = start.elapsed();
+        timings.total = started.elapsed();
         metrics::counter!("pinion_groth16_prover_proofs_total").increment(1);
         metrics::histogram!("pinion_groth16_prover_proof_seconds")
             .record(timings.total.as_secs_f64());
@@ -726,6 +821,92 @@ impl Prover {
             backend: self.backend.name(),
             bases,
         })
+    }
+}
+
+/// A proof after [`Prover::synthesize`]: witness checked, a, b and c evaluated (in host
+/// memory or the backend's staging buffers), its working set charged.
+pub struct Synthesized {
+    ev: Evaluated,
+    charge: Charge,
+    timings: ProofTimings,
+    started: Instant,
+}
+
+impl std::fmt::Debug for Synthesized {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Synthesized")
+            .field("shape", &self.ev.shape)
+            .field("charged_bytes", &self.charge.bytes())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Synthesized {
+    /// Sizes of the circuit.
+    pub fn shape(&self) -> ProofShape {
+        self.ev.shape
+    }
+
+    /// Working-set bytes charged now.
+    pub fn charged_bytes(&self) -> u64 {
+        self.charge.bytes()
+    }
+
+    /// The timings so far (synthesis, a, b, c, witness check).
+    pub fn timings(&self) -> ProofTimings {
+        self.timings
+    }
+
+    /// `ShapeMismatch` naming `partition` when the sizes differ from `want`'s.
+    pub fn check_shape(&self, want: &ProofShape, partition: usize) -> Result<(), ProverError> {
+        let shape = &self.ev.shape;
+        for (what, e, f) in [
+            ("number of inputs", want.n_inputs, shape.n_inputs),
+            ("number of aux variables", want.n_aux, shape.n_aux),
+            (
+                "number of constraints",
+                want.n_constraints,
+                shape.n_constraints,
+            ),
+        ] {
+            if e != f {
+                return Err(ProverError::ShapeMismatch {
+                    partition,
+                    what,
+                    expected: e,
+                    found: f,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A proof after [`Prover::compute`]: the five sums and the public inputs, waiting for
+/// (r, s) in [`Prover::assemble`].
+pub struct Computed {
+    inputs: Vec<Scalar>,
+    sums: crate::backend::MsmOutputs,
+    bases: Vec<QueryPlacement>,
+    charge: Charge,
+    timings: ProofTimings,
+    shape: ProofShape,
+    started: Instant,
+}
+
+impl std::fmt::Debug for Computed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Computed")
+            .field("shape", &self.shape)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Computed {
+    /// The timings so far (through the MSMs).
+    pub fn timings(&self) -> ProofTimings {
+        self.timings
     }
 }
 

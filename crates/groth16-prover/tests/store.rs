@@ -114,6 +114,8 @@ fn two_keys_alternate_and_a_held_key_is_never_evicted() {
     let roomy = big_budget();
     let store = eager_store(&roomy);
     let key = ProvingKey::from_store(&store, spec("a", &paths[0])).unwrap();
+    assert_eq!(roomy.used_bytes(), 0, "opening a stored key loads nothing");
+    store.preload(&spec("a", &paths[0])).unwrap();
     let steady = roomy.snapshot().used_in(Category::Srs);
     let p = cpu_prover(key, &roomy);
     let out = p

@@ -63,7 +63,8 @@ pub fn load_key(
     let store = SrsStore::new(budget.clone(), StoreConfig::default());
     let mut spec = SrsSpec::new(path.display().to_string(), path);
     spec.options.check = check;
-    let key = ProvingKey::from_store(&store, spec)?;
+    let key = ProvingKey::from_store(&store, spec.clone())?;
+    store.preload(&spec)?;
     stage.finish();
     Ok((store, key))
 }

@@ -305,6 +305,10 @@ impl ProverBackend for GpuBackend {
         self.h_from_host(abc, inputs_released)
     }
 
+    fn stages_abc(&self, m: usize) -> bool {
+        staging::stages(m)
+    }
+
     fn abc_buffers(&self, m: usize) -> Result<Option<StagedAbc>, ProverError> {
         Ok(self.pinned_abc(m)?.map(|b| StagedAbc::new(m, b)))
     }

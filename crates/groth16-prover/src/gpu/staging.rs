@@ -85,13 +85,19 @@ fn repr_view(buf: &mut Pooled<CudaPinned<u64>>, m: usize) -> Result<&mut [FrRepr
     Ok(bytemuck::cast_slice_mut(words))
 }
 
+/// Whether a, b and c of a domain of `m` points go into the pool's pinned buffers: when
+/// its size classes hold exactly `m` elements (gpu-ntt takes the domain from the buffers'
+/// length), true for the prover's a, b, c, padded to the power of two m.
+pub(super) fn stages(m: usize) -> bool {
+    let limbs = SCALAR_LIMBS * m;
+    m.is_power_of_two() && gpu_device::size_class(limbs) == limbs
+}
+
 impl GpuBackend {
-    /// Pooled pinned buffers for a, b and c of a domain of `m` points, when the pool's
-    /// size classes hold exactly `m` elements (gpu-ntt takes the domain from the buffers'
-    /// length): true for the prover's a, b, c, padded to the power of two m.
+    /// Pooled pinned buffers for a, b and c of a domain of `m` points (see [`stages`]).
     pub(super) fn pinned_abc(&self, m: usize) -> Result<Option<PinnedAbc>, ProverError> {
         let limbs = SCALAR_LIMBS * m;
-        if !m.is_power_of_two() || gpu_device::size_class(limbs) != limbs {
+        if !stages(m) {
             return Ok(None);
         }
         let acquire = || self.pool.acquire(limbs).map_err(staging_err("a, b, c"));

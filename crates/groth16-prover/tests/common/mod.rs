@@ -67,7 +67,7 @@ pub fn key_via_file(params: &Parameters<Bls12>, budget: &Budget, tag: &str) -> P
 }
 
 /// Writes `params` to a temp file (kept as long as the returned directory) and makes a
-/// key over `store`'s entry for it, loaded into host memory.
+/// key over `store`'s entry for it, preloaded into host memory.
 pub fn key_via_store(
     params: &Parameters<Bls12>,
     store: &srs_store::SrsStore,
@@ -78,8 +78,9 @@ pub fn key_via_store(
     let mut bytes = Vec::new();
     params.write(&mut bytes).expect("write params");
     std::fs::write(&path, &bytes).expect("write params file");
-    let key = ProvingKey::from_store(store, srs_store::SrsSpec::new(tag, &path))
-        .expect("load params through the store");
+    let spec = srs_store::SrsSpec::new(tag, &path);
+    let key = ProvingKey::from_store(store, spec.clone()).expect("open params through the store");
+    store.preload(&spec).expect("load params through the store");
     (dir, key)
 }
 
