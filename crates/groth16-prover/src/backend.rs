@@ -359,6 +359,15 @@ pub trait ProverBackend: Send + Sync {
         inputs_released: &mut dyn FnMut(),
     ) -> Result<HOutput, ProverError>;
 
+    /// Charges, waiting at most `wait` for room (`None`: as long as it takes), whatever
+    /// long-lived tables the backend will grow for proofs over a domain of `domain_size`
+    /// points (the CPU backend: its NTT twiddles), so that such a proof does not meet a
+    /// refusal halfway. An engine calls it before admitting a proof's working set; a
+    /// backend without such tables does nothing.
+    fn prepare(&self, _domain_size: usize, _wait: Option<Duration>) -> Result<(), ProverError> {
+        Ok(())
+    }
+
     /// Whether [`ProverBackend::abc_buffers`] gives buffers for a domain of `m` points
     /// (then a, b and c are charged to the backend, not to the proof's working set).
     fn stages_abc(&self, _m: usize) -> bool {
@@ -439,8 +448,17 @@ impl CpuBackend {
     }
 
     /// Grows the twiddle charge before the table grows (the table is 32 bytes per point
-    /// of the largest domain seen, per gpu-ntt's cost model).
+    /// of the largest domain seen, per gpu-ntt's cost model), without waiting.
     fn charge_twiddles(&self, domain_size: usize) -> Result<(), ProverError> {
+        self.charge_twiddles_within(domain_size, Some(Duration::ZERO))
+    }
+
+    /// The same, waiting at most `wait` for room (evicting idle cache entries first).
+    fn charge_twiddles_within(
+        &self,
+        domain_size: usize,
+        wait: Option<Duration>,
+    ) -> Result<(), ProverError> {
         let want = 32 * domain_size as u64;
         let mut slot = self.twiddles.lock().unwrap_or_else(|e| e.into_inner());
         let held = slot.as_ref().map_or(0, Reservation::bytes);
@@ -452,15 +470,15 @@ impl CpuBackend {
             requested_bytes: want - held,
             source,
         };
+        let more = self
+            .budget
+            .request(want - held, Category::Other)
+            .label("groth16-prover ntt twiddles")
+            .reserve(wait)
+            .map_err(refused)?;
         match slot.as_mut() {
-            Some(r) => r.try_grow_to(want).map_err(refused)?,
-            None => {
-                *slot = Some(
-                    self.budget
-                        .try_reserve(want, Category::Other, "groth16-prover ntt twiddles")
-                        .map_err(refused)?,
-                )
-            }
+            Some(r) => r.merge(more).map_err(refused)?,
+            None => *slot = Some(more),
         }
         Ok(())
     }
@@ -516,6 +534,10 @@ impl ProverBackend for CpuBackend {
     fn h_scratch_bytes(&self, _domain_size: usize) -> u64 {
         // CpuNtt works in place in a, b and c; its table is charged by the backend.
         0
+    }
+
+    fn prepare(&self, domain_size: usize, wait: Option<Duration>) -> Result<(), ProverError> {
+        self.charge_twiddles_within(domain_size, wait)
     }
 
     fn msm_scratch_bytes(&self, n_max_terms: usize) -> u64 {

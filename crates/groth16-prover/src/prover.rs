@@ -484,6 +484,17 @@ impl Prover {
         h_phase.max(msm_phase)
     }
 
+    /// Charges the backend's long-lived tables for proofs of `pce`'s circuit (see
+    /// [`ProverBackend::prepare`]), waiting at most `wait` for room.
+    pub fn prepare_backend(
+        &self,
+        pce: &Pce,
+        wait: Option<std::time::Duration>,
+    ) -> Result<(), ProverError> {
+        let (shape, _) = self.pce_shape(pce)?;
+        self.backend.prepare(shape.domain_size, wait)
+    }
+
     /// The working set a proof of `pce`'s circuit charges at its peak, from the recorded
     /// dimensions (what [`Prover::synthesize`] reserves on the PCE path): for an engine to
     /// admit the proof before it starts. A key too small for the circuit is an error here.

@@ -1,0 +1,912 @@
+//! The engine: shared state, the public calls, and job bookkeeping. The threads live in
+//! `pipeline.rs`.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bls12_381::Bls12;
+use gpu_device::Gpu;
+use groth16_prover::{CpuBackend, GpuBackend, ProverBackend, ProvingKey, QueryLens, Randomness};
+use memory_budget::{Budget, BudgetSnapshot};
+use pce_cache::{PceError, PceHandle};
+use srs_store::{SrsSpec, SrsStore, StoreConfig, Tier};
+
+use crate::error::EngineError;
+use crate::job::{JobId, JobOutcome, JobSpec, JobStatus, JobTimings, Partition, Priority};
+use crate::metrics;
+use crate::pipeline;
+
+/// A device the engine proves on.
+pub enum DeviceConfig {
+    /// A CUDA device: the GPU backend (bases on the device tier when they fit), then, for
+    /// a partition whose device work failed, the same device with the key streamed from
+    /// pinned memory, then the CPU.
+    Gpu(Gpu),
+    /// Any backend behind the device interface (a CPU backend on a machine without a GPU,
+    /// or a simulated device in tests); a failed partition is retried on the CPU.
+    Backend {
+        /// Its name in status and outcomes.
+        name: String,
+        /// The backend.
+        backend: Arc<dyn ProverBackend>,
+    },
+}
+
+impl std::fmt::Debug for DeviceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceConfig::Gpu(g) => write!(f, "Gpu({})", g.info().ordinal),
+            DeviceConfig::Backend { name, .. } => write!(f, "Backend({name})"),
+        }
+    }
+}
+
+/// How a job is stopped by [`Engine::shutdown`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shutdown {
+    /// Accept nothing new; let every submitted job finish.
+    Graceful,
+    /// Accept nothing new; cancel every unfinished job.
+    Abort,
+}
+
+/// Engine settings.
+pub struct EngineConfig {
+    /// The host memory budget every large allocation is charged to.
+    pub budget: Budget,
+    /// The devices, one worker each.
+    pub devices: Vec<DeviceConfig>,
+    /// The parameter store (`None`: one on `budget` whose loads wait for room).
+    pub store: Option<SrsStore>,
+    /// Synthesized partitions queued for a busy device, per device (the hand-off; each
+    /// holds its working set while it waits).
+    pub handoff_depth: usize,
+    /// Most partitions synthesizing at once, a ceiling on top of the budget (which admits
+    /// them by their working sets); `None`: the number of cores.
+    pub max_synthesis: Option<usize>,
+    /// Verify every proof against the key before it is returned.
+    pub self_check: bool,
+    /// Finished jobs remembered for `await` (the oldest are forgotten first).
+    pub keep_finished: usize,
+}
+
+impl EngineConfig {
+    /// Defaults on `budget` and `devices`.
+    pub fn new(budget: Budget, devices: Vec<DeviceConfig>) -> EngineConfig {
+        EngineConfig {
+            budget,
+            devices,
+            store: None,
+            handoff_depth: 1,
+            max_synthesis: None,
+            self_check: true,
+            keep_finished: 4096,
+        }
+    }
+}
+
+/// Where a registered circuit's PCE comes from.
+pub enum PceSource {
+    /// A PCE the caller holds (kept as long as the circuit is registered).
+    Held(PceHandle),
+    /// Fetched per partition from a `pce_cache::PceCache` (recorded or loaded on demand,
+    /// evicted when idle).
+    OnDemand(Arc<dyn Fn() -> Result<PceHandle, PceError> + Send + Sync>),
+}
+
+impl std::fmt::Debug for PceSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PceSource::Held(_) => f.write_str("Held"),
+            PceSource::OnDemand(_) => f.write_str("OnDemand"),
+        }
+    }
+}
+
+/// A circuit the engine can prove: its parameter file and its PCE.
+#[derive(Debug)]
+pub struct CircuitSpec {
+    /// Its name in jobs.
+    pub id: String,
+    /// The parameter file (read through the engine's store; loaded on demand).
+    pub params: SrsSpec,
+    /// The PCE.
+    pub pce: PceSource,
+}
+
+pub(crate) struct CircuitRt {
+    pub(crate) id: String,
+    pub(crate) key: Arc<ProvingKey>,
+    pce: PceSource,
+}
+
+impl CircuitRt {
+    pub(crate) fn pce(&self) -> Result<PceHandle, PceError> {
+        match &self.pce {
+            PceSource::Held(h) => Ok(h.clone()),
+            PceSource::OnDemand(f) => f(),
+        }
+    }
+
+    pub(crate) fn lens(&self) -> QueryLens {
+        self.key.lens()
+    }
+}
+
+/// A device at run time.
+pub(crate) struct DeviceRt {
+    pub(crate) name: String,
+    pub(crate) gpu: Option<Gpu>,
+    /// Backends by attempt: the device's own first, the fallbacks after it.
+    pub(crate) backends: Vec<Arc<dyn ProverBackend>>,
+    pub(crate) tx: Mutex<Option<crossbeam::channel::Sender<pipeline::Work>>>,
+    /// Partitions routed here and not yet off the device.
+    pub(crate) in_flight: AtomicUsize,
+    pub(crate) current_job: Mutex<Option<JobId>>,
+    pub(crate) partitions_done: AtomicU64,
+    /// Circuits proved here recently, most recent last (affinity).
+    pub(crate) recent: Mutex<VecDeque<String>>,
+}
+
+/// One queued partition.
+pub(crate) struct Queued {
+    pub(crate) job: Arc<JobRt>,
+    pub(crate) index: usize,
+    /// 0: the device's own backend; then its fallbacks.
+    pub(crate) attempt: usize,
+    /// The device of a retry (the failed partition's device).
+    pub(crate) device: Option<usize>,
+}
+
+/// Queue order: priority (highest first), then FIFO (retries first).
+pub(crate) type QueueKey = (std::cmp::Reverse<Priority>, i64);
+
+pub(crate) struct JobRt {
+    pub(crate) id: JobId,
+    pub(crate) circuit: Arc<CircuitRt>,
+    pub(crate) partitions: Vec<Partition>,
+    pub(crate) priority: Priority,
+    pub(crate) randomness: Vec<Randomness>,
+    pub(crate) submitted: Instant,
+    pub(crate) cancelled: AtomicBool,
+    pub(crate) progress: Mutex<Progress>,
+}
+
+#[derive(Default)]
+pub(crate) struct Progress {
+    proofs: Vec<Option<groth16::Proof<Bls12>>>,
+    devices: Vec<String>,
+    remaining: usize,
+    pub(crate) timings: JobTimings,
+    first_admitted: Option<Instant>,
+    outcome: Option<JobOutcome>,
+}
+
+impl JobRt {
+    /// Whether the job has ended or been cancelled (its partitions stop).
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn progress(&self) -> MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Partitions in each pipeline stage now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StageCounts {
+    /// Waiting for their key and working set to be admitted.
+    pub admitting: usize,
+    /// Synthesizing on the CPU.
+    pub synthesizing: usize,
+    /// Synthesized, waiting for their device.
+    pub waiting_device: usize,
+    /// On a device (H and the MSMs).
+    pub on_device: usize,
+    /// Being assembled and checked.
+    pub assembling: usize,
+}
+
+/// One device's state.
+#[derive(Clone, Debug)]
+pub struct DeviceStatus {
+    /// Its name.
+    pub name: String,
+    /// The CUDA ordinal of a GPU device.
+    pub ordinal: Option<usize>,
+    /// The job on it now.
+    pub current_job: Option<JobId>,
+    /// Partitions routed to it and not yet off it.
+    pub in_flight: usize,
+    /// Partitions it finished.
+    pub partitions_done: u64,
+}
+
+/// A registered circuit's state.
+#[derive(Clone, Debug)]
+pub struct CircuitStatus {
+    /// Its id.
+    pub id: String,
+    /// Where its parameters are (`None`: not loaded yet).
+    pub tier: Option<Tier>,
+}
+
+/// A snapshot of the engine.
+#[derive(Clone, Debug)]
+pub struct EngineStatus {
+    /// Queued partitions by priority (low, normal, high, critical).
+    pub queued: [usize; 4],
+    /// Partitions per stage.
+    pub stages: StageCounts,
+    /// The devices.
+    pub devices: Vec<DeviceStatus>,
+    /// Registered circuits.
+    pub circuits: Vec<CircuitStatus>,
+    /// Jobs that completed.
+    pub jobs_completed: u64,
+    /// Jobs that failed.
+    pub jobs_failed: u64,
+    /// Jobs that were cancelled.
+    pub jobs_cancelled: u64,
+    /// The host budget now.
+    pub budget: BudgetSnapshot,
+}
+
+pub(crate) struct Queue {
+    pub(crate) items: BTreeMap<QueueKey, Queued>,
+    next_seq: i64,
+    next_retry_seq: i64,
+}
+
+pub(crate) struct Shared {
+    pub(crate) budget: Budget,
+    pub(crate) store: SrsStore,
+    pub(crate) devices: Vec<DeviceRt>,
+    pub(crate) circuits: RwLock<HashMap<String, Arc<CircuitRt>>>,
+    pub(crate) queue: Mutex<Queue>,
+    pub(crate) queue_cv: Condvar,
+    jobs: Mutex<JobTable>,
+    jobs_cv: Condvar,
+    next_id: AtomicU64,
+    accepting: AtomicBool,
+    pub(crate) stopping: AtomicBool,
+    pub(crate) self_check: bool,
+    pub(crate) max_synthesis: usize,
+    keep_finished: usize,
+    /// Partitions admitted whose resources are not yet returned.
+    in_flight: Mutex<usize>,
+    in_flight_cv: Condvar,
+    /// Stage gauges: admitting, synthesizing, waiting_device, on_device, assembling.
+    pub(crate) stages: [AtomicI64; 5],
+    pub(crate) stage_cv: (Mutex<()>, Condvar),
+    completed: AtomicU64,
+    failed: AtomicU64,
+    cancelled: AtomicU64,
+    finished_seq: AtomicU64,
+}
+
+#[derive(Default)]
+struct JobTable {
+    jobs: HashMap<JobId, Arc<JobRt>>,
+    finished: VecDeque<JobId>,
+}
+
+/// Indices of [`Shared::stages`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Stage {
+    Admitting = 0,
+    Synthesizing = 1,
+    WaitingDevice = 2,
+    OnDevice = 3,
+    Assembling = 4,
+}
+
+impl Stage {
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Admitting => "admitting",
+            Stage::Synthesizing => "synthesizing",
+            Stage::WaitingDevice => "waiting_device",
+            Stage::OnDevice => "on_device",
+            Stage::Assembling => "assembling",
+        }
+    }
+}
+
+/// Counts a partition in a stage while it lives.
+pub(crate) struct InStage<'a> {
+    shared: &'a Shared,
+    stage: Stage,
+}
+
+impl Drop for InStage<'_> {
+    fn drop(&mut self) {
+        self.shared.leave(self.stage);
+    }
+}
+
+/// A partition's claim on the engine's resources: while it lives the partition counts as
+/// in flight (graceful shutdown waits for it).
+pub(crate) struct InFlight {
+    shared: Arc<Shared>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut n = self
+            .shared
+            .in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *n -= 1;
+        self.shared.in_flight_cv.notify_all();
+    }
+}
+
+impl Shared {
+    pub(crate) fn enter(&self, stage: Stage) -> InStage<'_> {
+        let n = self.stages[stage as usize].fetch_add(1, Ordering::AcqRel) + 1;
+        metrics::stage(stage.name(), n);
+        InStage {
+            shared: self,
+            stage,
+        }
+    }
+
+    /// Ends a partition's stay in `stage` (the counterpart of [`Shared::enter`], also for
+    /// a stay handed from one thread to another).
+    pub(crate) fn leave(&self, stage: Stage) {
+        let n = self.stages[stage as usize].fetch_sub(1, Ordering::AcqRel) - 1;
+        metrics::stage(stage.name(), n);
+        let (lock, cv) = &self.stage_cv;
+        drop(lock.lock().unwrap_or_else(|e| e.into_inner()));
+        cv.notify_all();
+    }
+
+    pub(crate) fn in_flight(self: &Arc<Self>) -> InFlight {
+        *self.in_flight.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        InFlight {
+            shared: Arc::clone(self),
+        }
+    }
+
+    pub(crate) fn stage_count(&self, stage: Stage) -> usize {
+        self.stages[stage as usize].load(Ordering::Acquire).max(0) as usize
+    }
+
+    pub(crate) fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn jobs(&self) -> MutexGuard<'_, JobTable> {
+        self.jobs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a partition (a retry goes ahead of its priority's other partitions).
+    pub(crate) fn enqueue(&self, q: Queued) {
+        let mut queue = self.queue();
+        let seq = if q.attempt > 0 {
+            queue.next_retry_seq -= 1;
+            queue.next_retry_seq
+        } else {
+            queue.next_seq += 1;
+            queue.next_seq
+        };
+        let prio = q.job.priority;
+        queue.items.insert((std::cmp::Reverse(prio), seq), q);
+        publish_queue(&queue);
+        drop(queue);
+        self.queue_cv.notify_all();
+    }
+
+    /// Puts a partition back where it was (admission found a higher priority ahead).
+    pub(crate) fn requeue(&self, key: QueueKey, q: Queued) {
+        let mut queue = self.queue();
+        queue.items.insert(key, q);
+        publish_queue(&queue);
+        drop(queue);
+        self.queue_cv.notify_all();
+    }
+
+    /// One partition proved.
+    pub(crate) fn partition_done(
+        &self,
+        job: &JobRt,
+        index: usize,
+        proof: groth16::Proof<Bls12>,
+        device: &str,
+    ) {
+        let mut p = job.progress();
+        if p.outcome.is_some() {
+            return;
+        }
+        if p.proofs[index].is_none() {
+            p.proofs[index] = Some(proof);
+            p.devices[index] = device.to_string();
+            p.remaining -= 1;
+        }
+        if p.remaining == 0 {
+            let proofs = p.proofs.iter_mut().filter_map(Option::take).collect();
+            let devices = std::mem::take(&mut p.devices);
+            self.finish(job, &mut p, JobStatus::Completed, proofs, devices);
+        }
+    }
+
+    /// The job fails (first failure wins); its other partitions stop at their next phase.
+    pub(crate) fn fail(&self, job: &JobRt, reason: String) {
+        let mut p = job.progress();
+        if p.outcome.is_none() {
+            self.finish(
+                job,
+                &mut p,
+                JobStatus::Failed(reason),
+                Vec::new(),
+                Vec::new(),
+            );
+        }
+    }
+
+    /// Records the first admission of a partition of `job` (for its queue wait).
+    pub(crate) fn admitted(&self, job: &JobRt) {
+        let mut p = job.progress();
+        if p.first_admitted.is_none() {
+            p.first_admitted = Some(Instant::now());
+            p.timings.queue_wait = job.submitted.elapsed();
+        }
+    }
+
+    fn finish(
+        &self,
+        job: &JobRt,
+        p: &mut Progress,
+        status: JobStatus,
+        proofs: Vec<groth16::Proof<Bls12>>,
+        devices: Vec<String>,
+    ) {
+        job.cancelled.store(true, Ordering::Release);
+        p.timings.total = job.submitted.elapsed();
+        let label = match &status {
+            JobStatus::Completed => {
+                self.completed.fetch_add(1, Ordering::Relaxed);
+                "completed"
+            }
+            JobStatus::Failed(_) => {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                "failed"
+            }
+            JobStatus::Cancelled => {
+                self.cancelled.fetch_add(1, Ordering::Relaxed);
+                "cancelled"
+            }
+        };
+        metrics::job_finished(&job.circuit.id, label, job.partitions.len(), &p.timings);
+        p.outcome = Some(JobOutcome {
+            id: job.id,
+            status,
+            proofs,
+            timings: p.timings,
+            devices,
+            sequence: self.finished_seq.fetch_add(1, Ordering::AcqRel) + 1,
+        });
+        let mut table = self.jobs();
+        table.finished.push_back(job.id);
+        while table.finished.len() > self.keep_finished {
+            if let Some(old) = table.finished.pop_front() {
+                table.jobs.remove(&old);
+            }
+        }
+        drop(table);
+        self.jobs_cv.notify_all();
+    }
+
+    fn cancel_job(&self, job: &JobRt) -> bool {
+        let mut p = job.progress();
+        if p.outcome.is_some() {
+            return false;
+        }
+        self.finish(job, &mut p, JobStatus::Cancelled, Vec::new(), Vec::new());
+        drop(p);
+        let mut queue = self.queue();
+        queue.items.retain(|_, q| q.job.id != job.id);
+        publish_queue(&queue);
+        true
+    }
+}
+
+fn publish_queue(queue: &Queue) {
+    let mut depth = [0usize; 4];
+    for ((std::cmp::Reverse(p), _), _) in queue.items.iter() {
+        depth[p.index()] += 1;
+    }
+    for p in Priority::ALL {
+        metrics::queue_depth(p.name(), depth[p.index()]);
+    }
+}
+
+/// The proving engine. See the crate docs.
+pub struct Engine {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("devices", &self.shared.devices.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Starts the engine's threads: admission, one worker per device, assembly.
+    pub fn start(config: EngineConfig) -> Result<Engine, EngineError> {
+        if config.devices.is_empty() {
+            return Err(EngineError::NoDevices);
+        }
+        let budget = config.budget.clone();
+        let store = config.store.clone().unwrap_or_else(|| {
+            SrsStore::new(
+                budget.clone(),
+                StoreConfig {
+                    reserve_timeout: None,
+                    ..StoreConfig::default()
+                },
+            )
+        });
+        let cpu: Arc<dyn ProverBackend> = Arc::new(CpuBackend::new(budget.clone()));
+        let mut devices = Vec::new();
+        let mut receivers = Vec::new();
+        let depth = config.handoff_depth.max(1);
+        for d in config.devices {
+            let (name, gpu, backends): (String, Option<Gpu>, Vec<Arc<dyn ProverBackend>>) = match d
+            {
+                DeviceConfig::Gpu(gpu) => {
+                    let ordinal = gpu.info().ordinal;
+                    let primary = GpuBackend::with_gpu(gpu.clone(), budget.clone());
+                    let streamed = GpuBackend::with_gpu(gpu.clone(), budget.clone())
+                        .with_placement(groth16_prover::GpuPlacement::Pinned);
+                    (
+                        format!("gpu{ordinal}"),
+                        Some(gpu),
+                        vec![Arc::new(primary), Arc::new(streamed), cpu.clone()],
+                    )
+                }
+                DeviceConfig::Backend { name, backend } => (name, None, vec![backend, cpu.clone()]),
+            };
+            let (tx, rx) = crossbeam::channel::bounded(depth);
+            receivers.push(rx);
+            devices.push(DeviceRt {
+                name,
+                gpu,
+                backends,
+                tx: Mutex::new(Some(tx)),
+                in_flight: AtomicUsize::new(0),
+                current_job: Mutex::new(None),
+                partitions_done: AtomicU64::new(0),
+                recent: Mutex::new(VecDeque::new()),
+            });
+        }
+        let max_synthesis = config.max_synthesis.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+        });
+        let shared = Arc::new(Shared {
+            budget,
+            store,
+            devices,
+            circuits: RwLock::new(HashMap::new()),
+            queue: Mutex::new(Queue {
+                items: BTreeMap::new(),
+                next_seq: 0,
+                next_retry_seq: 0,
+            }),
+            queue_cv: Condvar::new(),
+            jobs: Mutex::new(JobTable::default()),
+            jobs_cv: Condvar::new(),
+            next_id: AtomicU64::new(1),
+            accepting: AtomicBool::new(true),
+            stopping: AtomicBool::new(false),
+            self_check: config.self_check,
+            max_synthesis: max_synthesis.max(1),
+            keep_finished: config.keep_finished.max(1),
+            in_flight: Mutex::new(0),
+            in_flight_cv: Condvar::new(),
+            stages: std::array::from_fn(|_| AtomicI64::new(0)),
+            stage_cv: (Mutex::new(()), Condvar::new()),
+            completed: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            cancelled: AtomicU64::new(0),
+            finished_seq: AtomicU64::new(0),
+        });
+        let threads = pipeline::spawn(&shared, receivers);
+        Ok(Engine {
+            shared,
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// Registers a circuit: reads its verifying key and section headers now (checked);
+    /// its bases are loaded through the store by the first partition that needs them.
+    pub fn register(&self, spec: CircuitSpec) -> Result<(), EngineError> {
+        let mut circuits = self
+            .shared
+            .circuits
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        if circuits.contains_key(&spec.id) {
+            return Err(EngineError::DuplicateCircuit { circuit: spec.id });
+        }
+        let key = ProvingKey::from_store(&self.shared.store, spec.params).map_err(|source| {
+            EngineError::Key {
+                circuit: spec.id.clone(),
+                source: Box::new(source),
+            }
+        })?;
+        circuits.insert(
+            spec.id.clone(),
+            Arc::new(CircuitRt {
+                id: spec.id,
+                key: Arc::new(key),
+                pce: spec.pce,
+            }),
+        );
+        Ok(())
+    }
+
+    /// The store the engine's keys live in.
+    pub fn store(&self) -> &SrsStore {
+        &self.shared.store
+    }
+
+    /// The host budget.
+    pub fn budget(&self) -> &Budget {
+        &self.shared.budget
+    }
+
+    /// Queues a job; returns its id at once.
+    pub fn submit(&self, spec: JobSpec) -> Result<JobId, EngineError> {
+        if !self.shared.accepting.load(Ordering::Acquire) {
+            return Err(EngineError::ShuttingDown);
+        }
+        let circuit = self
+            .shared
+            .circuits
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&spec.circuit)
+            .cloned()
+            .ok_or_else(|| EngineError::UnknownCircuit {
+                circuit: spec.circuit.clone(),
+            })?;
+        let n = spec.partitions.len();
+        if n == 0 {
+            return Err(EngineError::NoPartitions);
+        }
+        let randomness = match spec.randomness {
+            Some(rs) if rs.len() != n => {
+                return Err(EngineError::RandomnessCount {
+                    n_partitions: n,
+                    n_randomness: rs.len(),
+                })
+            }
+            Some(rs) => rs,
+            // Blinding for zero knowledge: from the thread's CSPRNG (rand's ThreadRng).
+            None => (0..n)
+                .map(|_| Randomness::random(&mut rand::rng()))
+                .collect(),
+        };
+        let id = JobId(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
+        let job = Arc::new(JobRt {
+            id,
+            circuit,
+            partitions: spec.partitions,
+            priority: spec.priority,
+            randomness,
+            submitted: Instant::now(),
+            cancelled: AtomicBool::new(false),
+            progress: Mutex::new(Progress {
+                proofs: vec![None; n],
+                devices: vec![String::new(); n],
+                remaining: n,
+                ..Progress::default()
+            }),
+        });
+        self.shared.jobs().jobs.insert(id, Arc::clone(&job));
+        metrics::job_submitted(spec.priority.name());
+        for index in 0..n {
+            self.shared.enqueue(Queued {
+                job: Arc::clone(&job),
+                index,
+                attempt: 0,
+                device: None,
+            });
+        }
+        Ok(id)
+    }
+
+    /// Waits for a job to end, at most `timeout` (`None`: forever).
+    pub fn await_job(
+        &self,
+        id: JobId,
+        timeout: Option<Duration>,
+    ) -> Result<JobOutcome, EngineError> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut table = self.shared.jobs();
+        loop {
+            let job = table
+                .jobs
+                .get(&id)
+                .cloned()
+                .ok_or(EngineError::UnknownJob { id })?;
+            if let Some(o) = &job.progress().outcome {
+                return Ok(o.clone());
+            }
+            table = match deadline {
+                None => self
+                    .shared
+                    .jobs_cv
+                    .wait(table)
+                    .unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Err(EngineError::Timeout {
+                            id,
+                            timeout: timeout.unwrap_or_default(),
+                        });
+                    }
+                    self.shared
+                        .jobs_cv
+                        .wait_timeout(table, d - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        }
+    }
+
+    /// The outcome of a finished job, `None` while it runs.
+    pub fn outcome(&self, id: JobId) -> Result<Option<JobOutcome>, EngineError> {
+        let job = self
+            .shared
+            .jobs()
+            .jobs
+            .get(&id)
+            .cloned()
+            .ok_or(EngineError::UnknownJob { id })?;
+        let outcome = job.progress().outcome.clone();
+        Ok(outcome)
+    }
+
+    /// Partitions queued ahead of the job's first queued partition (0 when it runs or
+    /// has ended).
+    pub fn queue_position(&self, id: JobId) -> usize {
+        let queue = self.shared.queue();
+        queue
+            .items
+            .values()
+            .position(|q| q.job.id == id)
+            .unwrap_or(0)
+    }
+
+    /// Cancels a job: queued partitions leave with nothing charged, running ones stop at
+    /// their next phase boundary and return every byte. Returns whether it was still
+    /// running (false when it had already ended).
+    pub fn cancel(&self, id: JobId) -> Result<bool, EngineError> {
+        let job = self
+            .shared
+            .jobs()
+            .jobs
+            .get(&id)
+            .cloned()
+            .ok_or(EngineError::UnknownJob { id })?;
+        Ok(self.shared.cancel_job(&job))
+    }
+
+    /// A snapshot of queues, stages, devices, circuits, counters and the budget.
+    pub fn status(&self) -> EngineStatus {
+        let mut queued = [0usize; 4];
+        for ((std::cmp::Reverse(p), _), _) in self.shared.queue().items.iter() {
+            queued[p.index()] += 1;
+        }
+        let s = &self.shared;
+        let stages = StageCounts {
+            admitting: s.stage_count(Stage::Admitting),
+            synthesizing: s.stage_count(Stage::Synthesizing),
+            waiting_device: s.stage_count(Stage::WaitingDevice),
+            on_device: s.stage_count(Stage::OnDevice),
+            assembling: s.stage_count(Stage::Assembling),
+        };
+        let devices = s
+            .devices
+            .iter()
+            .map(|d| DeviceStatus {
+                name: d.name.clone(),
+                ordinal: d.gpu.as_ref().map(|g| g.info().ordinal),
+                current_job: *d.current_job.lock().unwrap_or_else(|e| e.into_inner()),
+                in_flight: d.in_flight.load(Ordering::Acquire),
+                partitions_done: d.partitions_done.load(Ordering::Relaxed),
+            })
+            .collect();
+        let mut circuits: Vec<CircuitStatus> = s
+            .circuits
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .map(|c| CircuitStatus {
+                id: c.id.clone(),
+                tier: c.key.tier(),
+            })
+            .collect();
+        circuits.sort_by(|a, b| a.id.cmp(&b.id));
+        EngineStatus {
+            queued,
+            stages,
+            devices,
+            circuits,
+            jobs_completed: s.completed.load(Ordering::Relaxed),
+            jobs_failed: s.failed.load(Ordering::Relaxed),
+            jobs_cancelled: s.cancelled.load(Ordering::Relaxed),
+            budget: s.budget.snapshot(),
+        }
+    }
+
+    /// Stops accepting jobs, lets them finish (or cancels them), waits until every
+    /// partition has returned its resources, and stops the threads. Idempotent.
+    pub fn shutdown(&self, how: Shutdown) {
+        self.shared.accepting.store(false, Ordering::Release);
+        if how == Shutdown::Abort {
+            let jobs: Vec<Arc<JobRt>> = self.shared.jobs().jobs.values().cloned().collect();
+            for j in jobs {
+                self.shared.cancel_job(&j);
+            }
+        }
+        // Every job ends (graceful: by finishing), then every partition lets go.
+        {
+            let mut table = self.shared.jobs();
+            while table.jobs.values().any(|j| j.progress().outcome.is_none()) {
+                table = self
+                    .shared
+                    .jobs_cv
+                    .wait(table)
+                    .unwrap_or_else(|e| e.into_inner());
+            }
+        }
+        {
+            let mut n = self
+                .shared
+                .in_flight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            while *n > 0 {
+                n = self
+                    .shared
+                    .in_flight_cv
+                    .wait(n)
+                    .unwrap_or_else(|e| e.into_inner());
+            }
+        }
+        self.shared.stopping.store(true, Ordering::Release);
+        {
+            let _q = self.shared.queue();
+            self.shared.queue_cv.notify_all();
+        }
+        for d in &self.shared.devices {
+            d.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        }
+        let threads: Vec<JoinHandle<()>> =
+            std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shutdown(Shutdown::Abort);
+    }
+}

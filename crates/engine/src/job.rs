@@ -1,0 +1,199 @@
+//! What a caller submits and what it gets back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bellman::Circuit;
+use bls12_381::{Bls12, Scalar};
+use groth16_prover::{Prover, ProverError, Randomness, Synthesis, Synthesized};
+use memory_budget::Reservation;
+use pce_cache::Pce;
+
+/// A job's priority: critical > high > normal > low; FIFO within one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Priority {
+    /// Background work.
+    Low,
+    /// The default.
+    #[default]
+    Normal,
+    /// Work others wait on (Filecoin: Window PoSt).
+    High,
+    /// Deadlines (Filecoin: Winning PoSt).
+    Critical,
+}
+
+impl Priority {
+    /// All, lowest first.
+    pub const ALL: [Priority; 4] = [
+        Priority::Low,
+        Priority::Normal,
+        Priority::High,
+        Priority::Critical,
+    ];
+
+    /// Lowercase name (metrics label).
+    pub fn name(self) -> &'static str {
+        match self {
+            Priority::Low => "low",
+            Priority::Normal => "normal",
+            Priority::High => "high",
+            Priority::Critical => "critical",
+        }
+    }
+
+    /// The memory budget's priority for this one (waiters are admitted in this order).
+    pub fn budget(self) -> memory_budget::Priority {
+        match self {
+            Priority::Low => memory_budget::Priority::LOW,
+            Priority::Normal => memory_budget::Priority::NORMAL,
+            Priority::High => memory_budget::Priority::HIGH,
+            Priority::Critical => memory_budget::Priority::new(255),
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A job's id, unique in one engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobId(pub u64);
+
+impl std::fmt::Display for JobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "job-{}", self.0)
+    }
+}
+
+/// Runs one partition's synthesis with a prover, the circuit's PCE and the admitted
+/// working set.
+type SynthesizeFn =
+    dyn Fn(&Prover, &Pce, Reservation) -> Result<Synthesized, ProverError> + Send + Sync;
+
+/// One partition's witness source: a bellman circuit value with its witness, synthesized
+/// witness-only through the circuit's PCE. Kept until the partition is done, so a
+/// partition whose device failed can be synthesized again for its retry.
+#[derive(Clone)]
+pub struct Partition {
+    synthesize: Arc<SynthesizeFn>,
+}
+
+impl std::fmt::Debug for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Partition")
+    }
+}
+
+impl Partition {
+    /// A partition from a circuit value (cloned for each attempt).
+    pub fn circuit<C>(circuit: C) -> Partition
+    where
+        C: Circuit<Scalar> + Clone + Send + Sync + 'static,
+    {
+        Partition {
+            synthesize: Arc::new(move |prover, pce, admitted| {
+                prover.synthesize(Synthesis::Pce(pce), circuit.clone(), Some(admitted))
+            }),
+        }
+    }
+
+    pub(crate) fn run(
+        &self,
+        prover: &Prover,
+        pce: &Pce,
+        admitted: Reservation,
+    ) -> Result<Synthesized, ProverError> {
+        (self.synthesize)(prover, pce, admitted)
+    }
+}
+
+/// A proving job: partitions of one registered circuit, proved under one priority.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    /// The registered circuit ([`crate::Engine::register`]).
+    pub circuit: String,
+    /// One or more partitions; the job completes when all have.
+    pub partitions: Vec<Partition>,
+    /// Admission order.
+    pub priority: Priority,
+    /// (r, s) per partition; `None`: drawn fresh for each.
+    pub randomness: Option<Vec<Randomness>>,
+}
+
+impl JobSpec {
+    /// A job of one partition at normal priority with fresh (r, s).
+    pub fn single(circuit: impl Into<String>, partition: Partition) -> JobSpec {
+        JobSpec {
+            circuit: circuit.into(),
+            partitions: vec![partition],
+            priority: Priority::Normal,
+            randomness: None,
+        }
+    }
+
+    /// The same job at `priority`.
+    pub fn with_priority(mut self, priority: Priority) -> JobSpec {
+        self.priority = priority;
+        self
+    }
+}
+
+/// How a job ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobStatus {
+    /// Every partition proved.
+    Completed,
+    /// A partition failed (the reason; the other partitions were stopped).
+    Failed(String),
+    /// Cancelled by the caller or by an aborting shutdown.
+    Cancelled,
+}
+
+/// Where a job's time went (sums over its partitions, except `queue_wait` and `total`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobTimings {
+    /// Submission to the first partition's admission.
+    pub queue_wait: Duration,
+    /// Loading or moving the key for the job's partitions.
+    pub key_load: Duration,
+    /// Witness synthesis with a, b, c and the witness check.
+    pub synthesis: Duration,
+    /// H and the MSMs (the device).
+    pub gpu: Duration,
+    /// Assembly and self-check.
+    pub assembly: Duration,
+    /// Submission to the end.
+    pub total: Duration,
+}
+
+/// A finished job.
+#[derive(Clone, Debug)]
+pub struct JobOutcome {
+    /// Which job.
+    pub id: JobId,
+    /// How it ended.
+    pub status: JobStatus,
+    /// The partitions' proofs in order (empty unless completed).
+    pub proofs: Vec<groth16::Proof<Bls12>>,
+    /// Where the time went.
+    pub timings: JobTimings,
+    /// The devices that computed the partitions (names, in partition order; empty unless
+    /// completed).
+    pub devices: Vec<String>,
+    /// The order in which jobs ended in this engine (1 for the first).
+    pub sequence: u64,
+}
+
+impl JobOutcome {
+    /// The proofs concatenated in `groth16::Proof::write`'s 192-byte encoding.
+    pub fn proof_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(192 * self.proofs.len());
+        for p in &self.proofs {
+            // Writing to a Vec cannot fail.
+            let _ = p.write(&mut out);
+        }
+        out
+    }
+}

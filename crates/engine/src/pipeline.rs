@@ -1,0 +1,562 @@
+//! The engine's threads: admission (priority order, key then working set, through the
+//! budget's waiting reservations), synthesis (one thread per admitted partition, as many
+//! as the budget admits up to a ceiling), one worker per device (H and the MSMs), and
+//! assembly (proof and self-check). Hand-offs are bounded channels, so a synthesized
+//! partition waits for its device holding only its own working set.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam::channel::{Receiver, Sender};
+use groth16_prover::{
+    Computed, GpuBackend, GpuPlacement, KeyHold, Prover, ProverConfig, ProverError, SelfCheck,
+    Synthesized,
+};
+use memory_budget::{BudgetError, Category, Reservation};
+use pce_cache::PceHandle;
+
+use crate::engine::{InFlight, JobRt, Queued, Shared, Stage};
+use crate::metrics;
+
+/// How often a partition waiting for its working set looks for a higher priority queued
+/// behind it (and for its own cancellation).
+const ADMISSION_POLL: Duration = Duration::from_millis(20);
+
+/// A partition on its way through the pipeline, with everything it holds: its key's
+/// store entry, its PCE and (inside `synthesized`) its working set.
+pub(crate) struct Work {
+    job: Arc<JobRt>,
+    index: usize,
+    attempt: usize,
+    device: usize,
+    prover: Prover,
+    _pce: PceHandle,
+    _hold: KeyHold,
+    synthesized: Option<Synthesized>,
+    _in_flight: InFlight,
+}
+
+/// Starts admission, the device workers and assembly.
+pub(crate) fn spawn(shared: &Arc<Shared>, receivers: Vec<Receiver<Work>>) -> Vec<JoinHandle<()>> {
+    let mut threads = Vec::new();
+    let (asm_tx, asm_rx) = crossbeam::channel::unbounded::<(Work, Computed)>();
+    for (i, rx) in receivers.into_iter().enumerate() {
+        let s = Arc::clone(shared);
+        let tx = asm_tx.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("pinion-device-{i}"))
+                .spawn(move || device_worker(&s, i, &rx, &tx))
+                .expect("spawning a device worker thread"),
+        );
+    }
+    drop(asm_tx);
+    let s = Arc::clone(shared);
+    threads.push(
+        std::thread::Builder::new()
+            .name("pinion-assembly".into())
+            .spawn(move || {
+                for (work, computed) in asm_rx {
+                    assemble(&s, work, computed);
+                }
+            })
+            .expect("spawning the assembly thread"),
+    );
+    let s = Arc::clone(shared);
+    threads.push(
+        std::thread::Builder::new()
+            .name("pinion-admission".into())
+            .spawn(move || admission(&s))
+            .expect("spawning the admission thread"),
+    );
+    threads
+}
+
+/// Takes partitions in priority order and admits each: synthesis slot, key, working set.
+fn admission(shared: &Arc<Shared>) {
+    loop {
+        let (key, q) = {
+            let mut queue = shared.queue();
+            loop {
+                if shared.stopping.load(Ordering::Acquire) {
+                    return;
+                }
+                if let Some(entry) = queue.items.pop_first() {
+                    break entry;
+                }
+                queue = shared
+                    .queue_cv
+                    .wait(queue)
+                    .unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        if q.job.is_stopped() {
+            continue;
+        }
+        admit(shared, key, q);
+    }
+}
+
+/// What a partition waiting in admission should do after a poll.
+enum Waited {
+    /// Keep waiting.
+    Stay,
+    /// Its job ended, or the engine stops: drop it.
+    Leave,
+    /// A more urgent partition is queued: step back.
+    Yield,
+}
+
+fn after_poll(shared: &Shared, key: &crate::engine::QueueKey, job: &JobRt) -> Waited {
+    if job.is_stopped() || shared.stopping.load(Ordering::Acquire) {
+        return Waited::Leave;
+    }
+    let more_urgent = shared
+        .queue()
+        .items
+        .first_key_value()
+        .is_some_and(|(k, _)| (k.0).0 > (key.0).0);
+    if more_urgent {
+        Waited::Yield
+    } else {
+        Waited::Stay
+    }
+}
+
+/// The device for a partition: a retry keeps its device; otherwise one that proved this
+/// circuit recently and has room in its hand-off (its key is likely resident there), else
+/// the least loaded.
+fn choose_device(shared: &Shared, q: &Queued) -> usize {
+    if let Some(d) = q.device {
+        return d;
+    }
+    let circuit = &q.job.circuit.id;
+    let load = |i: usize| shared.devices[i].in_flight.load(Ordering::Acquire);
+    let least = (0..shared.devices.len())
+        .min_by_key(|&i| load(i))
+        .unwrap_or(0);
+    let affine = (0..shared.devices.len())
+        .filter(|&i| {
+            shared.devices[i]
+                .recent
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .back()
+                .is_some_and(|c| c == circuit)
+        })
+        .min_by_key(|&i| load(i));
+    match affine {
+        // Affinity unless that device is clearly busier than another.
+        Some(i) if load(i) <= load(least) + 1 => i,
+        _ => least,
+    }
+}
+
+fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
+    let _stage = shared.enter(Stage::Admitting);
+    let job = Arc::clone(&q.job);
+    // A synthesis slot first (the ceiling on top of the budget).
+    {
+        let (lock, cv) = &shared.stage_cv;
+        let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());
+        while shared.stage_count(Stage::Synthesizing) >= shared.max_synthesis {
+            g = cv
+                .wait_timeout(g, ADMISSION_POLL)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+            match after_poll(shared, &key, &job) {
+                Waited::Stay => {}
+                Waited::Leave => return,
+                Waited::Yield => {
+                    drop(g);
+                    return shared.requeue(key, q);
+                }
+            }
+        }
+    }
+    let circuit = Arc::clone(&job.circuit);
+    let device = choose_device(shared, &q);
+    let dev = &shared.devices[device];
+    let attempt = q.attempt.min(dev.backends.len() - 1);
+    let prover = Prover::with_shared_backend(
+        Arc::clone(&circuit.key),
+        shared.budget.clone(),
+        ProverConfig {
+            self_check: SelfCheck::Never,
+            ..ProverConfig::default()
+        },
+        Arc::clone(&dev.backends[attempt]),
+    );
+    // The key first, held for the partition's life: its load is charged (and waits) like
+    // any other, and the working sets admitted after it can never evict it mid-proof.
+    let t = Instant::now();
+    let hold = match (&dev.gpu, attempt) {
+        (Some(gpu), 0) => circuit
+            .key
+            .view_for_gpu(
+                gpu,
+                GpuPlacement::Auto,
+                GpuBackend::headroom_bytes(&circuit.lens()),
+            )
+            .map(|v| v.into_hold()),
+        (Some(gpu), 1) => circuit
+            .key
+            .view_for_gpu(gpu, GpuPlacement::Pinned, 0)
+            .map(|v| v.into_hold()),
+        _ => circuit.key.view_host().map(|v| v.into_hold()),
+    };
+    let hold = match hold {
+        Ok(h) => h,
+        Err(e) => return shared.fail(&job, format!("partition {}: key: {e}", q.index)),
+    };
+    job.progress().timings.key_load += t.elapsed();
+    let pce = match circuit.pce() {
+        Ok(p) => p,
+        Err(e) => return shared.fail(&job, format!("partition {}: pce: {e}", q.index)),
+    };
+    let bytes = match prover.working_set_bytes(&pce) {
+        Ok(b) => b,
+        Err(e) => return shared.fail(&job, format!("partition {}: {e}", q.index)),
+    };
+    let t = Instant::now();
+    // The backend's long-lived tables for this circuit's domain (the CPU backend's
+    // twiddles), then the working set: each waits in the budget's queue at the job's
+    // priority, and a request that can never fit fails the job at once.
+    let prepared = poll_budget(shared, &key, &job, |wait| {
+        match prover.prepare_backend(&pce, Some(wait)) {
+            Ok(()) => Ok(()),
+            Err(ProverError::Budget { source, .. }) => Err(Polled::Budget(source)),
+            Err(e) => Err(Polled::Other(e.to_string())),
+        }
+    });
+    let label = format!("{} partition {}", job.id, q.index);
+    let admitted = prepared.and_then(|()| {
+        poll_budget(shared, &key, &job, |wait| {
+            shared
+                .budget
+                .request(bytes, Category::WorkingSet)
+                .priority(job.priority.budget())
+                .label(label.clone())
+                .reserve(Some(wait))
+                .map_err(Polled::Budget)
+        })
+    });
+    let reservation = match admitted {
+        Ok(r) => r,
+        Err(Polled::Leave) => return,
+        Err(Polled::Yield) => {
+            drop(hold);
+            return shared.requeue(key, q);
+        }
+        Err(Polled::Budget(BudgetError::TooLarge {
+            requested_bytes,
+            total_bytes,
+        })) => {
+            return shared.fail(
+                &job,
+                format!(
+                    "partition {}: its working set of {requested_bytes} bytes can never fit the memory budget of {total_bytes} bytes",
+                    q.index
+                ),
+            )
+        }
+        Err(Polled::Budget(e)) => return shared.fail(&job, format!("partition {}: {e}", q.index)),
+        Err(Polled::Other(e)) => return shared.fail(&job, format!("partition {}: {e}", q.index)),
+    };
+    metrics::admitted(bytes, t.elapsed());
+    shared.admitted(&job);
+    dev.in_flight.fetch_add(1, Ordering::AcqRel);
+    let work = Work {
+        job,
+        index: q.index,
+        attempt,
+        device,
+        prover,
+        _pce: pce,
+        _hold: hold,
+        synthesized: None,
+        _in_flight: shared.in_flight(),
+    };
+    let s = Arc::clone(shared);
+    let job = Arc::clone(&work.job);
+    // The slot is counted before the thread starts, so admission's ceiling holds; the
+    // thread's `StageSlot` ends it.
+    std::mem::forget(shared.enter(Stage::Synthesizing));
+    let spawned = std::thread::Builder::new()
+        .name("pinion-synthesis".into())
+        .spawn(move || synthesize(&s, work, reservation));
+    if let Err(e) = spawned {
+        // The closure, and with it the work and its charge, was dropped.
+        shared.leave(Stage::Synthesizing);
+        shared.devices[device]
+            .in_flight
+            .fetch_sub(1, Ordering::AcqRel);
+        shared.fail(&job, format!("cannot start a synthesis thread: {e}"));
+    }
+}
+
+/// Why a wait in admission ended without what it waited for.
+enum Polled {
+    /// The budget refused for another reason than the poll's timeout.
+    Budget(BudgetError),
+    /// Something else failed.
+    Other(String),
+    /// The job ended or the engine stops.
+    Leave,
+    /// A more urgent partition is queued: step back.
+    Yield,
+}
+
+/// Retries `attempt` (a budget request waiting at most the poll interval) until it
+/// succeeds, fails for good, or the partition should leave or step back.
+fn poll_budget<T>(
+    shared: &Shared,
+    key: &crate::engine::QueueKey,
+    job: &JobRt,
+    mut attempt: impl FnMut(Duration) -> Result<T, Polled>,
+) -> Result<T, Polled> {
+    loop {
+        match attempt(ADMISSION_POLL) {
+            Err(Polled::Budget(BudgetError::Timeout { .. })) => {
+                match after_poll(shared, key, job) {
+                    Waited::Stay => {}
+                    Waited::Leave => return Err(Polled::Leave),
+                    Waited::Yield => return Err(Polled::Yield),
+                }
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Synthesis of one admitted partition on its own thread.
+fn synthesize(shared: &Arc<Shared>, mut work: Work, reservation: Reservation) {
+    // Adopt the slot admission counted.
+    let _stage = StageSlot {
+        shared,
+        stage: Stage::Synthesizing,
+    };
+    let device = work.device;
+    let _routed = Routed {
+        shared,
+        device,
+        armed: true,
+    };
+    if work.job.is_stopped() {
+        return;
+    }
+    let t = Instant::now();
+    let partition = &work.job.partitions[work.index];
+    let circuit = Arc::clone(&work.job.circuit);
+    let pce = work._pce.clone();
+    let result = partition.run(&work.prover, &pce, reservation);
+    let elapsed = t.elapsed();
+    work.job.progress().timings.synthesis += elapsed;
+    metrics::phase("synthesis", elapsed);
+    let synthesized = match result {
+        Ok(s) => s,
+        Err(e) => return failed(shared, work, e),
+    };
+    if work.job.is_stopped() {
+        return;
+    }
+    drop(circuit);
+    work.synthesized = Some(synthesized);
+    drop(_stage);
+    if work.attempt > 0 {
+        // A retry: computed here, off the device worker (which stays on its queue).
+        let _on = shared.enter(Stage::OnDevice);
+        return compute_and_assemble(shared, work);
+    }
+    let waiting = shared.enter(Stage::WaitingDevice);
+    let tx = shared.devices[device]
+        .tx
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let Some(tx) = tx else { return };
+    // Ownership of the device count passes to the worker.
+    std::mem::forget(_routed);
+    std::mem::forget(waiting);
+    if let Err(crossbeam::channel::SendError(work)) = tx.send(work) {
+        shared.leave(Stage::WaitingDevice);
+        shared.devices[device]
+            .in_flight
+            .fetch_sub(1, Ordering::AcqRel);
+        drop(work);
+    }
+}
+
+/// A stage count taken over from another thread.
+struct StageSlot<'a> {
+    shared: &'a Shared,
+    stage: Stage,
+}
+
+impl Drop for StageSlot<'_> {
+    fn drop(&mut self) {
+        self.shared.leave(self.stage);
+    }
+}
+
+/// A partition counted on its device until it leaves it.
+struct Routed<'a> {
+    shared: &'a Shared,
+    device: usize,
+    armed: bool,
+}
+
+impl Drop for Routed<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.shared.devices[self.device]
+                .in_flight
+                .fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+fn device_worker(
+    shared: &Arc<Shared>,
+    device: usize,
+    rx: &Receiver<Work>,
+    asm: &Sender<(Work, Computed)>,
+) {
+    let dev = &shared.devices[device];
+    for work in rx.iter() {
+        let _waited = StageSlot {
+            shared,
+            stage: Stage::WaitingDevice,
+        };
+        let _routed = Routed {
+            shared,
+            device,
+            armed: true,
+        };
+        drop(_waited);
+        if work.job.is_stopped() {
+            continue;
+        }
+        *dev.current_job.lock().unwrap_or_else(|e| e.into_inner()) = Some(work.job.id);
+        let on = shared.enter(Stage::OnDevice);
+        let mut work = work;
+        let Some(s) = work.synthesized.take() else {
+            continue;
+        };
+        let t = Instant::now();
+        let result = work.prover.compute(s);
+        let elapsed = t.elapsed();
+        drop(on);
+        *dev.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        work.job.progress().timings.gpu += elapsed;
+        metrics::phase("gpu", elapsed);
+        {
+            let mut recent = dev.recent.lock().unwrap_or_else(|e| e.into_inner());
+            let id = &work.job.circuit.id;
+            recent.retain(|c| c != id);
+            recent.push_back(id.clone());
+            while recent.len() > 4 {
+                recent.pop_front();
+            }
+        }
+        dev.partitions_done.fetch_add(1, Ordering::Relaxed);
+        match result {
+            Ok(c) => {
+                std::mem::forget(shared.enter(Stage::Assembling));
+                if let Err(crossbeam::channel::SendError((w, _))) = asm.send((work, c)) {
+                    shared.leave(Stage::Assembling);
+                    drop(w);
+                }
+            }
+            Err(e) => failed(shared, work, e),
+        }
+    }
+}
+
+/// A retry's device phase and assembly, on the retry's own thread.
+fn compute_and_assemble(shared: &Arc<Shared>, mut work: Work) {
+    let Some(s) = work.synthesized.take() else {
+        return;
+    };
+    let t = Instant::now();
+    let result = work.prover.compute(s);
+    work.job.progress().timings.gpu += t.elapsed();
+    match result {
+        Ok(c) => {
+            std::mem::forget(shared.enter(Stage::Assembling));
+            assemble(shared, work, c);
+        }
+        Err(e) => failed(shared, work, e),
+    }
+}
+
+fn assemble(shared: &Arc<Shared>, work: Work, computed: Computed) {
+    let _stage = StageSlot {
+        shared,
+        stage: Stage::Assembling,
+    };
+    if work.job.is_stopped() {
+        return;
+    }
+    let t = Instant::now();
+    let rs = work.job.randomness[work.index];
+    let result = work
+        .prover
+        .assemble(computed, rs, shared.self_check, work.index);
+    let elapsed = t.elapsed();
+    work.job.progress().timings.assembly += elapsed;
+    metrics::phase("assembly", elapsed);
+    match result {
+        Ok(out) => {
+            let name = if work.attempt == 0 {
+                shared.devices[work.device].name.clone()
+            } else {
+                format!(
+                    "{} (retry {}: {})",
+                    shared.devices[work.device].name,
+                    work.attempt,
+                    work.prover.backend_name()
+                )
+            };
+            shared.partition_done(&work.job, work.index, out.proof, &name);
+        }
+        Err(e) => failed(shared, work, e),
+    }
+}
+
+/// Whether an error belongs to the device (retry elsewhere) rather than to the job's
+/// inputs (the job fails).
+fn device_fault(e: &ProverError) -> bool {
+    matches!(
+        e.root(),
+        ProverError::Msm { .. }
+            | ProverError::Ntt(_)
+            | ProverError::Staging { .. }
+            | ProverError::GpuUnavailable { .. }
+            | ProverError::BackendUnavailable { .. }
+    )
+}
+
+/// A partition failed: a device fault is retried on the device's next fallback (the
+/// partition synthesized again); anything else fails the job.
+fn failed(shared: &Arc<Shared>, work: Work, e: ProverError) {
+    let backends = shared.devices[work.device].backends.len();
+    if device_fault(&e) && work.attempt + 1 < backends && !work.job.is_stopped() {
+        metrics::retried(&shared.devices[work.device].name);
+        let q = Queued {
+            job: Arc::clone(&work.job),
+            index: work.index,
+            attempt: work.attempt + 1,
+            device: Some(work.device),
+        };
+        drop(work);
+        shared.enqueue(q);
+        return;
+    }
+    let reason = format!("partition {}: {e}", work.index);
+    let job = Arc::clone(&work.job);
+    drop(work);
+    shared.fail(&job, reason);
+}

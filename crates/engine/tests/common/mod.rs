@@ -1,0 +1,239 @@
+//! Shared helpers of the engine tests: parameter files, simulated devices (CPU backends
+//! behind the device interface, with gates and injected faults), seeds.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bellman::Circuit;
+use bls12_381::{Bls12, Scalar};
+use engine::{CircuitSpec, DeviceConfig, Engine, EngineConfig, PceSource};
+use gpu_ntt::AbcEvaluations;
+use groth16::Parameters;
+use groth16_prover::{
+    BackendKind, CpuBackend, HOutput, HPoly, MsmInputs, MsmOutputs, ProverBackend, ProverError,
+    ProvingKey, StagedAbc,
+};
+use memory_budget::Budget;
+use pce_cache::{CacheConfig, CircuitKey, PceCache};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+pub use groth16_prover::testing::test_seed as seed;
+
+pub fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+/// A temp directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let p = std::env::temp_dir().join(format!(
+            "pinion-engine-{tag}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A circuit's parameters, written to a file in `dir`.
+pub struct Registered {
+    pub id: String,
+    pub params: Parameters<Bls12>,
+    pub path: PathBuf,
+}
+
+/// Generates parameters for `circuit`, writes them under `dir` and registers the circuit
+/// (its PCE recorded in `pces`, held).
+pub fn register<C: Circuit<Scalar> + Clone>(
+    engine: &Engine,
+    pces: &PceCache,
+    dir: &TempDir,
+    id: &str,
+    circuit: C,
+    rng: &mut StdRng,
+) -> Registered {
+    let params =
+        groth16::generate_random_parameters::<Bls12, _, _>(circuit.clone(), rng).expect("setup");
+    let path = dir.0.join(format!("{id}.params"));
+    let mut bytes = Vec::new();
+    params.write(&mut bytes).expect("write params");
+    std::fs::write(&path, &bytes).expect("write params file");
+    let pce = pces
+        .get_or_extract(&CircuitKey::new(id), || circuit.clone())
+        .expect("record pce");
+    engine
+        .register(CircuitSpec {
+            id: id.to_string(),
+            params: srs_store::SrsSpec::new(id, &path),
+            pce: PceSource::Held(pce),
+        })
+        .expect("register");
+    Registered {
+        id: id.to_string(),
+        params,
+        path,
+    }
+}
+
+/// A PCE cache in a budget of its own (the PCEs are not what these tests measure).
+pub fn pce_cache() -> PceCache {
+    PceCache::new(Budget::fixed(1 << 30), CacheConfig::in_memory()).expect("pce cache")
+}
+
+/// A gate devices wait at until the test opens it.
+#[derive(Default)]
+pub struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+    /// Calls that reached the gate.
+    pub arrived: AtomicU64,
+}
+
+impl Gate {
+    pub fn closed() -> Arc<Gate> {
+        Arc::new(Gate::default())
+    }
+    pub fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+    pub fn close(&self) {
+        *self.open.lock().unwrap() = false;
+    }
+    pub fn pass(&self) {
+        self.arrived.fetch_add(1, Ordering::SeqCst);
+        let mut g = self.open.lock().unwrap();
+        while !*g {
+            g = self.cv.wait(g).unwrap();
+        }
+    }
+    /// Waits until `n` calls have reached the gate (or panics after a while).
+    pub fn wait_arrivals(&self, n: u64) {
+        let start = std::time::Instant::now();
+        while self.arrived.load(Ordering::SeqCst) < n {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "only {} of {n} arrivals at the gate",
+                self.arrived.load(Ordering::SeqCst)
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+/// A simulated device: the CPU backend, whose MSMs wait at an optional gate and fail with
+/// an injected device fault at a given rate.
+pub struct TestDevice {
+    inner: CpuBackend,
+    pub gate: Option<Arc<Gate>>,
+    /// Per mille of MSM calls that fail as a device fault would.
+    pub fault_per_mille: u64,
+    state: AtomicU64,
+    pub faults: AtomicU64,
+    pub calls: AtomicU64,
+}
+
+impl TestDevice {
+    pub fn new(budget: &Budget, seed: u64) -> TestDevice {
+        TestDevice {
+            inner: CpuBackend::new(budget.clone()),
+            gate: None,
+            fault_per_mille: 0,
+            state: AtomicU64::new(seed | 1),
+            faults: AtomicU64::new(0),
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    fn draw(&self) -> u64 {
+        // xorshift, shared by the device's calls.
+        let mut x = self.state.load(Ordering::Relaxed);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.state.store(x, Ordering::Relaxed);
+        x % 1000
+    }
+}
+
+impl ProverBackend for TestDevice {
+    fn name(&self) -> &'static str {
+        "test-device"
+    }
+    fn kind(&self) -> BackendKind {
+        BackendKind::Gpu
+    }
+    fn h_scratch_bytes(&self, m: usize) -> u64 {
+        self.inner.h_scratch_bytes(m)
+    }
+    fn msm_scratch_bytes(&self, n: usize) -> u64 {
+        self.inner.msm_scratch_bytes(n)
+    }
+    fn prepare(&self, domain_size: usize, wait: Option<Duration>) -> Result<(), ProverError> {
+        self.inner.prepare(domain_size, wait)
+    }
+    fn h_poly(
+        &self,
+        abc: AbcEvaluations,
+        released: &mut dyn FnMut(),
+    ) -> Result<HOutput, ProverError> {
+        self.inner.h_poly(abc, released)
+    }
+    fn h_poly_staged(&self, abc: StagedAbc) -> Result<HOutput, ProverError> {
+        self.inner.h_poly_staged(abc)
+    }
+    fn msms(
+        &self,
+        key: &ProvingKey,
+        h: HPoly,
+        x: &MsmInputs<'_>,
+    ) -> Result<MsmOutputs, ProverError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if let Some(g) = &self.gate {
+            g.pass();
+        }
+        if self.fault_per_mille > 0 && self.draw() < self.fault_per_mille {
+            self.faults.fetch_add(1, Ordering::Relaxed);
+            return Err(ProverError::Msm {
+                query: "h_query",
+                source: gpu_msm::MsmError::Gpu {
+                    backend: "test",
+                    message: "injected device fault".into(),
+                },
+            });
+        }
+        self.inner.msms(key, h, x)
+    }
+}
+
+pub fn device(name: &str, d: Arc<TestDevice>) -> DeviceConfig {
+    DeviceConfig::Backend {
+        name: name.to_string(),
+        backend: d,
+    }
+}
+
+pub fn config(budget: &Budget, devices: Vec<DeviceConfig>) -> EngineConfig {
+    EngineConfig::new(budget.clone(), devices)
+}
+
+pub fn proof_bytes(p: &groth16::Proof<Bls12>) -> Vec<u8> {
+    let mut v = Vec::new();
+    p.write(&mut v).expect("write proof");
+    v
+}

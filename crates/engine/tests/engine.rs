@@ -1,0 +1,660 @@
+//! The engine on simulated devices (CPU backends behind the device interface): proofs
+//! equal the reference's, priority order and FIFO within one, cancellation in every
+//! state, device faults retried, and a randomized run of over a thousand jobs that checks
+//! the budget is never exceeded, every job ends once and no byte leaks.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bellman::{Circuit, ConstraintSystem, SynthesisError};
+use bls12_381::Scalar;
+use engine::{Engine, EngineError, JobId, JobSpec, JobStatus, Partition, Priority, Shutdown};
+use ff::Field;
+use groth16_prover::testing::{MimcChain, RandomR1cs};
+use groth16_prover::{Prover, ProverConfig, Randomness};
+use memory_budget::{Budget, Category};
+use rand::{Rng, RngExt};
+
+use common::*;
+
+/// MiMC chains of one shape (same rounds and constants, another start value).
+fn chain_like(base: &MimcChain, rng: &mut impl Rng) -> MimcChain {
+    MimcChain {
+        x0: Scalar::random(&mut *rng),
+        ..base.clone()
+    }
+}
+
+/// Bytes a partition of `reg` charges as its working set on the CPU backend.
+fn working_set(budget: &Budget, engine: &Engine, reg: &Registered, pce: &pce_cache::Pce) -> u64 {
+    let key = groth16_prover::ProvingKey::from_store(
+        engine.store(),
+        srs_store::SrsSpec::new(&reg.id, &reg.path),
+    )
+    .unwrap();
+    let p = Prover::new(
+        Arc::new(key),
+        budget.clone(),
+        ProverConfig {
+            backend: groth16_prover::BackendChoice::Cpu,
+            ..ProverConfig::default()
+        },
+    )
+    .unwrap();
+    p.working_set_bytes(pce).unwrap()
+}
+
+#[test]
+fn proofs_equal_the_reference_on_two_devices() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let budget = Budget::fixed(1 << 30);
+    let devices = vec![
+        device("sim0", Arc::new(TestDevice::new(&budget, 1))),
+        device("sim1", Arc::new(TestDevice::new(&budget, 2))),
+    ];
+    let engine = Engine::start(config(&budget, devices)).unwrap();
+    let dir = TempDir::new("reference");
+    let pces = pce_cache();
+    let bases = [
+        MimcChain::new(40, rng.random()),
+        MimcChain::new(70, rng.random()),
+    ];
+    let regs = [
+        register(&engine, &pces, &dir, "mimc-40", bases[0].clone(), &mut rng),
+        register(&engine, &pces, &dir, "mimc-70", bases[1].clone(), &mut rng),
+    ];
+    let mut jobs = Vec::new();
+    for j in 0..8 {
+        let which = j % 2;
+        let n = 1 + j % 3;
+        let circuits: Vec<MimcChain> = (0..n)
+            .map(|_| chain_like(&bases[which], &mut rng))
+            .collect();
+        let rs: Vec<Randomness> = (0..n).map(|_| Randomness::random(&mut rng)).collect();
+        let id = engine
+            .submit(JobSpec {
+                circuit: regs[which].id.clone(),
+                partitions: circuits.iter().cloned().map(Partition::circuit).collect(),
+                priority: Priority::Normal,
+                randomness: Some(rs.clone()),
+            })
+            .unwrap();
+        jobs.push((id, which, circuits, rs));
+    }
+    for (id, which, circuits, rs) in jobs {
+        let out = engine
+            .await_job(id, Some(Duration::from_secs(120)))
+            .unwrap();
+        assert_eq!(out.status, JobStatus::Completed, "seed {seed}: {id}");
+        assert_eq!(out.proofs.len(), circuits.len());
+        assert_eq!(out.proof_bytes().len(), 192 * circuits.len());
+        for (i, (c, r)) in circuits.iter().zip(&rs).enumerate() {
+            let want = groth16::create_proof(c.clone(), &regs[which].params, r.r, r.s).unwrap();
+            assert_eq!(
+                proof_bytes(&out.proofs[i]),
+                proof_bytes(&want),
+                "seed {seed}: {id} partition {i}"
+            );
+        }
+    }
+    let status = engine.status();
+    assert_eq!(status.jobs_completed, 8);
+    assert!(
+        status.devices.iter().all(|d| d.partitions_done > 0),
+        "both devices used"
+    );
+    engine.shutdown(Shutdown::Graceful);
+    let s = budget.snapshot();
+    assert_eq!(s.used_in(Category::WorkingSet), 0);
+    assert_eq!(s.used_in(Category::Transient), 0);
+    assert!(matches!(
+        engine.submit(JobSpec::single(
+            "mimc-40",
+            Partition::circuit(bases[0].clone())
+        )),
+        Err(EngineError::ShuttingDown)
+    ));
+}
+
+#[test]
+fn bad_jobs_are_refused_or_fail_with_the_reason() {
+    let mut rng = rng(seed());
+    let budget = Budget::fixed(1 << 30);
+    let engine = Engine::start(config(
+        &budget,
+        vec![device("sim0", Arc::new(TestDevice::new(&budget, 3)))],
+    ))
+    .unwrap();
+    let dir = TempDir::new("bad");
+    let pces = pce_cache();
+    let base = RandomR1cs {
+        n_inputs: 2,
+        n_constraints: 60,
+        shape_seed: rng.random(),
+        value_seed: rng.random(),
+        corrupt: false,
+    };
+    let reg = register(&engine, &pces, &dir, "r1cs", base.clone(), &mut rng);
+    assert!(matches!(
+        engine.submit(JobSpec::single("nope", Partition::circuit(base.clone()))),
+        Err(EngineError::UnknownCircuit { .. })
+    ));
+    assert!(matches!(
+        engine.submit(JobSpec {
+            circuit: "r1cs".into(),
+            partitions: vec![],
+            priority: Priority::Low,
+            randomness: None
+        }),
+        Err(EngineError::NoPartitions)
+    ));
+    assert!(matches!(
+        engine.submit(JobSpec {
+            circuit: "r1cs".into(),
+            partitions: vec![Partition::circuit(base.clone())],
+            priority: Priority::Low,
+            randomness: Some(vec![]),
+        }),
+        Err(EngineError::RandomnessCount { .. })
+    ));
+    assert!(matches!(
+        engine.await_job(JobId(999), Some(Duration::ZERO)),
+        Err(EngineError::UnknownJob { .. })
+    ));
+    // An unsatisfied witness in the second partition fails the whole job, naming it.
+    let bad = RandomR1cs {
+        corrupt: true,
+        ..base.clone()
+    };
+    let id = engine
+        .submit(JobSpec {
+            circuit: "r1cs".into(),
+            partitions: vec![Partition::circuit(base.clone()), Partition::circuit(bad)],
+            priority: Priority::High,
+            randomness: None,
+        })
+        .unwrap();
+    match engine
+        .await_job(id, Some(Duration::from_secs(60)))
+        .unwrap()
+        .status
+    {
+        JobStatus::Failed(reason) => assert!(
+            reason.contains("partition 1") && reason.contains("does not satisfy"),
+            "{reason}"
+        ),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    // A working set larger than the whole budget fails at once, naming both sizes.
+    let pce = pces
+        .get_or_extract(&pce_cache::CircuitKey::new("r1cs"), || base.clone())
+        .unwrap();
+    let ws = working_set(&budget, &engine, &reg, &pce);
+    budget.set_total_bytes(ws - 1);
+    let id = engine
+        .submit(JobSpec::single("r1cs", Partition::circuit(base.clone())))
+        .unwrap();
+    match engine
+        .await_job(id, Some(Duration::from_secs(60)))
+        .unwrap()
+        .status
+    {
+        JobStatus::Failed(reason) => {
+            assert!(reason.contains("can never fit"), "{reason}");
+            assert!(reason.contains("bytes"), "{reason}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    engine.shutdown(Shutdown::Graceful);
+    assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
+}
+
+/// Setup for the ordering and cancellation tests: one gated device, a budget that holds
+/// the circuit's key and exactly one working set beyond what is charged when it starts.
+struct Tight {
+    engine: Engine,
+    budget: Budget,
+    gate: Arc<Gate>,
+    base: MimcChain,
+    _dir: TempDir,
+}
+
+impl Drop for Tight {
+    /// A failed assertion must not leave partitions stuck at the gate (the engine's drop
+    /// waits for them).
+    fn drop(&mut self) {
+        self.gate.open();
+    }
+}
+
+/// Opens a gate when dropped (the same, for gates a test owns).
+struct OpenOnDrop(Arc<Gate>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+fn tight(seed: u64) -> Tight {
+    let mut rng = rng(seed);
+    let budget = Budget::fixed(1 << 30);
+    let mut d = TestDevice::new(&budget, 5);
+    let gate = Gate::closed();
+    d.gate = Some(Arc::clone(&gate));
+    let mut cfg = config(&budget, vec![device("gated", Arc::new(d))]);
+    cfg.max_synthesis = Some(1);
+    let engine = Engine::start(cfg).unwrap();
+    let dir = TempDir::new("tight");
+    let pces = pce_cache();
+    let base = MimcChain::new(60, rng.random());
+    let reg = register(&engine, &pces, &dir, "mimc", base.clone(), &mut rng);
+    let pce = pces
+        .get_or_extract(&pce_cache::CircuitKey::new("mimc"), || base.clone())
+        .unwrap();
+    // Warm up: the key loads and the CPU backend's tables are charged; then the budget
+    // shrinks to what is charged now plus one working set and a little.
+    gate.open();
+    let w = engine
+        .submit(JobSpec::single("mimc", Partition::circuit(base.clone())))
+        .unwrap();
+    assert_eq!(
+        engine
+            .await_job(w, Some(Duration::from_secs(60)))
+            .unwrap()
+            .status,
+        JobStatus::Completed
+    );
+    gate.close();
+    let ws = working_set(&budget, &engine, &reg, &pce);
+    budget.set_total_bytes(budget.used_bytes() + ws + ws / 10);
+    gate.arrived.store(0, Ordering::SeqCst);
+    Tight {
+        engine,
+        budget,
+        gate,
+        base,
+        _dir: dir,
+    }
+}
+
+#[test]
+fn priority_order_and_fifo_within_one() {
+    let seed = seed();
+    let t = tight(seed);
+    let job = |p: Priority| {
+        t.engine
+            .submit(JobSpec::single("mimc", Partition::circuit(t.base.clone())).with_priority(p))
+            .unwrap()
+    };
+    // A runs and holds the one working set at the gate; the rest queue behind it.
+    let a = job(Priority::Normal);
+    t.gate.wait_arrivals(1);
+    let order = [
+        ("low-1", job(Priority::Low)),
+        ("low-2", job(Priority::Low)),
+        ("normal", job(Priority::Normal)),
+        ("low-3", job(Priority::Low)),
+        ("critical", job(Priority::Critical)),
+        ("high", job(Priority::High)),
+    ];
+    // Everything is queued or waiting for memory before the gate opens.
+    let start = std::time::Instant::now();
+    loop {
+        let s = t.engine.status();
+        if s.queued.iter().sum::<usize>() + s.stages.admitting == order.len() {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{s:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    t.gate.open();
+    let seq = |id: JobId| {
+        let o = t
+            .engine
+            .await_job(id, Some(Duration::from_secs(60)))
+            .unwrap();
+        assert_eq!(o.status, JobStatus::Completed, "seed {seed}");
+        o.sequence
+    };
+    let a_seq = seq(a);
+    let got: HashMap<&str, u64> = order.iter().map(|(n, id)| (*n, seq(*id))).collect();
+    let want = ["critical", "high", "normal", "low-1", "low-2", "low-3"];
+    for pair in want.windows(2) {
+        assert!(
+            got[pair[0]] < got[pair[1]],
+            "seed {seed}: {} ended after {} ({got:?}, first job {a_seq})",
+            pair[0],
+            pair[1]
+        );
+    }
+    assert!(a_seq < got["critical"]);
+    t.engine.shutdown(Shutdown::Graceful);
+}
+
+/// A circuit whose synthesis waits at a gate first (to cancel a job while it synthesizes).
+#[derive(Clone)]
+struct GatedCircuit {
+    inner: MimcChain,
+    gate: Arc<Gate>,
+}
+
+impl Circuit<Scalar> for GatedCircuit {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        self.gate.pass();
+        self.inner.synthesize(cs)
+    }
+}
+
+#[test]
+fn cancellation_in_every_state_returns_every_byte() {
+    let seed = seed();
+    let t = tight(seed);
+    let synth_gate = Gate::closed();
+    let _open = OpenOnDrop(Arc::clone(&synth_gate));
+    let baseline_ws = t.budget.snapshot().used_in(Category::WorkingSet);
+    assert_eq!(baseline_ws, 0);
+    // Raise the budget to two working sets so one partition can synthesize while another
+    // is on the device.
+    let ws = t.budget.total_bytes() - t.budget.used_bytes();
+    t.budget.set_total_bytes(t.budget.total_bytes() + ws);
+    let job = |p: Partition| {
+        t.engine
+            .submit(JobSpec::single("mimc", p).with_priority(Priority::Normal))
+            .unwrap()
+    };
+    // On the device (held at the device gate).
+    let on_device = job(Partition::circuit(t.base.clone()));
+    t.gate.wait_arrivals(1);
+    // Synthesizing (held at the synthesis gate), with the second working set.
+    let synthesizing = job(Partition::circuit(GatedCircuit {
+        inner: t.base.clone(),
+        gate: Arc::clone(&synth_gate),
+    }));
+    synth_gate.wait_arrivals(1);
+    // Admitting (no memory left), then queued behind it.
+    let admitting = job(Partition::circuit(t.base.clone()));
+    let queued = job(Partition::circuit(t.base.clone()));
+    let start = std::time::Instant::now();
+    while t.engine.status().stages.admitting != 1 {
+        assert!(start.elapsed() < Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let cancel = |name: &str, id: JobId| {
+        assert!(t.engine.cancel(id).unwrap(), "{name}: was running");
+        let o = t
+            .engine
+            .await_job(id, Some(Duration::from_secs(10)))
+            .unwrap();
+        assert_eq!(o.status, JobStatus::Cancelled, "{name}");
+        assert!(o.proofs.is_empty());
+        assert!(!t.engine.cancel(id).unwrap(), "{name}: ends once");
+    };
+    cancel("queued", queued);
+    cancel("admitting", admitting);
+    cancel("synthesizing", synthesizing);
+    // The cancelled synthesis stops at its next boundary and returns its working set.
+    synth_gate.open();
+    // Waiting for the device: synthesized while the device is busy.
+    let waiting = job(Partition::circuit(t.base.clone()));
+    let start = std::time::Instant::now();
+    while t.engine.status().stages.waiting_device != 1 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            t.engine.status()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    cancel("waiting for the device", waiting);
+    cancel("on the device", on_device);
+    t.gate.open();
+    // The engine still proves after all that.
+    let after = job(Partition::circuit(t.base.clone()));
+    assert_eq!(
+        t.engine
+            .await_job(after, Some(Duration::from_secs(60)))
+            .unwrap()
+            .status,
+        JobStatus::Completed
+    );
+    t.engine.shutdown(Shutdown::Graceful);
+    let s = t.budget.snapshot();
+    assert_eq!(
+        s.used_in(Category::WorkingSet),
+        0,
+        "seed {seed}: every byte returned"
+    );
+    assert_eq!(s.used_in(Category::Transient), 0);
+    let status = t.engine.status();
+    assert_eq!(status.jobs_cancelled, 5);
+    assert_eq!(status.stages, engine::StageCounts::default());
+}
+
+#[test]
+fn device_faults_are_retried_and_touch_no_other_job() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let budget = Budget::fixed(1 << 30);
+    let mut d = TestDevice::new(&budget, seed);
+    d.fault_per_mille = 500;
+    let d = Arc::new(d);
+    let engine = Engine::start(config(&budget, vec![device("flaky", Arc::clone(&d))])).unwrap();
+    let dir = TempDir::new("faults");
+    let pces = pce_cache();
+    let base = MimcChain::new(30, rng.random());
+    let reg = register(&engine, &pces, &dir, "mimc", base.clone(), &mut rng);
+    let mut jobs = Vec::new();
+    for _ in 0..12 {
+        let c = chain_like(&base, &mut rng);
+        let rs = Randomness::random(&mut rng);
+        let id = engine
+            .submit(JobSpec {
+                circuit: "mimc".into(),
+                partitions: vec![Partition::circuit(c.clone())],
+                priority: Priority::Normal,
+                randomness: Some(vec![rs]),
+            })
+            .unwrap();
+        jobs.push((id, c, rs));
+    }
+    let mut retried = 0;
+    for (id, c, rs) in jobs {
+        let o = engine.await_job(id, Some(Duration::from_secs(60))).unwrap();
+        assert_eq!(o.status, JobStatus::Completed, "seed {seed}");
+        let want = groth16::create_proof(c, &reg.params, rs.r, rs.s).unwrap();
+        assert_eq!(proof_bytes(&o.proofs[0]), proof_bytes(&want));
+        if o.devices[0].contains("retry") {
+            retried += 1;
+        }
+    }
+    let faults = d.faults.load(Ordering::Relaxed);
+    assert!(faults > 0, "seed {seed}: no fault injected");
+    assert_eq!(
+        retried, faults,
+        "seed {seed}: every faulted partition retried once"
+    );
+    engine.shutdown(Shutdown::Graceful);
+}
+
+/// Over a thousand jobs with random sizes, priorities, partitions, cancellations, bad
+/// witnesses and device faults, three keys of which the budget holds two at once: the
+/// charged total never exceeds the budget at any sample, every job ends exactly once with
+/// the expected status, completed proofs verify, and nothing stays charged but keys.
+#[test]
+fn randomized_thousand_jobs() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let n_jobs: usize = std::env::var("PINION_ENGINE_JOBS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let budget = Budget::fixed(1 << 30);
+    let mut devices = Vec::new();
+    let mut sims = Vec::new();
+    for i in 0..3 {
+        let mut d = TestDevice::new(&budget, seed ^ i);
+        d.fault_per_mille = 30;
+        let d = Arc::new(d);
+        sims.push(Arc::clone(&d));
+        devices.push(device(&format!("sim{i}"), d));
+    }
+    let mut cfg = config(&budget, devices);
+    cfg.handoff_depth = 2;
+    cfg.store = Some(srs_store::SrsStore::new(
+        budget.clone(),
+        srs_store::StoreConfig {
+            min_idle: Duration::ZERO,
+            reserve_timeout: None,
+            ..srs_store::StoreConfig::default()
+        },
+    ));
+    let engine = Engine::start(cfg).unwrap();
+    let dir = TempDir::new("random");
+    let pces = pce_cache();
+    let bases = [
+        MimcChain::new(24, rng.random()),
+        MimcChain::new(48, rng.random()),
+        MimcChain::new(96, rng.random()),
+    ];
+    let regs: Vec<Registered> = bases
+        .iter()
+        .enumerate()
+        .map(|(i, b)| register(&engine, &pces, &dir, &format!("c{i}"), b.clone(), &mut rng))
+        .collect();
+    // Size the budget: the two largest keys' load peaks, a few working sets and the CPU
+    // backend's tables, so all three keys never fit with proofs running.
+    let key_bytes: Vec<u64> = regs
+        .iter()
+        .map(|r| {
+            let f = srs_store::ParamsFile::open(&r.path).unwrap();
+            f.plan(&srs_store::LoadOptions::default()).peak_bytes()
+        })
+        .collect();
+    let ws_max = regs
+        .iter()
+        .zip(&bases)
+        .map(|(r, b)| {
+            let pce = pces
+                .get_or_extract(&pce_cache::CircuitKey::new(&r.id), || b.clone())
+                .unwrap();
+            working_set(&budget, &engine, r, &pce)
+        })
+        .max()
+        .unwrap();
+    let mut sorted = key_bytes.clone();
+    sorted.sort_unstable();
+    let total = sorted[1] + sorted[2] + 4 * ws_max + (1 << 20);
+    budget.set_total_bytes(total);
+    eprintln!("seed {seed}: budget {total}, keys {key_bytes:?}, working set {ws_max}");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let max_seen = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let (b, stop, max_seen) = (budget.clone(), Arc::clone(&stop), Arc::clone(&max_seen));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let used = b.used_bytes();
+                max_seen.fetch_max(used, Ordering::Relaxed);
+                assert!(used <= total, "charged {used} > budget {total}");
+                std::thread::sleep(Duration::from_micros(500));
+            }
+        })
+    };
+
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    enum Want {
+        Complete,
+        Fail,
+        Cancel,
+    }
+    let mut jobs: Vec<(JobId, Want)> = Vec::new();
+    for j in 0..n_jobs {
+        let which = rng.random_range(0..bases.len());
+        let n = rng.random_range(1..=3usize);
+        let bad = rng.random_range(0..100) < 8;
+        let mut partitions: Vec<Partition> = (0..n)
+            .map(|_| Partition::circuit(chain_like(&bases[which], &mut rng)))
+            .collect();
+        if bad {
+            // Another circuit's witness: a different shape, refused by the PCE.
+            let other = (which + 1) % bases.len();
+            partitions[rng.random_range(0..n)] =
+                Partition::circuit(chain_like(&bases[other], &mut rng));
+        }
+        let priority = Priority::ALL[rng.random_range(0..4)];
+        let id = engine
+            .submit(JobSpec {
+                circuit: regs[which].id.clone(),
+                partitions,
+                priority,
+                randomness: None,
+            })
+            .unwrap();
+        let want = if rng.random_range(0..100) < 10 {
+            if rng.random_range(0..2) == 0 {
+                std::thread::sleep(Duration::from_micros(rng.random_range(0..3000)));
+            }
+            engine.cancel(id).unwrap();
+            Want::Cancel
+        } else if bad {
+            Want::Fail
+        } else {
+            Want::Complete
+        };
+        jobs.push((id, want));
+        if j % 50 == 49 {
+            // Let the pipeline drain a little so cancellations hit every stage.
+            std::thread::sleep(Duration::from_millis(rng.random_range(0..20)));
+        }
+    }
+    let mut seen = HashMap::new();
+    for (id, want) in &jobs {
+        let o = engine
+            .await_job(*id, Some(Duration::from_secs(600)))
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let ok = match (&o.status, want) {
+            (JobStatus::Completed, Want::Complete) => true,
+            (JobStatus::Failed(_), Want::Fail) => true,
+            (JobStatus::Cancelled, Want::Cancel) => true,
+            // A cancellation may come after the job ended.
+            (JobStatus::Completed | JobStatus::Failed(_), Want::Cancel) => true,
+            _ => false,
+        };
+        assert!(ok, "seed {seed}: {id} wanted {want:?}, got {:?}", o.status);
+        assert!(seen.insert(o.sequence, *id).is_none(), "one end per job");
+    }
+    engine.shutdown(Shutdown::Graceful);
+    stop.store(true, Ordering::Relaxed);
+    sampler.join().expect("sampler: the budget was exceeded");
+    let status = engine.status();
+    assert_eq!(
+        status.jobs_completed + status.jobs_failed + status.jobs_cancelled,
+        n_jobs as u64,
+        "seed {seed}"
+    );
+    let s = budget.snapshot();
+    assert!(s.peak_used_bytes <= total, "seed {seed}");
+    for c in [
+        Category::WorkingSet,
+        Category::Transient,
+        Category::PinnedPool,
+    ] {
+        assert_eq!(s.used_in(c), 0, "seed {seed}: {c} leaked");
+    }
+    let faults: u64 = sims.iter().map(|d| d.faults.load(Ordering::Relaxed)).sum();
+    eprintln!(
+        "seed {seed}: {} completed, {} failed, {} cancelled, {faults} device faults retried, peak charged {} of {total}",
+        status.jobs_completed,
+        status.jobs_failed,
+        status.jobs_cancelled,
+        s.peak_used_bytes
+    );
+    assert!(faults > 0, "seed {seed}: faults were injected");
+    assert!(status.jobs_completed > n_jobs as u64 / 2, "seed {seed}");
+}
