@@ -27,5 +27,6 @@
 pub mod circom;
 pub mod decimal;
 pub mod fixtures;
+pub mod statement;
 
 pub use circom::{CircomCircuit, CircomError, FileKind, R1cs};

@@ -26,13 +26,13 @@ impl std::fmt::Display for FileKind {
 #[non_exhaustive]
 pub enum CircomError {
     /// The first four bytes are not the format's magic.
-    #[error("{kind} file has magic {found:?}, expected {expected:?}")]
+    #[error("{kind} file has magic \"{found}\", expected \"{expected}\"")]
     BadMagic {
         /// File kind.
         kind: FileKind,
         /// Expected magic.
         expected: &'static str,
-        /// The first bytes found (lossy text).
+        /// The first bytes found (at most the magic's length; non-ASCII bytes escaped).
         found: String,
     },
     /// The format version is not the supported one.
@@ -157,6 +157,24 @@ pub enum CircomError {
         /// Private inputs.
         n_prv_in: u32,
     },
+    /// The header declares fewer labels than wires.
+    #[error("r1cs header declares {n_labels} labels, fewer than its {n_wires} wires (each wire is one labelled signal)")]
+    LabelCount {
+        /// Labels declared.
+        n_labels: u64,
+        /// Wires declared.
+        n_wires: u32,
+    },
+    /// The wire-to-label map disagrees with the header or with itself.
+    #[error("r1cs wire-to-label map: wire {wire} has label {label}, {reason}")]
+    WireLabel {
+        /// The wire.
+        wire: u64,
+        /// Its label.
+        label: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A constraint names a wire that does not exist.
     #[error("r1cs constraint {constraint}, {matrix} term {term}: wire {wire} out of range (the circuit has {n_wires} wires)")]
     WireOutOfRange {
@@ -201,4 +219,54 @@ pub enum CircomError {
         /// Why.
         reason: &'static str,
     },
+    /// A proof is not 192 bytes.
+    #[error("proof is {found_bytes} bytes, a groth16 bls12-381 proof is 192 (compressed A, B, C)")]
+    ProofLength {
+        /// Length found.
+        found_bytes: u64,
+    },
+    /// A proof point was refused.
+    #[error("proof element {element} at byte offset {offset}: {reason}")]
+    BadProofElement {
+        /// A, B or C.
+        element: crate::statement::ProofElement,
+        /// Byte offset of its encoding in the proof.
+        offset: u64,
+        /// What the decoder refused.
+        reason: &'static str,
+    },
+    /// Public values are not a JSON array.
+    #[error("public values: {reason}")]
+    PublicJson {
+        /// What was found instead.
+        reason: String,
+    },
+    /// One public value was refused.
+    #[error("public value {index}: {reason}")]
+    PublicValue {
+        /// Its index in the array (0 is the first output).
+        index: u64,
+        /// Why.
+        reason: String,
+    },
+    /// A parameter file's verifying key (or its header walk) was refused by `srs-store`.
+    #[error(transparent)]
+    Params(#[from] srs_store::SrsError),
+    /// A verifying-key point that `srs-store` accepted did not convert (a bug, reported
+    /// rather than trusted).
+    #[error("verifying key {element}[{index}] does not convert: {source}")]
+    KeyPoint {
+        /// Which point (`alpha_g1`, ..., `ic`).
+        element: &'static str,
+        /// Index (0 except in `ic`).
+        index: u64,
+        /// What the conversion said.
+        source: bls_repr::ReprError,
+    },
+}
+
+/// Text of a file's first bytes for a bad-magic message: ASCII as is, other bytes escaped
+/// (`\x89PNG`), so expected and found compare as text.
+pub(crate) fn magic_text(bytes: &[u8]) -> String {
+    bytes.escape_ascii().to_string()
 }
