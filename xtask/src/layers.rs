@@ -16,6 +16,7 @@ mod tests {
         ("gpu-ntt", 3),
         ("groth16-prover", 4),
         ("pinion", 5),
+        ("pinion-fuzz", 6),
     ];
 
     fn layer(name: &str) -> Option<u32> {

@@ -41,7 +41,7 @@ impl ProofElement {
     }
 
     /// Bytes of the element's compressed encoding.
-    pub fn len(self) -> usize {
+    pub fn encoded_bytes(self) -> usize {
         match self {
             ProofElement::B => 96,
             ProofElement::A | ProofElement::C => 48,
@@ -253,7 +253,7 @@ mod tests {
             let at = element.offset();
             // Identity: compression and infinity flags, zeros.
             let mut b = bytes.clone();
-            b[at..at + element.len()].fill(0);
+            b[at..at + element.encoded_bytes()].fill(0);
             b[at] = 0xc0;
             assert_eq!(
                 element_error(&b),
