@@ -46,7 +46,7 @@ pub enum CircomError {
         found: u32,
     },
     /// The file ends before something it declares.
-    #[error("{kind} file is truncated: {what} needs {needed_bytes} bytes at offset {offset}, only {available_bytes} remain")]
+    #[error("{kind} file is truncated: {what} needs {needed_bytes} bytes at byte offset {offset}, only {available_bytes} remain")]
     Truncated {
         /// File kind.
         kind: FileKind,
@@ -60,7 +60,7 @@ pub enum CircomError {
         available_bytes: u64,
     },
     /// Bytes left over after the last section.
-    #[error("{kind} file has {extra_bytes} bytes after its last section (offset {offset})")]
+    #[error("{kind} file has {extra_bytes} bytes after its last section (byte offset {offset})")]
     TrailingBytes {
         /// File kind.
         kind: FileKind,
@@ -80,7 +80,7 @@ pub enum CircomError {
         section_type: u32,
     },
     /// A section appears twice.
-    #[error("{kind} file has two {section} sections (type {section_type}), the second at offset {offset}")]
+    #[error("{kind} file has two {section} sections (type {section_type}), the second at byte offset {offset}")]
     DuplicateSection {
         /// File kind.
         kind: FileKind,
@@ -92,7 +92,7 @@ pub enum CircomError {
         offset: u64,
     },
     /// A section's declared size disagrees with its content.
-    #[error("{kind} {section} section at offset {offset} is {declared_bytes} bytes, its content needs {expected_bytes}")]
+    #[error("{kind} {section} section at byte offset {offset} is {declared_bytes} bytes, its content needs {expected_bytes}")]
     SectionSize {
         /// File kind.
         kind: FileKind,
@@ -135,7 +135,7 @@ pub enum CircomError {
     },
     /// A field element is not below r.
     #[error(
-        "{kind} file: {what} at offset {offset} is not a canonical field element (not below r)"
+        "{kind} file: {what} at byte offset {offset} is not a canonical field element (not below r)"
     )]
     NonCanonical {
         /// File kind.
