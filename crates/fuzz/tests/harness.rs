@@ -116,9 +116,10 @@ fn a_hang_is_killed_at_the_time_cap() {
     assert!(hangs >= 1 && panics == 0 && accepted == 0, "{stdout}");
     assert_eq!(files.len() as u64, hangs);
     assert!(stdout.contains("ran past the 1s time cap"), "{stdout}");
-    // Every hang costs the time cap, not more.
+    // The canary never returns: the run ends only because each hang was killed (a restart
+    // costs the time cap plus a worker's start, slower on a loaded machine).
     assert!(
-        started.elapsed().as_secs() < 10 + 2 * hangs,
+        started.elapsed().as_secs() < 60 + 10 * hangs,
         "{:?}",
         started.elapsed()
     );
