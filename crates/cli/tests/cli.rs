@@ -796,6 +796,17 @@ fn memprobe_reports_and_probes() {
     let v: serde_json::Value = serde_json::from_str(&ok(&pinion(&["memprobe", "--json"]))).unwrap();
     assert!(v["budget_bytes"].as_u64().unwrap() > 0);
     assert!(v["limit_bytes"].as_u64().unwrap() >= v["budget_bytes"].as_u64().unwrap());
+    // The process's rlimits are listed among the sources, limited or not.
+    let kinds: Vec<&str> = v["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"rlimit.as") && kinds.contains(&"rlimit.data"),
+        "{kinds:?}"
+    );
 
     let v: serde_json::Value = serde_json::from_str(&ok(&pinion(&[
         "memprobe",
