@@ -17,6 +17,7 @@ mod tests {
         ("groth16-prover", 4),
         ("pinion-engine", 5),
         ("pinion", 6),
+        ("pinion-fuzz", 7),
     ];
 
     fn layer(name: &str) -> Option<u32> {

@@ -7,10 +7,13 @@
 //! - `gpu-bundle`: release GPU test and bench binaries plus a runner script in `bundle/`, to copy
 //!   to a GPU machine that has no Rust toolchain.
 //! - `bench`: runs the workspace's benchmark programs.
+//! - `fuzz`: mutation fuzzing of every parser and entry point that reads outside data
+//!   (`pinion-fuzz`; `--quick` is the CI run).
 
 mod bench;
 mod bundle;
 mod cargo_json;
+mod fuzz;
 mod kernels;
 mod layers;
 mod testing;
@@ -27,6 +30,9 @@ tasks:
   gpu-bundle          build release GPU test + bench binaries and a runner into bundle/
   bench [--quick] [--record | --record-to FILE] [--only TEXT]
                       run the benchmark programs; one table; --record appends it to docs/benchmarks.md
+  fuzz [--quick] [--seconds N] [--target NAME] [--help]
+                      mutation-fuzz every parser and entry point under time and memory caps
+                      (--quick: the CI run, 12,000 inputs); fails on any finding
 ";
 
 fn main() {
@@ -52,6 +58,7 @@ fn real_main() -> Result<()> {
         "test" => testing::run(&root, rest),
         "gpu-bundle" => bundle::run(&root, rest),
         "bench" => bench::run(&root, rest),
+        "fuzz" => fuzz::run(&root, rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())

@@ -559,7 +559,7 @@ fn malformed_inputs_fail_with_one_line() {
                 &"--public",
                 &dir.path("pub.json"),
             ])),
-            "not a valid encoding",
+            "proof element A at byte offset 0: not a compressed point",
         ),
         (
             "public values not json",
@@ -633,6 +633,61 @@ fn malformed_inputs_fail_with_one_line() {
         fails_with(out, needle);
     }
     assert!(!dir.path("x.params").exists(), "a failed setup left a file");
+}
+
+/// Each of the verifying key's six fixed points set to the identity: `verify` refuses the
+/// key with the message `srs inspect` gives (beta_g1 and delta_g1, which verification
+/// never reads, and delta_g2, which made every proof fail, included).
+#[test]
+fn identity_points_in_the_verifying_key_are_refused() {
+    let seed = seed();
+    let dir = TempDir::new("vk-identity");
+    let (r1cs, wtns) = (fixture("cubic.r1cs"), fixture("cubic.wtns"));
+    let params = setup(&dir, &r1cs, "c.params", seed);
+    let (proof, public) = (dir.path("proof.bin"), dir.path("public.json"));
+    ok(&pinion(&args(&[
+        &"prove",
+        &"--params",
+        &params,
+        &"--r1cs",
+        &r1cs,
+        &"--witness",
+        &wtns,
+        &"--out",
+        &proof,
+        &"--public-out",
+        &public,
+    ])));
+    let bytes = std::fs::read(&params).unwrap();
+    // (name, byte offset, encoded bytes) in file order: 3 G1 and 3 G2 uncompressed points.
+    let points = [
+        ("alpha_g1", 0, 96),
+        ("beta_g1", 96, 96),
+        ("beta_g2", 192, 192),
+        ("gamma_g2", 384, 192),
+        ("delta_g1", 576, 96),
+        ("delta_g2", 672, 192),
+    ];
+    for (name, at, len) in points {
+        let mut b = bytes.clone();
+        b[at..at + len].fill(0);
+        b[at] = 0x40; // the uncompressed encoding of the point at infinity
+        let bad = dir.write(&format!("{name}.params"), &b);
+        let message = format!("{name}[0] at byte offset {at}: point at infinity");
+        let inspect = pinion(&args(&[&"srs", &"inspect", &bad]));
+        fails_with(&inspect, &message);
+        assert!(text(&inspect.stdout).contains(&message));
+        let verify = pinion(&args(&[
+            &"verify",
+            &"--params",
+            &bad,
+            &"--proof",
+            &proof,
+            &"--public",
+            &public,
+        ]));
+        fails_with(&verify, &message);
+    }
 }
 
 #[test]
@@ -741,6 +796,17 @@ fn memprobe_reports_and_probes() {
     let v: serde_json::Value = serde_json::from_str(&ok(&pinion(&["memprobe", "--json"]))).unwrap();
     assert!(v["budget_bytes"].as_u64().unwrap() > 0);
     assert!(v["limit_bytes"].as_u64().unwrap() >= v["budget_bytes"].as_u64().unwrap());
+    // The process's rlimits are listed among the sources, limited or not.
+    let kinds: Vec<&str> = v["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"rlimit.as") && kinds.contains(&"rlimit.data"),
+        "{kinds:?}"
+    );
 
     let v: serde_json::Value = serde_json::from_str(&ok(&pinion(&[
         "memprobe",

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::budget::{Budget, BudgetConfig, DriftConfig};
 use crate::error::BudgetError;
 use crate::procfs::{self, Mount};
+use crate::rlimit::{ProcessLimits, Rlimit};
 use crate::size::{format_bytes, SizeSpec};
 use crate::usage::{KernelProbe, UsageScope};
 
@@ -25,6 +26,10 @@ pub enum SourceKind {
     MemTotal,
     /// `/proc/meminfo` `MemAvailable` (a snapshot: what the host can give without swapping).
     MemAvailable,
+    /// The process's `RLIMIT_AS` (address space: every mapping counts, resident or not).
+    RlimitAs,
+    /// The process's `RLIMIT_DATA` (heap and private writable mappings).
+    RlimitData,
 }
 
 impl SourceKind {
@@ -37,6 +42,8 @@ impl SourceKind {
             SourceKind::CgroupV1MemswLimit => "cgroup1.memory.memsw.limit_in_bytes",
             SourceKind::MemTotal => "meminfo.MemTotal",
             SourceKind::MemAvailable => "meminfo.MemAvailable",
+            SourceKind::RlimitAs => "rlimit.as",
+            SourceKind::RlimitData => "rlimit.data",
         }
     }
 
@@ -66,7 +73,8 @@ pub enum SourceStatus {
 pub struct LimitSource {
     /// Which kind of source.
     pub kind: SourceKind,
-    /// The file, as a path inside the root (`/sys/fs/cgroup/a/memory.max`).
+    /// The file, as a path inside the root (`/sys/fs/cgroup/a/memory.max`); for an rlimit,
+    /// the call that read it (`getrlimit(RLIMIT_AS)`).
     pub path: PathBuf,
     /// What reading it gave.
     pub status: SourceStatus,
@@ -89,7 +97,8 @@ impl LimitSource {
 pub struct Limits {
     /// The root every path was read under.
     pub root: PathBuf,
-    /// Every source looked at, in order: cgroup v2 (leaf to top), cgroup v1, meminfo.
+    /// Every source looked at, in order: cgroup v2 (leaf to top), cgroup v1, the process's
+    /// rlimits, meminfo.
     pub sources: Vec<LimitSource>,
     /// Index of the winner in `sources`.
     pub winner: usize,
@@ -134,6 +143,10 @@ pub struct DetectOptions {
     pub drift_check: bool,
     /// Budget name for metrics (default `host`).
     pub name: String,
+    /// The process's `RLIMIT_AS` and `RLIMIT_DATA`: `None` (the default) reads this
+    /// process's with `getrlimit`; tests give their own (rlimits are process state, not
+    /// files under `root`).
+    pub rlimits: Option<ProcessLimits>,
 }
 
 impl Default for DetectOptions {
@@ -145,6 +158,7 @@ impl Default for DetectOptions {
             refresh_interval: Duration::from_millis(250),
             drift_check: true,
             name: "host".into(),
+            rlimits: None,
         }
     }
 }
@@ -301,8 +315,14 @@ fn chain(leaf: &Path, top: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Reads every source under `root` and picks the smallest limit.
+/// Reads every source under `root`, and this process's rlimits, and picks the smallest
+/// limit.
 pub fn detect_limits(root: &Path) -> Result<Limits, BudgetError> {
+    detect_limits_with(root, &ProcessLimits::of_this_process())
+}
+
+/// [`detect_limits`] with the process limits given (a test's, or ones read earlier).
+pub fn detect_limits_with(root: &Path, rlimits: &ProcessLimits) -> Result<Limits, BudgetError> {
     let mut sources = Vec::new();
     let mut notes = Vec::new();
     // (source index, scope) of cgroup sources, to pick where usage is measured.
@@ -445,6 +465,31 @@ pub fn detect_limits(root: &Path) -> Result<Limits, BudgetError> {
         notes.push("no cgroup v1 memory controller in /proc/self/cgroup".into());
     }
 
+    // The process's own limits. Unlimited ones are listed, with the reason they do not
+    // bound anything.
+    for (kind, name, limit) in [
+        (SourceKind::RlimitAs, "RLIMIT_AS", rlimits.address_space),
+        (SourceKind::RlimitData, "RLIMIT_DATA", rlimits.data),
+    ] {
+        let (status, note) = match limit {
+            Rlimit::Limit(b) => (SourceStatus::Limit(b), String::new()),
+            Rlimit::Unlimited => (
+                SourceStatus::Unlimited,
+                "unlimited (RLIM_INFINITY)".to_string(),
+            ),
+            Rlimit::Unreadable(errno) => {
+                let e = std::io::Error::from_raw_os_error(errno);
+                (SourceStatus::Unreadable(e.to_string()), String::new())
+            }
+        };
+        sources.push(LimitSource {
+            kind,
+            path: PathBuf::from(format!("getrlimit({name})")),
+            status,
+            note,
+        });
+    }
+
     // /proc/meminfo: the host.
     let meminfo_path = PathBuf::from("/proc/meminfo");
     let mut mem_total_bytes = None;
@@ -520,6 +565,8 @@ pub fn detect_limits(root: &Path) -> Result<Limits, BudgetError> {
     }
     let usage_scope = match sources[winner].kind {
         SourceKind::MemTotal | SourceKind::MemAvailable => UsageScope::System,
+        SourceKind::RlimitAs => UsageScope::AddressSpace,
+        SourceKind::RlimitData => UsageScope::DataSegment,
         _ => scopes
             .iter()
             .find(|(i, _)| *i == winner)
@@ -561,7 +608,10 @@ impl Budget {
     /// A budget sized from the host's limits (see [`detect_limits`] and [`Detection`]), with
     /// the drift check against the winning source's usage unless disabled.
     pub fn detect(options: &DetectOptions) -> Result<Budget, BudgetError> {
-        let limits = detect_limits(&options.root)?;
+        let rlimits = options
+            .rlimits
+            .unwrap_or_else(ProcessLimits::of_this_process);
+        let limits = detect_limits_with(&options.root, &rlimits)?;
         let detection = Detection::from_limits(limits, options.budget, options.safety_margin)?;
         let drift = if options.drift_check {
             let scope = detection.limits.usage_scope.clone();

@@ -7,9 +7,17 @@
 //! # Guarantees
 //! - **Limits** ([`detect_limits`], [`Budget::detect`]): cgroup v2 `memory.max`/`memory.high`
 //!   (walking up from the process's cgroup), cgroup v1 `memory.limit_in_bytes` and
-//!   `memory.memsw.limit_in_bytes`, `/proc/meminfo` `MemTotal`/`MemAvailable`; the smallest
-//!   finite one wins. Every file is read under a root directory (default `/`). Every source is
-//!   reported with why it won or was skipped. Budget = limit − safety margin
+//!   `memory.memsw.limit_in_bytes`, the process's `RLIMIT_AS` and `RLIMIT_DATA` (`getrlimit`;
+//!   unlimited ones are listed as skipped), `/proc/meminfo` `MemTotal`/`MemAvailable`; the
+//!   smallest finite one wins. Every file is read under a root directory (default `/`); the
+//!   rlimits are process state, given as a [`ProcessLimits`] value where a test needs its own.
+//!   Every source is reported with why it won or was skipped.
+//! - **`RLIMIT_AS` counts address space, not memory**: mapped files (a parameter file is
+//!   mapped whole), thread stacks, allocator arenas and the address space CUDA reserves when
+//!   it creates a context all count. When it wins, the drift check measures the process's
+//!   `VmSize`, so that untracked address space lowers what the budget admits: right for the
+//!   limit, conservative for memory. A GPU process under a tight `RLIMIT_AS` may fail to
+//!   create a CUDA context at all; prefer a cgroup limit there. Budget = limit − safety margin
 //!   ([`default_safety_margin`]: 5% of the limit, clamped to [256 MiB, 8 GiB], at most half),
 //!   or an explicit size ("256GiB", "80%").
 //! - **Admission**: used bytes never exceed the admission ceiling. A request larger than the
@@ -103,7 +111,8 @@
 //! has passed, which is checked once per 256 admissions: never on every call. A waiter costs
 //! one small allocation and a queue insertion.
 #![warn(missing_docs)]
-#![forbid(unsafe_code)]
+// `getrlimit` is the one unsafe call (module `rlimit`).
+#![deny(unsafe_code)]
 
 mod budget;
 mod detect;
@@ -112,6 +121,7 @@ mod evict;
 pub mod metrics_names;
 mod procfs;
 mod report;
+mod rlimit;
 mod size;
 mod usage;
 
@@ -120,12 +130,13 @@ pub use budget::{
     Reservation, ReserveFuture,
 };
 pub use detect::{
-    default_safety_margin, detect_limits, DetectOptions, Detection, LimitSource, Limits,
-    SourceKind, SourceStatus,
+    default_safety_margin, detect_limits, detect_limits_with, DetectOptions, Detection,
+    LimitSource, Limits, SourceKind, SourceStatus,
 };
 pub use error::BudgetError;
 pub use evict::{EntryHold, EntryUse, Evictor, EvictorRegistration, DEFAULT_MIN_IDLE};
 pub use procfs::V1_UNLIMITED;
 pub use report::{scope_text, MemoryReport};
+pub use rlimit::{ProcessLimits, Rlimit};
 pub use size::{format_bytes, parse_bytes, SizeSpec};
 pub use usage::{KernelProbe, MeasuredUsage, ProcessUsage, UsageProbe, UsageScope};

@@ -214,11 +214,14 @@ fn status_json(s: &SourceStatus) -> String {
     }
 }
 
-/// `cgroup2:<dir>`, `cgroup1:<dir>` or `system:/proc/meminfo`.
+/// `cgroup2:<dir>`, `cgroup1:<dir>`, `system:/proc/meminfo`, `process:VmSize` or
+/// `process:VmData`.
 pub fn scope_text(s: &UsageScope) -> String {
     match s {
         UsageScope::CgroupV2 { dir } => format!("cgroup2:{}", dir.display()),
         UsageScope::CgroupV1 { dir } => format!("cgroup1:{}", dir.display()),
         UsageScope::System => "system:/proc/meminfo".into(),
+        UsageScope::AddressSpace => "process:VmSize".into(),
+        UsageScope::DataSegment => "process:VmData".into(),
     }
 }

@@ -20,6 +20,13 @@ pub enum UsageScope {
     },
     /// The whole host (`/proc/meminfo`).
     System,
+    /// This process's address space (`VmSize` in `/proc/self/status`): what `RLIMIT_AS`
+    /// counts. Every mapping is hard here: the kernel refuses a mapping past the limit
+    /// whether or not its pages are resident.
+    AddressSpace,
+    /// This process's data segment (`VmData` in `/proc/self/status`): what `RLIMIT_DATA`
+    /// counts.
+    DataSegment,
 }
 
 /// Per-process figures from `/proc/self/status` (bytes; `None` when the line is absent).
@@ -201,6 +208,32 @@ impl UsageProbe for KernelProbe {
                     current_bytes: current,
                     hard_bytes: current - reclaimable,
                     reclaimable_bytes: reclaimable,
+                    breakdown,
+                    process,
+                })
+            }
+            UsageScope::AddressSpace | UsageScope::DataSegment => {
+                let path = Path::new("/proc/self/status");
+                let f = procfs::parse_kb_fields(&procfs::read(root, path)?);
+                let key = if self.scope == UsageScope::AddressSpace {
+                    "VmSize"
+                } else {
+                    "VmData"
+                };
+                let used = procfs::stat_get(&f, key).ok_or_else(|| BudgetError::Malformed {
+                    path: path.to_path_buf(),
+                    reason: "missing field",
+                    found: key.to_string(),
+                })?;
+                let breakdown = ["VmSize", "VmData", "VmStk", "VmRSS", "VmLck", "VmPin"]
+                    .iter()
+                    .filter_map(|k| procfs::stat_get(&f, k).map(|v| (k.to_string(), v)))
+                    .collect();
+                Ok(MeasuredUsage {
+                    scope: self.scope.clone(),
+                    current_bytes: used,
+                    hard_bytes: used,
+                    reclaimable_bytes: 0,
                     breakdown,
                     process,
                 })

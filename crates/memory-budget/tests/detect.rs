@@ -6,11 +6,16 @@ use std::path::Path;
 
 use common::{assert_path_ends, pages, seeded_rng, Tree};
 use memory_budget::{
-    default_safety_margin, detect_limits, Budget, BudgetError, DetectOptions, SizeSpec, SourceKind,
-    SourceStatus, UsageScope, V1_UNLIMITED,
+    default_safety_margin, detect_limits_with, Budget, BudgetError, DetectOptions, ProcessLimits,
+    Rlimit, SizeSpec, SourceKind, SourceStatus, UsageProbe, UsageScope, V1_UNLIMITED,
 };
 
 const GIB: u64 = 1 << 30;
+
+/// Detection with no rlimits: the trees decide, whatever limits this test process has.
+fn detect(root: &Path) -> Result<memory_budget::Limits, BudgetError> {
+    detect_limits_with(root, &ProcessLimits::UNLIMITED)
+}
 
 /// Checks the winner's kind, limit and path suffix.
 fn check_winner(
@@ -19,7 +24,7 @@ fn check_winner(
     limit_bytes: u64,
     path_suffix: &str,
 ) -> memory_budget::Limits {
-    let limits = detect_limits(&tree.root).expect("a limit is found");
+    let limits = detect(&tree.root).expect("a limit is found");
     let w = limits.winning_source();
     assert_eq!(w.kind, kind, "sources: {:#?}", limits.sources);
     assert_eq!(limits.limit_bytes, limit_bytes);
@@ -235,7 +240,7 @@ fn v2_missing_memory_controller_is_reported() {
     // Controller present at the top but not delegated to the subtree.
     let t = Tree::new("v2nodeleg");
     t.cgroup_v2("/job").meminfo(total, total, total / 2);
-    let limits = detect_limits(&t.root).expect("meminfo");
+    let limits = detect(&t.root).expect("meminfo");
     let v2 = limits
         .sources
         .iter()
@@ -292,13 +297,13 @@ fn malformed_and_unreadable_sources_are_skipped() {
 #[test]
 fn nothing_readable_is_an_error() {
     let t = Tree::new("empty");
-    match detect_limits(&t.root) {
+    match detect(&t.root) {
         Err(BudgetError::NoLimitFound { root, .. }) => assert_eq!(root, t.root),
         other => panic!("expected NoLimitFound, got {other:?}"),
     }
     t.write("/proc/meminfo", "MemTotal: banana kB\n");
     assert!(matches!(
-        detect_limits(&t.root),
+        detect(&t.root),
         Err(BudgetError::NoLimitFound { .. })
     ));
 }
@@ -315,6 +320,7 @@ fn budget_from_detection_margins_and_sizes() {
         budget: budget.map(|s| SizeSpec::parse(s).expect("valid spec")),
         safety_margin: margin.map(|s| SizeSpec::parse(s).expect("valid spec")),
         drift_check: false,
+        rlimits: Some(ProcessLimits::UNLIMITED),
         ..DetectOptions::with_root(&t.root)
     };
 
@@ -516,6 +522,7 @@ mod usage {
             .meminfo(256 * GIB, 250 * GIB, 200 * GIB);
         let b = Budget::detect(&DetectOptions {
             refresh_interval: std::time::Duration::from_secs(3600),
+            rlimits: Some(ProcessLimits::UNLIMITED),
             ..DetectOptions::with_root(&t.root)
         })
         .expect("detected");
@@ -559,4 +566,139 @@ fn the_mount_containing_the_cgroup_is_chosen() {
         limit,
         "/sys/fs/cgroup/c1/memory.max",
     );
+}
+
+fn rlimits(address_space: Rlimit, data: Rlimit) -> ProcessLimits {
+    ProcessLimits {
+        address_space,
+        data,
+    }
+}
+
+fn source(limits: &memory_budget::Limits, kind: SourceKind) -> &memory_budget::LimitSource {
+    limits
+        .sources
+        .iter()
+        .find(|s| s.kind == kind)
+        .unwrap_or_else(|| panic!("no {kind:?} in {:#?}", limits.sources))
+}
+
+#[test]
+fn rlimit_as_wins_when_it_is_the_smallest() {
+    let mut rng = seeded_rng("rlimit_as_wins_when_it_is_the_smallest");
+    let avail = pages(&mut rng, 8 * GIB, 60 * GIB);
+    let as_limit = pages(&mut rng, GIB, avail);
+    let t = Tree::new("rlimit-as");
+    t.cgroup_v2("/a")
+        .write("/sys/fs/cgroup/a/memory.max", "max\n")
+        .meminfo(64 * GIB, avail, avail / 2);
+    let limits = detect_limits_with(
+        &t.root,
+        &rlimits(Rlimit::Limit(as_limit), Rlimit::Unlimited),
+    )
+    .expect("a limit");
+    let w = limits.winning_source();
+    assert_eq!(w.kind, SourceKind::RlimitAs, "{:#?}", limits.sources);
+    assert_eq!(w.kind.as_str(), "rlimit.as");
+    assert_eq!(limits.limit_bytes, as_limit);
+    assert_eq!(w.path, Path::new("getrlimit(RLIMIT_AS)"));
+    assert_eq!(w.note, "smallest bound");
+    assert!(!w.kind.is_soft());
+    assert_eq!(limits.usage_scope, UsageScope::AddressSpace);
+    let data = source(&limits, SourceKind::RlimitData);
+    assert_eq!(data.status, SourceStatus::Unlimited);
+    assert_eq!(data.note, "unlimited (RLIM_INFINITY)");
+    assert_eq!(data.kind.as_str(), "rlimit.data");
+    // Unlimited ones are skipped with the reason, as every other source is.
+    let limits = detect(&t.root).expect("meminfo");
+    assert_eq!(limits.winning_source().kind, SourceKind::MemAvailable);
+    assert_eq!(
+        source(&limits, SourceKind::RlimitAs).note,
+        "unlimited (RLIM_INFINITY)"
+    );
+}
+
+#[test]
+fn the_smallest_of_rlimits_and_cgroup_wins() {
+    let mut rng = seeded_rng("the_smallest_of_rlimits_and_cgroup_wins");
+    let cgroup = pages(&mut rng, 2 * GIB, 16 * GIB);
+    let t = Tree::new("rlimit-mix");
+    t.cgroup_v2("/job")
+        .write("/sys/fs/cgroup/job/memory.max", &format!("{cgroup}\n"))
+        .meminfo(64 * GIB, 60 * GIB, 50 * GIB);
+    // RLIMIT_DATA below the cgroup, RLIMIT_AS above it: data wins.
+    let data = pages(&mut rng, GIB, cgroup);
+    let as_limit = cgroup + pages(&mut rng, 4096, GIB);
+    let limits = detect_limits_with(
+        &t.root,
+        &rlimits(Rlimit::Limit(as_limit), Rlimit::Limit(data)),
+    )
+    .expect("a limit");
+    assert_eq!(limits.winning_source().kind, SourceKind::RlimitData);
+    assert_eq!(limits.limit_bytes, data);
+    assert_eq!(limits.usage_scope, UsageScope::DataSegment);
+    assert!(source(&limits, SourceKind::RlimitAs)
+        .note
+        .starts_with("larger than the winning limit"));
+    // Both above the cgroup: the cgroup wins and the rlimits say why they lost.
+    let limits = detect_limits_with(
+        &t.root,
+        &rlimits(Rlimit::Limit(as_limit), Rlimit::Limit(as_limit + 1)),
+    )
+    .expect("a limit");
+    assert_eq!(limits.winning_source().kind, SourceKind::CgroupV2Max);
+    assert_eq!(limits.limit_bytes, cgroup);
+    for kind in [SourceKind::RlimitAs, SourceKind::RlimitData] {
+        assert!(source(&limits, kind)
+            .note
+            .starts_with("larger than the winning limit"));
+    }
+    // An unreadable one is listed and skipped.
+    let limits = detect_limits_with(&t.root, &rlimits(Rlimit::Unreadable(1), Rlimit::Unlimited))
+        .expect("a limit");
+    let s = source(&limits, SourceKind::RlimitAs);
+    assert!(matches!(s.status, SourceStatus::Unreadable(_)), "{s:?}");
+    assert!(s.note.starts_with("unreadable"), "{}", s.note);
+    // Rlimits alone bound a process that has no other readable source.
+    let empty = Tree::new("rlimit-only");
+    let limits = detect_limits_with(
+        &empty.root,
+        &rlimits(Rlimit::Limit(data), Rlimit::Unlimited),
+    )
+    .expect("the rlimit");
+    assert_eq!(limits.winning_source().kind, SourceKind::RlimitAs);
+}
+
+#[test]
+fn under_rlimit_as_the_drift_check_counts_the_address_space() {
+    let mut rng = seeded_rng("under_rlimit_as_the_drift_check_counts_the_address_space");
+    let as_limit = pages(&mut rng, 4 * GIB, 32 * GIB);
+    let vm_size = pages(&mut rng, 64 << 20, GIB);
+    let t = Tree::new("rlimit-drift");
+    t.meminfo(256 * GIB, 250 * GIB, 200 * GIB).write(
+        "/proc/self/status",
+        &format!(
+            "VmSize:\t{} kB\nVmData:\t{} kB\nVmRSS:\t{} kB\n",
+            vm_size / 1024,
+            vm_size / 2048,
+            vm_size / 4096
+        ),
+    );
+    let b = Budget::detect(&DetectOptions {
+        refresh_interval: std::time::Duration::from_secs(3600),
+        rlimits: Some(rlimits(Rlimit::Limit(as_limit), Rlimit::Unlimited)),
+        ..DetectOptions::with_root(&t.root)
+    })
+    .expect("detected");
+    let margin = default_safety_margin(as_limit);
+    assert_eq!(b.total_bytes(), as_limit - margin);
+    // Mappings nobody charged (here all of VmSize) lower the ceiling.
+    let s = b.snapshot();
+    assert_eq!(s.measured_hard_bytes, Some(vm_size));
+    assert_eq!(s.cap_bytes, as_limit - margin - vm_size);
+    let m = memory_budget::KernelProbe::new(t.root.clone(), UsageScope::DataSegment)
+        .measure()
+        .expect("VmData");
+    assert_eq!(m.hard_bytes, vm_size / 2048 * 1024);
+    assert_eq!(memory_budget::scope_text(&m.scope), "process:VmData");
 }

@@ -89,3 +89,85 @@ fn bad_arguments_and_sizes_are_errors() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
     assert_eq!(v["budget_bytes"], 6 * GIB);
 }
+
+/// Under a real `setrlimit` in a child process (bash's `ulimit -S`, as `prlimit` would):
+/// memprobe lists `rlimit.as` and `rlimit.data` with the limits set, and the smallest finite
+/// source wins (issue 22: under `prlimit --as=4000000000` it reported MemAvailable).
+#[test]
+fn a_real_rlimit_in_a_child_process_is_a_limit_source() {
+    let bash_ok = Command::new("bash")
+        .args(["-c", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        bash_ok,
+        "this test needs bash (ulimit -S sets the soft rlimit)"
+    );
+    let run = |script: &str| -> serde_json::Value {
+        let out = Command::new("bash")
+            .args(["-c", script, env!("CARGO_BIN_EXE_memprobe")])
+            .output()
+            .expect("bash runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("valid JSON")
+    };
+    let find = |v: &serde_json::Value, kind: &str| -> serde_json::Value {
+        v["sources"]
+            .as_array()
+            .expect("sources")
+            .iter()
+            .find(|s| s["kind"] == kind)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {kind} source in {v}"))
+    };
+    // The smallest finite source's kind and limit are the winner's.
+    let check_winner = |v: &serde_json::Value| {
+        let (kind, limit) = v["sources"]
+            .as_array()
+            .expect("sources")
+            .iter()
+            .filter_map(|s| Some((s["kind"].as_str()?.to_string(), s["limit_bytes"].as_u64()?)))
+            .min_by_key(|(_, l)| *l)
+            .expect("a finite source");
+        assert_eq!(v["limit_bytes"], limit, "{v}");
+        // On a tie the earlier source wins; only check the kind when the rlimit is alone.
+        if kind.starts_with("rlimit.") {
+            assert_eq!(v["limit_source"], kind.as_str(), "{v}");
+            let scope = if kind == "rlimit.as" {
+                "process:VmSize"
+            } else {
+                "process:VmData"
+            };
+            assert_eq!(v["usage"]["scope"], scope, "{v}");
+        }
+    };
+
+    // 4,000,000,000 bytes of address space: 3,906,250 KiB.
+    let v = run(r#"ulimit -S -v 3906250 && exec "$0" --json"#);
+    let as_src = find(&v, "rlimit.as");
+    assert_eq!(as_src["limit_bytes"], 4_000_000_000u64, "{as_src}");
+    assert_eq!(as_src["path"], "getrlimit(RLIMIT_AS)");
+    check_winner(&v);
+    assert!(v["limit_bytes"].as_u64().unwrap() <= 4_000_000_000);
+
+    // Both limits, data the smaller.
+    let v = run(r#"ulimit -S -v 3906250 && ulimit -S -d 2000000 && exec "$0" --json"#);
+    assert_eq!(find(&v, "rlimit.data")["limit_bytes"], 2_048_000_000u64);
+    assert_eq!(find(&v, "rlimit.as")["limit_bytes"], 4_000_000_000u64);
+    check_winner(&v);
+
+    // Without limits they are listed as skipped, with the reason.
+    let v = run(
+        r#"ulimit -S -v unlimited 2>/dev/null; ulimit -S -d unlimited 2>/dev/null; exec "$0" --json"#,
+    );
+    for kind in ["rlimit.as", "rlimit.data"] {
+        let s = find(&v, kind);
+        if s["status"] == "unlimited" {
+            assert_eq!(s["note"], "unlimited (RLIM_INFINITY)", "{s}");
+        }
+    }
+}

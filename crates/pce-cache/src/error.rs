@@ -66,11 +66,11 @@ pub enum PceError {
         source: std::io::Error,
     },
     /// The file does not start with the PCE magic.
-    #[error("{path} is not a pce file: magic {found:02x?}")]
+    #[error("{path} is not a pce file: magic \"{}\", expected \"{}\"", .found.escape_ascii(), crate::file::MAGIC.escape_ascii())]
     BadMagic {
         /// The file.
         path: PathBuf,
-        /// The first bytes found.
+        /// The first bytes found (shown as text, non-ASCII bytes escaped).
         found: [u8; 8],
     },
     /// The file has another format version.
@@ -111,14 +111,26 @@ pub enum PceError {
         /// Fingerprint of the file's matrices.
         found: Fingerprint,
     },
-    /// Structurally invalid content (bad sizes, out-of-range index, ...).
-    #[error("{path}: malformed section {section} at index {index}: {reason}")]
+    /// A header field, or a byte outside every section, is invalid.
+    #[error("{path}: malformed {part} at byte offset {offset}: {reason}")]
+    MalformedAt {
+        /// The file.
+        path: PathBuf,
+        /// `"header"`, `"section table"` or `"padding"`.
+        part: &'static str,
+        /// Byte offset in the file.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Structurally invalid section content (bad sizes, out-of-range index, ...).
+    #[error("{path}: malformed section {section} at element {index}: {reason}")]
     Malformed {
         /// The file (empty for in-memory data).
         path: PathBuf,
         /// Section name.
         section: String,
-        /// Element index where the problem was found.
+        /// Index of the element (of the section's element size) where the problem was found.
         index: u64,
         /// What is wrong.
         reason: String,
@@ -176,6 +188,7 @@ impl PceError {
                 | PceError::ChecksumMismatch { .. }
                 | PceError::FingerprintMismatch { .. }
                 | PceError::Malformed { .. }
+                | PceError::MalformedAt { .. }
         )
     }
 }

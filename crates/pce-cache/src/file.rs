@@ -362,12 +362,12 @@ fn parse(
     }
     let n_sections = u32_at(bytes, 60) as usize;
     if n_sections != N_SECTIONS {
-        return Err(PceError::malformed(
-            path,
-            "header",
-            60,
-            format!("expected {N_SECTIONS} sections, found {n_sections}"),
-        ));
+        return Err(PceError::MalformedAt {
+            path: path.to_path_buf(),
+            part: "header",
+            offset: 60,
+            reason: format!("expected {N_SECTIONS} sections, found {n_sections}"),
+        });
     }
     let header_bytes = u64_at(bytes, 16);
     let shape = Shape {
@@ -381,7 +381,12 @@ fn parse(
     let mut header_fp = [0u8; 32];
     header_fp.copy_from_slice(&bytes[64..96]);
     let header_fp = Fingerprint(header_fp);
-    let bad_header = |at: u64, reason: String| PceError::malformed(path, "header", at, reason);
+    let bad_header = |offset: u64, reason: String| PceError::MalformedAt {
+        path: path.to_path_buf(),
+        part: "header",
+        offset,
+        reason,
+    };
     if flags != 0 {
         return Err(bad_header(12, format!("unknown flags {flags:#x}")));
     }
@@ -413,20 +418,29 @@ fn parse(
         let n_elems = u64_at(e, 16);
         let mut sum = [0u8; 32];
         sum.copy_from_slice(&e[32..64]);
-        let bad = |reason: String| PceError::malformed(path, section_name(k), 0, reason);
+        // Byte offset of a field of this entry (kind 0, element size 4, offset 8, count 16).
+        let bad = |field: usize, reason: String| PceError::MalformedAt {
+            path: path.to_path_buf(),
+            part: "section table",
+            offset: (FIXED_HEADER_BYTES + k * SECTION_ENTRY_BYTES + field) as u64,
+            reason: format!("entry {k} ({}): {reason}", section_name(k)),
+        };
         if kind as usize != k {
-            return Err(bad(format!("section kind {kind} at position {k}")));
+            return Err(bad(0, format!("section kind {kind}, expected {k}")));
         }
         if !matches!(elem_bytes, 1 | 2 | 4 | 8 | 32) {
-            return Err(bad(format!("element size {elem_bytes}")));
+            return Err(bad(4, format!("element size {elem_bytes}")));
         }
         if offset % ALIGN as u64 != 0 || offset < header_bytes {
-            return Err(bad(format!("offset {offset}")));
+            return Err(bad(
+                8,
+                format!("section offset {offset} (must be a multiple of {ALIGN}, at least {header_bytes})"),
+            ));
         }
         let end = n_elems
             .checked_mul(u64::from(elem_bytes))
             .and_then(|l| l.checked_add(offset))
-            .ok_or_else(|| bad(format!("{n_elems} elements overflow")))?;
+            .ok_or_else(|| bad(16, format!("{n_elems} elements overflow")))?;
         if end > file_len {
             return Err(truncated(end));
         }
@@ -451,12 +465,12 @@ fn parse(
         for (start, end) in ranges.into_iter().chain([(bytes.len(), bytes.len())]) {
             if start > at {
                 if let Some(i) = bytes[at..start].iter().position(|&b| b != 0) {
-                    return Err(PceError::malformed(
-                        path,
-                        "padding",
-                        (at + i) as u64,
-                        "non-zero byte outside every section",
-                    ));
+                    return Err(PceError::MalformedAt {
+                        path: path.to_path_buf(),
+                        part: "padding",
+                        offset: (at + i) as u64,
+                        reason: "non-zero byte outside every section".into(),
+                    });
                 }
             }
             at = at.max(end);
@@ -915,6 +929,19 @@ mod tests {
         let mut bad = bytes.clone();
         bad[3] ^= 0x20;
         check(&bad, "magic", &|e| matches!(e, PceError::BadMagic { .. }));
+        let (checked, _) = load_bytes(&dir, "bad.pce", &bad);
+        let msg = checked.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            msg.ends_with(r#"is not a pce file: magic "PINiONPC", expected "PINIONPC""#),
+            "{msg}"
+        );
+        // Non-ASCII bytes are escaped, and the path is said once.
+        let mut bin = bytes.clone();
+        bin[..8].copy_from_slice(b"\x89PNG\r\n\x1a\n");
+        let (checked, _) = load_bytes(&dir, "png.pce", &bin);
+        let msg = checked.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(msg.contains(r#"magic "\x89PNG\r\n\x1a\n""#), "{msg}");
+        assert_eq!(msg.matches("png.pce").count(), 1, "{msg}");
         let mut bad = bytes.clone();
         bad[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
         check(
@@ -922,8 +949,25 @@ mod tests {
             "version",
             &|e| matches!(e, PceError::UnsupportedVersion { expected: FORMAT_VERSION, found, .. } if *found == FORMAT_VERSION + 1),
         );
-        // every other header byte is covered by the header checksum
+        // A header field (with a matching header checksum) is named by its byte offset.
+        let mut bad = bytes.clone();
+        bad[12] = 1; // flags
         let table_end = FIXED_HEADER_BYTES + SECTION_ENTRY_BYTES * N_SECTIONS;
+        let sum = header_checksum(&bad[..96], &bad[FIXED_HEADER_BYTES..table_end]);
+        bad[96..128].copy_from_slice(&sum);
+        check(&bad, "flags", &|e| {
+            matches!(
+                e,
+                PceError::MalformedAt {
+                    part: "header",
+                    offset: 12,
+                    ..
+                }
+            ) && e
+                .to_string()
+                .contains("malformed header at byte offset 12: unknown flags")
+        });
+        // every other header byte is covered by the header checksum
         for i in (12..table_end).step_by(7) {
             let mut bad = bytes.clone();
             bad[i] ^= 0x01;

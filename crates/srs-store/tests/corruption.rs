@@ -293,6 +293,37 @@ fn point_at_infinity_rejected_like_the_reference() {
     }
 }
 
+/// The verifying key's six fixed points at infinity: every key read refuses each one
+/// (`verifying_key`, `read_verifying_key`, a load), naming the point and its offset.
+#[test]
+fn identity_in_each_verifying_key_point_is_refused() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let v = Valid::new(&mut rng);
+    let dir = TempDir::new("vk-identity");
+    for (section, at) in srs_store::layout::VK_FIXED {
+        let (at, pb) = (at as usize, section.point_bytes() as usize);
+        let mut b = v.bytes.clone();
+        b[at..at + pb].fill(0);
+        b[at] = 0x40;
+        let is_identity = |e: &SrsError| {
+            matches!(e, SrsError::PointAtInfinity { section: s, index: 0, offset }
+                if *s == section && *offset == at as u64)
+        };
+        let path = dir.write("vk.params", &b);
+        let file = ParamsFile::open(&path).expect("the header walk does not read points");
+        let err = file.verifying_key().expect_err("identity accepted");
+        assert!(is_identity(&err), "{section}: {err}");
+        assert_eq!(
+            err.to_string(),
+            format!("{section}[0] at byte offset {at}: point at infinity")
+        );
+        let err = srs_store::read_verifying_key(&path).expect_err("identity accepted");
+        assert!(is_identity(&err), "{section}: {err}");
+        check(&b, opts(PointCheck::None), is_identity, Some(section));
+    }
+}
+
 #[test]
 fn off_curve_points() {
     let seed = seed();

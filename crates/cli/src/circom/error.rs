@@ -26,13 +26,13 @@ impl std::fmt::Display for FileKind {
 #[non_exhaustive]
 pub enum CircomError {
     /// The first four bytes are not the format's magic.
-    #[error("{kind} file has magic {found:?}, expected {expected:?}")]
+    #[error("{kind} file has magic \"{found}\", expected \"{expected}\"")]
     BadMagic {
         /// File kind.
         kind: FileKind,
         /// Expected magic.
         expected: &'static str,
-        /// The first bytes found (lossy text).
+        /// The first bytes found (at most the magic's length; non-ASCII bytes escaped).
         found: String,
     },
     /// The format version is not the supported one.
@@ -46,7 +46,7 @@ pub enum CircomError {
         found: u32,
     },
     /// The file ends before something it declares.
-    #[error("{kind} file is truncated: {what} needs {needed_bytes} bytes at offset {offset}, only {available_bytes} remain")]
+    #[error("{kind} file is truncated: {what} needs {needed_bytes} bytes at byte offset {offset}, only {available_bytes} remain")]
     Truncated {
         /// File kind.
         kind: FileKind,
@@ -60,7 +60,7 @@ pub enum CircomError {
         available_bytes: u64,
     },
     /// Bytes left over after the last section.
-    #[error("{kind} file has {extra_bytes} bytes after its last section (offset {offset})")]
+    #[error("{kind} file has {extra_bytes} bytes after its last section (byte offset {offset})")]
     TrailingBytes {
         /// File kind.
         kind: FileKind,
@@ -80,7 +80,7 @@ pub enum CircomError {
         section_type: u32,
     },
     /// A section appears twice.
-    #[error("{kind} file has two {section} sections (type {section_type}), the second at offset {offset}")]
+    #[error("{kind} file has two {section} sections (type {section_type}), the second at byte offset {offset}")]
     DuplicateSection {
         /// File kind.
         kind: FileKind,
@@ -92,7 +92,7 @@ pub enum CircomError {
         offset: u64,
     },
     /// A section's declared size disagrees with its content.
-    #[error("{kind} {section} section at offset {offset} is {declared_bytes} bytes, its content needs {expected_bytes}")]
+    #[error("{kind} {section} section at byte offset {offset} is {declared_bytes} bytes, its content needs {expected_bytes}")]
     SectionSize {
         /// File kind.
         kind: FileKind,
@@ -135,7 +135,7 @@ pub enum CircomError {
     },
     /// A field element is not below r.
     #[error(
-        "{kind} file: {what} at offset {offset} is not a canonical field element (not below r)"
+        "{kind} file: {what} at byte offset {offset} is not a canonical field element (not below r)"
     )]
     NonCanonical {
         /// File kind.
@@ -156,6 +156,24 @@ pub enum CircomError {
         n_pub_in: u32,
         /// Private inputs.
         n_prv_in: u32,
+    },
+    /// The header declares fewer labels than wires.
+    #[error("r1cs header declares {n_labels} labels, fewer than its {n_wires} wires (each wire is one labelled signal)")]
+    LabelCount {
+        /// Labels declared.
+        n_labels: u64,
+        /// Wires declared.
+        n_wires: u32,
+    },
+    /// The wire-to-label map disagrees with the header or with itself.
+    #[error("r1cs wire-to-label map: wire {wire} has label {label}, {reason}")]
+    WireLabel {
+        /// The wire.
+        wire: u64,
+        /// Its label.
+        label: u64,
+        /// What is wrong with it.
+        reason: String,
     },
     /// A constraint names a wire that does not exist.
     #[error("r1cs constraint {constraint}, {matrix} term {term}: wire {wire} out of range (the circuit has {n_wires} wires)")]
@@ -201,4 +219,54 @@ pub enum CircomError {
         /// Why.
         reason: &'static str,
     },
+    /// A proof is not 192 bytes.
+    #[error("proof is {found_bytes} bytes, a groth16 bls12-381 proof is 192 (compressed A, B, C)")]
+    ProofLength {
+        /// Length found.
+        found_bytes: u64,
+    },
+    /// A proof point was refused.
+    #[error("proof element {element} at byte offset {offset}: {reason}")]
+    BadProofElement {
+        /// A, B or C.
+        element: crate::statement::ProofElement,
+        /// Byte offset of its encoding in the proof.
+        offset: u64,
+        /// What the decoder refused.
+        reason: &'static str,
+    },
+    /// Public values are not a JSON array.
+    #[error("public values: {reason}")]
+    PublicJson {
+        /// What was found instead.
+        reason: String,
+    },
+    /// One public value was refused.
+    #[error("public value {index}: {reason}")]
+    PublicValue {
+        /// Its index in the array (0 is the first output).
+        index: u64,
+        /// Why.
+        reason: String,
+    },
+    /// A parameter file's verifying key (or its header walk) was refused by `srs-store`.
+    #[error(transparent)]
+    Params(#[from] srs_store::SrsError),
+    /// A verifying-key point that `srs-store` accepted did not convert (a bug, reported
+    /// rather than trusted).
+    #[error("verifying key {element}[{index}] does not convert: {source}")]
+    KeyPoint {
+        /// Which point (`alpha_g1`, ..., `ic`).
+        element: &'static str,
+        /// Index (0 except in `ic`).
+        index: u64,
+        /// What the conversion said.
+        source: bls_repr::ReprError,
+    },
+}
+
+/// Text of a file's first bytes for a bad-magic message: ASCII as is, other bytes escaped
+/// (`\x89PNG`), so expected and found compare as text.
+pub(crate) fn magic_text(bytes: &[u8]) -> String {
+    bytes.escape_ascii().to_string()
 }

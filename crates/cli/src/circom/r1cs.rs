@@ -49,7 +49,11 @@ pub struct Constraint {
 ///
 /// Invariants (checked by [`R1cs::parse`] and [`R1cs::new`]): `1 + n_pub_out + n_pub_in +
 /// n_prv_in <= n_wires`; every term's wire is below `n_wires`; the wire map has `n_wires`
-/// entries.
+/// entries, wire 0 has label 0, labels are distinct and below `n_labels >= n_wires`.
+///
+/// The prover uses the wire counts and the constraints. `n_prv_in` only enters the count
+/// check above (private inputs are proved like every other private wire), and the labels
+/// only the map's checks: both are checked for consistency, never used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct R1cs {
     n_wires: u32,
@@ -75,6 +79,52 @@ fn check_counts(
             n_pub_in,
             n_prv_in,
         });
+    }
+    Ok(())
+}
+
+/// The wire-to-label map against the header: every wire is one signal of the circuit's
+/// symbol table, so `n_labels >= n_wires`, wire 0 (the constant one) is label 0, every
+/// label is below `n_labels`, and no two wires share a label. The prover never reads the
+/// labels; a file that breaks these rules was not written by circom, and is refused rather
+/// than trusted elsewhere. Cost: a sorted copy of the map (charged by the caller through
+/// [`R1cs::parsed_bytes_bound`]).
+fn check_labels(n_wires: u32, n_labels: u64, wire_to_label: &[u64]) -> Result<(), CircomError> {
+    if n_labels < u64::from(n_wires) {
+        return Err(CircomError::LabelCount { n_labels, n_wires });
+    }
+    let bad = |wire: u64, label: u64, reason: String| CircomError::WireLabel {
+        wire,
+        label,
+        reason,
+    };
+    if let Some(&l) = wire_to_label.first().filter(|&&l| l != 0) {
+        return Err(bad(0, l, "expected 0 (wire 0 is the constant one)".into()));
+    }
+    if let Some((w, &l)) = wire_to_label
+        .iter()
+        .enumerate()
+        .find(|(_, &l)| l >= n_labels)
+    {
+        return Err(bad(
+            w as u64,
+            l,
+            format!("not below the header's label count {n_labels}"),
+        ));
+    }
+    let mut sorted: Vec<(u64, u32)> = wire_to_label
+        .iter()
+        .zip(0u32..)
+        .map(|(&l, w)| (l, w))
+        .collect();
+    sorted.sort_unstable();
+    if let Some(pair) = sorted.windows(2).find(|p| p[0].0 == p[1].0) {
+        let (first, second) = (pair[0].1.min(pair[1].1), pair[0].1.max(pair[1].1));
+        return Err(bad(
+            u64::from(second),
+            pair[0].0,
+            format!("already the label of wire {first}"),
+        ));
     }
     Ok(())
 }
@@ -212,6 +262,7 @@ impl R1cs {
         for w in 0..n_wires {
             wire_to_label.push(m.u64(&format!("label of wire {w}"))?);
         }
+        check_labels(n_wires, n_labels, &wire_to_label)?;
         Ok(R1cs {
             n_wires,
             n_pub_out,
@@ -223,9 +274,9 @@ impl R1cs {
         })
     }
 
-    /// An upper bound of [`R1cs::heap_bytes`] for the parse of `bytes`, from the headers
-    /// alone (no allocation proportional to the file): lets a caller charge the parse
-    /// before it runs. Errors are the ones [`R1cs::parse`] would report for the headers.
+    /// An upper bound of what the parse of `bytes` holds at its peak (the parsed value's
+    /// [`R1cs::heap_bytes`] plus the label check's scratch), from the headers alone (no
+    /// allocation proportional to the file): lets a caller charge the parse before it runs. Errors are the ones [`R1cs::parse`] would report for the headers.
     pub fn parsed_bytes_bound(bytes: &[u8]) -> Result<u64, CircomError> {
         let (file, entries) = reader::sections(KIND, bytes, MAGIC, VERSION)?;
         let header = reader::require(KIND, &entries, SECTION_HEADER, "header")?;
@@ -241,9 +292,10 @@ impl R1cs {
         // constraints and cons_len / TERM_BYTES terms.
         let n_constraints = m.min(cons_len / 12);
         let n_terms = cons_len / TERM_BYTES as u64;
+        // The wire map (8 bytes a wire) and the label check's sorted copy of it (16).
         Ok(n_constraints * std::mem::size_of::<Constraint>() as u64
             + n_terms * std::mem::size_of::<Term>() as u64
-            + n_wires * 8)
+            + n_wires * (8 + 16))
     }
 
     /// Heap bytes this value holds (vector capacities).

@@ -115,13 +115,13 @@ pub(crate) fn sections<'a>(
         .map_err(|_| CircomError::BadMagic {
             kind,
             expected: magic,
-            found: String::from_utf8_lossy(bytes).into_owned(),
+            found: super::error::magic_text(bytes),
         })?;
     if found != magic.as_bytes() {
         return Err(CircomError::BadMagic {
             kind,
             expected: magic,
-            found: String::from_utf8_lossy(found).into_owned(),
+            found: super::error::magic_text(found),
         });
     }
     let found_version = r.u32("format version")?;

@@ -225,6 +225,71 @@ fn r1cs_errors_name_what_is_wrong() {
     });
 }
 
+#[test]
+fn r1cs_labels_are_checked_against_the_header() {
+    let good = cubic_r1cs().to_bytes();
+    let n_labels_at = R1CS_PRIME_AT + 32 + 16;
+    let map_at = good.len() - 6 * 8;
+    let label_at = |w: usize| map_at + 8 * w;
+    let set = |b: &mut Vec<u8>, at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+
+    // More labels than wires (circom's eliminated signals) and a sparse map are fine.
+    let mut b = good.clone();
+    set(&mut b, n_labels_at, 100);
+    set(&mut b, label_at(5), 99);
+    assert_eq!(R1cs::parse(&b).unwrap().wire_to_label()[5], 99);
+
+    let mut b = good.clone();
+    set(&mut b, n_labels_at, 5);
+    check(&b, |e| {
+        matches!(
+            e,
+            CircomError::LabelCount {
+                n_labels: 5,
+                n_wires: 6
+            }
+        )
+    });
+    let mut b = good.clone();
+    set(&mut b, label_at(0), 3);
+    check(&b, |e| {
+        matches!(
+            e,
+            CircomError::WireLabel {
+                wire: 0,
+                label: 3,
+                ..
+            }
+        )
+    });
+    let mut b = good.clone();
+    set(&mut b, label_at(4), 6);
+    check(&b, |e| {
+        matches!(
+            e,
+            CircomError::WireLabel {
+                wire: 4,
+                label: 6,
+                ..
+            }
+        )
+    });
+    let mut b = good.clone();
+    set(&mut b, label_at(2), 4);
+    check(&b, |e| {
+        matches!(
+            e,
+            CircomError::WireLabel {
+                wire: 4,
+                label: 4,
+                ..
+            }
+        )
+    });
+    let msg = R1cs::parse(&b).unwrap_err().to_string();
+    assert!(msg.contains("already the label of wire 2"), "{msg}");
+}
+
 fn le_bytes_of_decimal(text: &str) -> [u8; 32] {
     let mut limbs = [0u64; 4];
     for ch in text.bytes() {

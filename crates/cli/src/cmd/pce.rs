@@ -67,8 +67,8 @@ fn record<C: bellman::Circuit<bls12_381::Scalar>>(
 
 /// Loads a PCE file with every checksum verified and describes it.
 pub fn inspect(path: &Path, json: bool) -> anyhow::Result<Outcome> {
-    let pce = Pce::load(path, None)
-        .with_context(|| format!("pce file {} is not usable", path.display()))?;
+    // Every PceError names the file: the context does not repeat it.
+    let pce = Pce::load(path, None).context("pce file is not usable")?;
     if json {
         let mut v = describe(&pce);
         v["file"] = json!(path.display().to_string());
