@@ -258,6 +258,24 @@ impl<A: StagingAllocator> PinnedPool<A> {
     /// A buffer of at least `len` elements (exactly [`size_class`]`(len)`): an idle one
     /// of that class once its earlier copies are done, else a new one charged first.
     pub fn acquire(&self, len: usize) -> Result<Pooled<A>, PoolError> {
+        self.acquire_inner(len, None)
+    }
+
+    /// As [`PinnedPool::acquire`], paid from `from`, a reservation the caller made for
+    /// it (e.g. a proof's admitted working set): a new buffer's charge is split off `from`
+    /// (no second request to the budget, so it cannot be refused or overtaken by a waiter
+    /// in between); when an idle buffer is reused instead, as many bytes of `from` are
+    /// released. When `from` holds less than a new buffer needs, the pool asks the budget
+    /// as [`PinnedPool::acquire`] does.
+    pub fn acquire_from(&self, len: usize, from: &mut Reservation) -> Result<Pooled<A>, PoolError> {
+        self.acquire_inner(len, Some(from))
+    }
+
+    fn acquire_inner(
+        &self,
+        len: usize,
+        from: Option<&mut Reservation>,
+    ) -> Result<Pooled<A>, PoolError> {
         let class = size_class(len);
         let bytes =
             (class as u64)
@@ -284,6 +302,10 @@ impl<A: StagingAllocator> PinnedPool<A> {
         };
         let buffer = match hit {
             Some(mut buffer) => {
+                if let Some(from) = from.filter(|f| f.budget().same_as(&self.shared.budget)) {
+                    // Already charged to the pool: the caller's bytes for it go back.
+                    from.release(bytes.min(from.bytes()));
+                }
                 if let Err(e) = self.shared.alloc.wait_idle(&mut buffer) {
                     self.shared.free(vec![(class, buffer)]);
                     return Err(e.into());
@@ -291,18 +313,28 @@ impl<A: StagingAllocator> PinnedPool<A> {
                 buffer
             }
             None => {
-                let charge = self
-                    .shared
-                    .budget
-                    .request(bytes, Category::PinnedPool)
-                    .label(self.shared.label.clone())
-                    .reserve(Some(self.wait))
-                    .map_err(|source| PoolError::Budget {
-                        label: self.shared.label.clone(),
-                        requested_bytes: bytes,
-                        class_len: class,
-                        source,
-                    })?;
+                let charge = match from {
+                    Some(from)
+                        if from.bytes() >= bytes && from.budget().same_as(&self.shared.budget) =>
+                    {
+                        let mut charge = from.split(bytes);
+                        charge.set_category(Category::PinnedPool);
+                        charge.set_label(self.shared.label.clone());
+                        charge
+                    }
+                    _ => self
+                        .shared
+                        .budget
+                        .request(bytes, Category::PinnedPool)
+                        .label(self.shared.label.clone())
+                        .reserve(Some(self.wait))
+                        .map_err(|source| PoolError::Budget {
+                            label: self.shared.label.clone(),
+                            requested_bytes: bytes,
+                            class_len: class,
+                            source,
+                        })?,
+                };
                 // On failure the charge is dropped with the error: nothing stays held.
                 let buffer = self.shared.alloc.allocate(class, charge)?;
                 let mut st = self.shared.lock();

@@ -415,3 +415,45 @@ fn prefers_an_idle_buffer_whose_copies_are_done() {
     );
     assert_eq!(pool.stats().n_allocations, 2);
 }
+
+/// `acquire_from` pays a new buffer from the caller's reservation (no second request, so
+/// it works in a full budget), gives the caller's bytes back when it reuses an idle
+/// buffer, and asks the budget itself when the reservation is short or of another budget.
+#[test]
+fn acquire_from_takes_the_bytes_from_the_callers_reservation() {
+    let mut rng = StdRng::seed_from_u64(seed());
+    let len = rng.random_range(1..50_000usize);
+    let bytes = 8 * size_class(len) as u64;
+    let budget = Budget::fixed(2 * bytes);
+    let (pool, _log) = pool(&budget);
+    // The caller holds the whole budget: a plain acquire is refused, acquire_from is not.
+    let mut admitted = budget
+        .try_reserve(2 * bytes, Category::WorkingSet, "admitted")
+        .unwrap();
+    assert!(matches!(pool.acquire(len), Err(PoolError::Budget { .. })));
+    let g = pool.acquire_from(len, &mut admitted).unwrap();
+    assert_eq!(
+        admitted.bytes(),
+        bytes,
+        "the buffer's bytes moved to the pool"
+    );
+    assert_eq!(pinned_bytes(&budget), bytes);
+    assert_eq!(budget.used_bytes(), 2 * bytes, "moved, not charged twice");
+    drop(g);
+    // Reuse: the idle buffer is charged already, so the caller's bytes go back.
+    let g = pool.acquire_from(len, &mut admitted).unwrap();
+    assert_eq!(admitted.bytes(), 0);
+    assert_eq!(budget.used_bytes(), bytes);
+    drop(g);
+    // A reservation of another budget is not split: the pool asks its own budget.
+    let other = Budget::fixed(1 << 30);
+    let mut foreign = other
+        .try_reserve(bytes, Category::WorkingSet, "foreign")
+        .unwrap();
+    let a = pool.acquire_from(len, &mut foreign).unwrap();
+    let b = pool.acquire_from(len, &mut foreign).unwrap();
+    assert_eq!(foreign.bytes(), bytes, "untouched");
+    assert_eq!(pinned_bytes(&budget), 2 * bytes);
+    drop((a, b, pool));
+    assert_eq!(budget.used_bytes(), 0);
+}

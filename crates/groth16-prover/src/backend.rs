@@ -384,6 +384,37 @@ pub trait ProverBackend: Send + Sync {
         Ok(None)
     }
 
+    /// Host bytes of pinned staging a proof over a domain of `m` points, whose largest MSM
+    /// has `n_max_terms` scalars, takes from the backend's pool: what the prover adds to
+    /// its working set and hands to [`ProverBackend::abc_buffers_within`] and
+    /// [`ProverBackend::msms_within`], so that the pool's buffers are paid from the
+    /// admitted reservation instead of a second request that a full budget refuses.
+    fn staging_bytes(&self, _m: usize, _n_max_terms: usize) -> (u64, u64) {
+        (0, 0)
+    }
+
+    /// [`ProverBackend::abc_buffers`], paid from `from` (see
+    /// [`ProverBackend::staging_bytes`]).
+    fn abc_buffers_within(
+        &self,
+        m: usize,
+        _from: &mut Reservation,
+    ) -> Result<Option<StagedAbc>, ProverError> {
+        self.abc_buffers(m)
+    }
+
+    /// [`ProverBackend::msms`], its staging paid from `from` (see
+    /// [`ProverBackend::staging_bytes`]).
+    fn msms_within(
+        &self,
+        key: &ProvingKey,
+        h: HPoly,
+        inputs: &MsmInputs<'_>,
+        _from: &mut Reservation,
+    ) -> Result<MsmOutputs, ProverError> {
+        self.msms(key, h, inputs)
+    }
+
     /// [`ProverBackend::h_poly`] from buffers this backend's
     /// [`ProverBackend::abc_buffers`] gave out, filled with a, b and c. The default copies
     /// them into host vectors.

@@ -54,15 +54,24 @@ impl Charge {
         Ok(charge)
     }
 
-    /// Grows by `bytes` now (before the allocation it covers).
+    /// Grows by `bytes` now (before the allocation it covers), without waiting, after
+    /// asking the budget's evictors for room when it must (e.g. the staging pool's idle
+    /// buffers that a, b and c just went back to).
     pub(crate) fn grow(&mut self, bytes: u64, what: &'static str) -> Result<(), ProverError> {
-        self.reservation
-            .try_grow(bytes)
-            .map_err(|source| ProverError::Budget {
-                what,
-                requested_bytes: bytes,
-                source,
-            })?;
+        let refused = |source| ProverError::Budget {
+            what,
+            requested_bytes: bytes,
+            source,
+        };
+        if self.reservation.try_grow(bytes).is_err() {
+            let budget = self.reservation.budget();
+            let more = budget
+                .request(bytes, Category::WorkingSet)
+                .label(what)
+                .reserve(Some(std::time::Duration::ZERO))
+                .map_err(refused)?;
+            self.reservation.merge(more).map_err(refused)?;
+        }
         self.peak = self.peak.max(self.reservation.bytes());
         Ok(())
     }
@@ -88,6 +97,12 @@ impl Charge {
         if bytes < self.reservation.bytes() {
             self.reservation.shrink_to(bytes);
         }
+    }
+
+    /// The reservation, for a backend to take staging bytes from (they leave this charge
+    /// for the backend's pool; the peak already counted them).
+    pub(crate) fn reservation_mut(&mut self) -> &mut Reservation {
+        &mut self.reservation
     }
 
     /// Bytes held now.

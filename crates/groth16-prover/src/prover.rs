@@ -265,6 +265,11 @@ fn first_unsatisfied_repr(a: &[FrRepr], b: &[FrRepr], c: &[FrRepr]) -> Option<us
         .find_first(|&i| a[i].mul(&b[i]) != c[i])
 }
 
+/// Scalars of a proof's largest MSM.
+fn n_max_terms(shape: &ProofShape) -> usize {
+    (shape.domain_size - 1).max(shape.n_aux).max(shape.n_inputs)
+}
+
 fn domain_size(n_rows: usize) -> Result<usize, ProverError> {
     Ok(gpu_ntt::h_domain_size(n_rows)?)
 }
@@ -435,10 +440,12 @@ impl Prover {
         Ok(())
     }
 
-    /// Bytes the MSM phase holds: witness, h, and the backend's scratch.
+    /// Bytes the MSM phase holds: witness, h, the backend's scratch and its scalar
+    /// staging (paid from this charge).
     fn msm_phase_bytes(&self, witness_bytes: u64, h_bytes: u64, shape: &ProofShape) -> u64 {
-        let n_max_terms = (shape.domain_size - 1).max(shape.n_aux).max(shape.n_inputs);
-        witness_bytes + h_bytes + self.backend.msm_scratch_bytes(n_max_terms)
+        let n = n_max_terms(shape);
+        let (_, msm_staging) = self.backend.staging_bytes(shape.domain_size, n);
+        witness_bytes + h_bytes + self.backend.msm_scratch_bytes(n) + msm_staging
     }
 
     /// The shape of a PCE-path proof and its density masks, checked against the key.
@@ -474,8 +481,10 @@ impl Prover {
     fn pce_working_set(&self, shape: &ProofShape, masks: &Masks) -> u64 {
         let m = shape.domain_size;
         let witness_bytes = (shape.n_inputs + shape.n_aux) as u64 * SCALAR_BYTES + masks.bytes();
+        // a, b, c in the backend's staging (paid from this charge) or in host vectors.
+        let (abc_staging, _) = self.backend.staging_bytes(m, n_max_terms(shape));
         let abc_bytes = if self.backend.stages_abc(m) {
-            0
+            abc_staging
         } else {
             3 * m as u64 * SCALAR_BYTES
         };
@@ -516,13 +525,15 @@ impl Prover {
         let m = shape.domain_size;
         let bytes = self.pce_working_set(&shape, &masks);
         let what = "groth16 proof working set";
-        let charge = match admitted {
+        let mut charge = match admitted {
             Some(r) => Charge::adopt(r, bytes, what)?,
             None => Charge::reserve(&self.budget, bytes, what)?,
         };
-        // a, b, c in the backend's buffers (charged by the backend: the GPU's staging pool)
+        // a, b, c in the backend's buffers (the GPU's staging pool, paid from this charge)
         // when it offers them, else host vectors charged above.
-        let staged = self.backend.abc_buffers(m)?;
+        let staged = self
+            .backend
+            .abc_buffers_within(m, charge.reservation_mut())?;
 
         // Witness synthesis with the mat-vec overlapped: row blocks are evaluated on a
         // second thread as soon as the aux values they read exist (pce-cache's pipeline),
@@ -727,7 +738,7 @@ impl Prover {
             "groth16 proof msm phase",
         )?;
 
-        let mut sums = self.backend.msms(
+        let mut sums = self.backend.msms_within(
             &self.key,
             h,
             &MsmInputs {
@@ -737,6 +748,7 @@ impl Prover {
                 b_input: &masks.b_input,
                 b_aux: &masks.b_aux,
             },
+            charge.reservation_mut(),
         )?;
         drop(aux);
         charge.set(inputs.capacity() as u64 * SCALAR_BYTES, "public inputs")?;

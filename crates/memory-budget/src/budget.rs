@@ -586,6 +586,11 @@ impl Budget {
         self.inner.lock().available()
     }
 
+    /// Whether `other` is this budget (a clone of it), not merely one with equal figures.
+    pub fn same_as(&self, other: &Budget) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Restarts the high-water marks ([`BudgetSnapshot::peak_used_bytes`] and
     /// [`BudgetSnapshot::peak_by_category`]) from what is charged now.
     pub fn reset_peaks(&self) {

@@ -62,7 +62,7 @@ impl GpuBackend {
         let t = Instant::now();
         let m = a.len();
         if b.len() == m && c.len() == m {
-            if let Some(mut bufs) = self.pinned_abc(m)? {
+            if let Some(mut bufs) = self.pinned_abc(m, None)? {
                 {
                     use crate::backend::AbcStorage;
                     for (dst, v) in bufs.slices_mut()?.into_iter().zip([a, b, c]) {

@@ -65,6 +65,11 @@ use crate::{ProverError, ProvingKey};
 /// device: h copied back in the device layout, then as scalars.
 const GPU_TERM_BYTES: u64 = 64;
 
+/// Pooled staging bytes for `n` scalars (one size class of u64 limbs).
+fn staging_buffer_bytes(n: usize) -> u64 {
+    8 * gpu_device::size_class(SCALAR_LIMBS * n) as u64
+}
+
 /// Device bytes a proof needs beyond the key's bases, per term of its largest query and
 /// per point of its domain (scalars 32, sorted entries about 64 at the default windows;
 /// a, b, c and h on the device, 4 × 32), plus a fixed part (buckets, two streamed chunks,
@@ -233,7 +238,7 @@ impl GpuBackend {
         let bases = view.b_g2();
         if let Placed::Gpu(on_gpu) = self.place::<G2Curve>(query, &bases, n)? {
             let kind = on_gpu.kind();
-            let _words = self.transient((SCALAR_LIMBS * 8 * n) as u64, "b_g2 scalars")?;
+            // Covered by the proof's working set (`msm_scratch_bytes`).
             let mut limbs = vec![0u64; SCALAR_LIMBS * n];
             let written = write_parts(&mut limbs, &parts);
             debug_assert_eq!(written, n);
@@ -251,7 +256,22 @@ impl GpuBackend {
             }
         }
         metrics::counter!("pinion_groth16_prover_gpu_query_on_cpu_total").increment(1);
+        let _scratch = self.cpu_fallback_charge(n)?;
         Ok((cpu_sum(&self.cpu, query, &bases, &parts)?, BasesKind::Cpu))
+    }
+
+    /// Host scratch of a CPU fallback sum of `n` terms, charged as transient; a refusal
+    /// is reported as the device being unusable for this proof.
+    fn cpu_fallback_charge(&self, n: usize) -> Result<Reservation, ProverError> {
+        let bytes = GPU_TERM_BYTES * n as u64 + cpu_msm_scratch_bytes(n);
+        self.budget
+            .request(bytes, Category::Transient)
+            .label("groth16-prover gpu: cpu fallback scratch")
+            .reserve(Some(Duration::ZERO))
+            .map_err(|_| ProverError::BackendUnavailable {
+                backend: "gpu",
+                reason: "no memory budget left for the cpu fallback of a query the device refused",
+            })
     }
 }
 
@@ -280,9 +300,41 @@ impl ProverBackend for GpuBackend {
     }
 
     fn msm_scratch_bytes(&self, n_max_terms: usize) -> u64 {
-        // Scalars are staged in the pool. Host bytes: a query summed on the CPU (h copied
-        // back: device layout and scalars) and the CPU MSM's scratch.
-        GPU_TERM_BYTES * n_max_terms as u64 + cpu_msm_scratch_bytes(n_max_terms)
+        // The G1 scalars are staged in the pool (see `staging_bytes`); on the host b_g2's
+        // canonical scalars while they upload. A query that falls back to the CPU charges
+        // its scratch when it does (rare: the VRAM budget refused it).
+        32 * n_max_terms as u64
+    }
+
+    fn staging_bytes(&self, m: usize, n_max_terms: usize) -> (u64, u64) {
+        // a, b and c: three buffers of the domain; the G1 MSMs: one buffer per query, at
+        // most four, each of at most the largest query's size class.
+        let abc = if staging::stages(m) {
+            3 * staging_buffer_bytes(m)
+        } else {
+            0
+        };
+        (abc, 4 * staging_buffer_bytes(n_max_terms))
+    }
+
+    fn abc_buffers_within(
+        &self,
+        m: usize,
+        from: &mut Reservation,
+    ) -> Result<Option<StagedAbc>, ProverError> {
+        Ok(self
+            .pinned_abc(m, Some(from))?
+            .map(|b| StagedAbc::new(m, b)))
+    }
+
+    fn msms_within(
+        &self,
+        key: &ProvingKey,
+        h: HPoly,
+        x: &MsmInputs<'_>,
+        from: &mut Reservation,
+    ) -> Result<MsmOutputs, ProverError> {
+        self.msms_from(key, h, x, from)
     }
 
     fn h_host_bytes(&self, _domain_size: usize) -> u64 {
@@ -310,7 +362,7 @@ impl ProverBackend for GpuBackend {
     }
 
     fn abc_buffers(&self, m: usize) -> Result<Option<StagedAbc>, ProverError> {
-        Ok(self.pinned_abc(m)?.map(|b| StagedAbc::new(m, b)))
+        Ok(self.pinned_abc(m, None)?.map(|b| StagedAbc::new(m, b)))
     }
 
     fn h_poly_staged(&self, abc: StagedAbc) -> Result<HOutput, ProverError> {
@@ -329,6 +381,29 @@ impl ProverBackend for GpuBackend {
         key: &ProvingKey,
         h: HPoly,
         x: &MsmInputs<'_>,
+    ) -> Result<MsmOutputs, ProverError> {
+        // Nothing admitted for the staging: the pool charges its buffers itself.
+        let mut none = self
+            .budget
+            .try_reserve(0, Category::WorkingSet, "no admitted staging")
+            .map_err(|source| ProverError::Budget {
+                what: "msm staging",
+                requested_bytes: 0,
+                source,
+            })?;
+        self.msms_from(key, h, x, &mut none)
+    }
+}
+
+impl GpuBackend {
+    /// The five MSMs, the scalars' staging paid from `from` (what the proof admitted for
+    /// it; the pool asks the budget itself once `from` is spent).
+    fn msms_from(
+        &self,
+        key: &ProvingKey,
+        h: HPoly,
+        x: &MsmInputs<'_>,
+        from: &mut Reservation,
     ) -> Result<MsmOutputs, ProverError> {
         let start = Instant::now();
         let mut timings = MsmTimings::default();
@@ -485,7 +560,7 @@ impl ProverBackend for GpuBackend {
                     match (placed[*q as usize].take(), scalars[*q as usize].take()) {
                         (Some(Placed::Gpu(bases)), Some(mut dst)) => {
                             let (copied, host_time, waited) =
-                                self.stage(q.name(), parts, &mut dst, &copy_stream)?;
+                                self.stage(q.name(), parts, &mut dst, &copy_stream, from)?;
                             timings.scalar_transfers += host_time;
                             timings.staging_wait += waited;
                             let job = DeviceJob {
@@ -528,10 +603,13 @@ impl ProverBackend for GpuBackend {
                 None => cpu_queries.push(q),
             }
         }
-        // Queries the device could not take: the CPU reads the bases where they are.
+        // Queries the device could not take: the CPU reads the bases where they are, its
+        // scratch charged now (a refusal is a device-side failure: an engine retries the
+        // proof on a CPU backend, whose working set includes it).
         for q in cpu_queries {
             let t = Instant::now();
             metrics::counter!("pinion_groth16_prover_gpu_query_on_cpu_total").increment(1);
+            let _scratch = self.cpu_fallback_charge(used_terms(q, n_h, x))?;
             let parts: Vec<Part<'_>> = match q {
                 G1Query::H => vec![(h_host_or_err(&h_host)?, None)],
                 _ => jobs_parts(&jobs, q),
@@ -579,6 +657,16 @@ impl ProverBackend for GpuBackend {
             timings,
             placement: report,
         })
+    }
+}
+
+/// Scalars of G1 query `q` in a proof (for its CPU fallback's scratch).
+fn used_terms(q: G1Query, n_h: usize, x: &MsmInputs<'_>) -> usize {
+    match q {
+        G1Query::H => n_h,
+        G1Query::L => x.aux.len(),
+        G1Query::A => x.inputs.len() + x.a_aux.count_ones(),
+        G1Query::BG1 => x.b_input.count_ones() + x.b_aux.count_ones(),
     }
 }
 

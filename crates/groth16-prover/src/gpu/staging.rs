@@ -94,13 +94,24 @@ pub(super) fn stages(m: usize) -> bool {
 }
 
 impl GpuBackend {
-    /// Pooled pinned buffers for a, b and c of a domain of `m` points (see [`stages`]).
-    pub(super) fn pinned_abc(&self, m: usize) -> Result<Option<PinnedAbc>, ProverError> {
+    /// Pooled pinned buffers for a, b and c of a domain of `m` points (see [`stages`]),
+    /// paid from `from` when given (see `ProverBackend::staging_bytes`).
+    pub(super) fn pinned_abc(
+        &self,
+        m: usize,
+        mut from: Option<&mut memory_budget::Reservation>,
+    ) -> Result<Option<PinnedAbc>, ProverError> {
         let limbs = SCALAR_LIMBS * m;
         if !stages(m) {
             return Ok(None);
         }
-        let acquire = || self.pool.acquire(limbs).map_err(staging_err("a, b, c"));
+        let mut acquire = || {
+            match from.as_deref_mut() {
+                Some(r) => self.pool.acquire_from(limbs, r),
+                None => self.pool.acquire(limbs),
+            }
+            .map_err(staging_err("a, b, c"))
+        };
         Ok(Some(PinnedAbc {
             bufs: [acquire()?, acquire()?, acquire()?],
             m,
@@ -119,12 +130,16 @@ impl GpuBackend {
         parts: &[Part<'_>],
         dst: &mut DeviceScalars,
         copy_stream: &Arc<CudaStream>,
+        from: &mut memory_budget::Reservation,
     ) -> Result<(CudaEvent, Duration, Duration), ProverError> {
         let t = Instant::now();
         let n = dst.len();
         let limbs = SCALAR_LIMBS * n;
         let gpu_err = |e: GpuError| gpu_msm_err(query)(GpuMsmError::Gpu(e));
-        let mut staging = self.pool.acquire(limbs).map_err(staging_err(query))?;
+        let mut staging = self
+            .pool
+            .acquire_from(limbs, from)
+            .map_err(staging_err(query))?;
         let host = staging.as_mut_slice().map_err(gpu_err)?;
         let waited = t.elapsed();
         let written = write_parts(host, parts);
