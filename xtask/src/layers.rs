@@ -15,7 +15,8 @@ mod tests {
         ("gpu-msm", 3),
         ("gpu-ntt", 3),
         ("groth16-prover", 4),
-        ("pinion", 5),
+        ("pinion-filecoin", 5),
+        ("pinion", 6),
     ];
 
     fn layer(name: &str) -> Option<u32> {
