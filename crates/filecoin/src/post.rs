@@ -109,6 +109,10 @@ fn public_params<Tree: 'static + MerkleTreeTrait>(
 struct Post<Tree: 'static + MerkleTreeTrait> {
     params: Params,
     inputs: fallback::PublicInputs<<Tree::Hasher as Hasher>::Domain>,
+    /// The public inputs filecoin-proofs' verifier derives the circuit inputs from: for
+    /// Winning PoSt the sector repeated once per unrolled challenge (its verifier does
+    /// so), else `inputs`.
+    verifier_inputs: fallback::PublicInputs<<Tree::Hasher as Hasher>::Domain>,
     /// Per circuit: its vanilla proof and the partition index the circuit is built with.
     partitions: Vec<(fallback::Proof<Tree::Proof>, usize)>,
 }
@@ -209,9 +213,16 @@ fn post_job_for<Tree: 'static + MerkleTreeTrait>(
         }
     };
     let n_partitions = partitions.len();
+    let mut verifier_inputs = inputs.clone();
+    if kind == ProofKind::WinningPost {
+        verifier_inputs.sectors = (0..params.sector_count)
+            .flat_map(|_| inputs.sectors.iter().cloned())
+            .collect();
+    }
     let s = Arc::new(Post::<Tree> {
         params,
         inputs,
+        verifier_inputs,
         partitions,
     });
     let (b, p, i) = (s.clone(), s.clone(), s);
@@ -233,7 +244,7 @@ fn post_job_for<Tree: 'static + MerkleTreeTrait>(
         inputs: move |k| {
             let (_, index) = &i.partitions[k];
             <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::generate_public_inputs(
-                &i.inputs,
+                &i.verifier_inputs,
                 &i.params,
                 Some(*index),
             )
