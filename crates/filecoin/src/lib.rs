@@ -49,6 +49,38 @@ pub mod snap;
 pub use error::FilecoinError;
 pub use job::{CircuitId, PartitionJob, ProofKind, ProveOptions, PARTITION_PROOF_BYTES};
 
+/// PoRep C2 from a C1 output (bare JSON or Go's base64 wrapper): the partition proofs
+/// concatenated, 192 bytes each, as `seal_commit_phase2` outputs them.
+pub fn porep_c2(
+    c1: &[u8],
+    target: &porep::C2Target,
+    opts: &ProveOptions,
+) -> Result<Vec<u8>, FilecoinError> {
+    let job = porep::porep_job(porep::parse_c1(c1)?, target)?;
+    job::prove(job.as_ref(), opts)
+}
+
+/// Window PoSt from vanilla proofs: every partition, or the one `req.partition` names.
+pub fn window_post(req: &post::PostRequest, opts: &ProveOptions) -> Result<Vec<u8>, FilecoinError> {
+    let job = post::post_job(ProofKind::WindowPost, req)?;
+    job::prove(job.as_ref(), opts)
+}
+
+/// Winning PoSt from vanilla proofs (one 192-byte proof).
+pub fn winning_post(
+    req: &post::PostRequest,
+    opts: &ProveOptions,
+) -> Result<Vec<u8>, FilecoinError> {
+    let job = post::post_job(ProofKind::WinningPost, req)?;
+    job::prove(job.as_ref(), opts)
+}
+
+/// SnapDeals update proof from its partition proofs and commitments.
+pub fn snap_update(req: &snap::SnapRequest, opts: &ProveOptions) -> Result<Vec<u8>, FilecoinError> {
+    let job = snap::snap_job(req)?;
+    job::prove(job.as_ref(), opts)
+}
+
 /// `2KiB`, `32GiB`, ... (bytes when not a whole power of 1024).
 pub fn sector_size_name(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
