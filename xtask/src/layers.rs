@@ -16,6 +16,7 @@ mod tests {
         ("gpu-ntt", 3),
         ("groth16-prover", 4),
         ("pinion-engine", 5),
+        ("pinion-filecoin", 5),
         ("pinion", 6),
         ("pinion-fuzz", 7),
     ];

@@ -28,6 +28,7 @@ Examples:
   pinion verify --params c.params --proof proof.bin --public public.json
   pinion srs inspect c.params --check full --json
   pinion pce extract --r1cs c.r1cs --out c.pce && pinion pce inspect c.pce
+  pinion filecoin c2 --c1 c1.json --miner-id 1000 --params-dir DIR --out proof.bin
   pinion memprobe --probe";
 
 #[derive(Parser, Debug)]
@@ -165,6 +166,11 @@ enum Command {
         #[command(subcommand)]
         command: PceCommand,
     },
+    /// Filecoin's circuits (PoRep C2, Window/Winning PoSt, SnapDeals) from Curio's inputs.
+    Filecoin {
+        #[command(subcommand)]
+        command: FilecoinCommand,
+    },
     /// What limits this process's memory, the budget derived from them, each GPU's VRAM;
     /// `--probe` really allocates to find where the machine stops.
     #[command(
@@ -247,6 +253,147 @@ enum PceCommand {
     },
 }
 
+/// What every `pinion filecoin` proving subcommand takes.
+#[derive(Args, Debug)]
+struct FilecoinProveArgs {
+    /// The Filecoin parameter folder (`v28-<circuit>.params` files).
+    #[arg(long, value_name = "DIR")]
+    params_dir: PathBuf,
+    /// Where to write the proof: the partition proofs concatenated, 192 bytes each.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    #[command(flatten)]
+    backend: BackendArgs,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum FilecoinCommand {
+    /// PoRep commit phase 2 from a C1 output (filecoin-proofs-api's JSON, bare or in Go's
+    /// `{"SectorNum", "Phase1Out" (base64), "SectorSize"}` wrapper).
+    #[command(
+        after_help = "Example:\n  pinion filecoin c2 --c1 c1.json --miner-id 1000 --params-dir /var/tmp/filecoin-proof-parameters --out proof.bin"
+    )]
+    C2 {
+        /// The C1 output.
+        #[arg(long, value_name = "FILE")]
+        c1: PathBuf,
+        /// The miner's actor id (the prover id is its ID address payload).
+        #[arg(long)]
+        miner_id: u64,
+        /// The sector number (default: the wrapper's `SectorNum`).
+        #[arg(long)]
+        sector_number: Option<u64>,
+        /// Refuse a C1 of another proof type, e.g. `StackedDrg32GiBV1_1`.
+        #[arg(long, value_name = "PROOF")]
+        expect: Option<String>,
+        #[command(flatten)]
+        common: FilecoinProveArgs,
+    },
+    /// Window PoSt from bincode `FallbackPoStSectorProof` files.
+    #[command(
+        after_help = "Example:\n  pinion filecoin window-post --proof-type StackedDrgWindow32GiBV1_2 --vanilla s1.bin --vanilla s2.bin --randomness <64 hex> --miner-id 1000 --partition 0 --params-dir DIR --out proof.bin"
+    )]
+    WindowPost {
+        /// filecoin-proofs-api's PoSt proof type.
+        #[arg(long, value_name = "PROOF")]
+        proof_type: String,
+        /// One vanilla proof file per sector, in sector order.
+        #[arg(long, value_name = "FILE", required = true)]
+        vanilla: Vec<PathBuf>,
+        /// The challenge randomness, 64 hex digits.
+        #[arg(long, value_name = "HEX")]
+        randomness: String,
+        /// The miner's actor id.
+        #[arg(long)]
+        miner_id: u64,
+        /// Prove this partition only (the vanilla proofs are its sectors').
+        #[arg(long)]
+        partition: Option<usize>,
+        #[command(flatten)]
+        common: FilecoinProveArgs,
+    },
+    /// Winning PoSt from a bincode `FallbackPoStSectorProof` file.
+    #[command(
+        after_help = "Example:\n  pinion filecoin winning-post --proof-type StackedDrgWinning32GiBV1 --vanilla s.bin --randomness <64 hex> --miner-id 1000 --params-dir DIR --out proof.bin"
+    )]
+    WinningPost {
+        /// filecoin-proofs-api's PoSt proof type.
+        #[arg(long, value_name = "PROOF")]
+        proof_type: String,
+        /// The vanilla proof file(s).
+        #[arg(long, value_name = "FILE", required = true)]
+        vanilla: Vec<PathBuf>,
+        /// The challenge randomness, 64 hex digits.
+        #[arg(long, value_name = "HEX")]
+        randomness: String,
+        /// The miner's actor id.
+        #[arg(long)]
+        miner_id: u64,
+        #[command(flatten)]
+        common: FilecoinProveArgs,
+    },
+    /// SnapDeals update proof from bincode partition proof files and the commitments.
+    #[command(
+        after_help = "Example:\n  pinion filecoin snap --proof-type StackedDrg32GiBV1 --partition-proof p0.bin ... --comm-r-old HEX --comm-r-new HEX --comm-d-new HEX --params-dir DIR --out proof.bin"
+    )]
+    Snap {
+        /// filecoin-proofs-api's update proof type.
+        #[arg(long, value_name = "PROOF")]
+        proof_type: String,
+        /// One partition proof file per partition, in order.
+        #[arg(long, value_name = "FILE", required = true)]
+        partition_proof: Vec<PathBuf>,
+        /// comm_r before the update, 64 hex digits.
+        #[arg(long, value_name = "HEX")]
+        comm_r_old: String,
+        /// comm_r after the update.
+        #[arg(long, value_name = "HEX")]
+        comm_r_new: String,
+        /// comm_d of the new data.
+        #[arg(long, value_name = "HEX")]
+        comm_d_new: String,
+        #[command(flatten)]
+        common: FilecoinProveArgs,
+    },
+    /// INSECURE parameters (tests and benchmarks only) for a circuit, under Filecoin's file
+    /// names (`.params` and `.vk`).
+    #[command(
+        after_help = "Example:\n  pinion filecoin params --insecure --kind porep --proof-type StackedDrg2KiBV1_1 --params-dir params --seed 1"
+    )]
+    Params {
+        /// Required: says you know anyone with the seed can forge proofs.
+        #[arg(long, required = true)]
+        insecure: bool,
+        /// porep, window-post, winning-post or snap.
+        #[arg(long, value_parser = ["porep", "window-post", "winning-post", "snap"])]
+        kind: String,
+        /// filecoin-proofs-api's proof type of that kind.
+        #[arg(long, value_name = "PROOF")]
+        proof_type: String,
+        /// The folder to write to.
+        #[arg(long, value_name = "DIR")]
+        params_dir: PathBuf,
+        /// Toxic waste seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+impl FilecoinProveArgs {
+    fn common<'a>(&'a self, budget: Option<&'a str>) -> cmd::filecoin::Common<'a> {
+        cmd::filecoin::Common {
+            params_dir: &self.params_dir,
+            out: &self.out,
+            backend: self.backend.choice(),
+            json: self.json,
+            budget,
+        }
+    }
+}
+
 /// How a subcommand ended without an error.
 pub enum Outcome {
     /// Exit 0.
@@ -323,6 +470,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             ),
             PceCommand::Inspect { file, json } => cmd::pce::inspect(&file, json),
         },
+        Command::Filecoin { command } => run_filecoin(command, budget),
         Command::Memprobe { json, probe, step } => {
             cmd::memprobe::run(cmd::memprobe::MemprobeArgs {
                 json,
@@ -335,6 +483,78 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             max_bytes,
             step_bytes,
         } => cmd::memprobe::child(max_bytes, step_bytes),
+    }
+}
+
+fn run_filecoin(command: FilecoinCommand, budget: Option<&str>) -> anyhow::Result<Outcome> {
+    use pinion_filecoin::ProofKind;
+    match command {
+        FilecoinCommand::C2 {
+            c1,
+            miner_id,
+            sector_number,
+            expect,
+            common,
+        } => cmd::filecoin::c2(
+            &c1,
+            miner_id,
+            sector_number,
+            expect.as_deref(),
+            &common.common(budget),
+        ),
+        FilecoinCommand::WindowPost {
+            proof_type,
+            vanilla,
+            randomness,
+            miner_id,
+            partition,
+            common,
+        } => cmd::filecoin::post(
+            ProofKind::WindowPost,
+            &proof_type,
+            &vanilla,
+            &randomness,
+            miner_id,
+            partition,
+            &common.common(budget),
+        ),
+        FilecoinCommand::WinningPost {
+            proof_type,
+            vanilla,
+            randomness,
+            miner_id,
+            common,
+        } => cmd::filecoin::post(
+            ProofKind::WinningPost,
+            &proof_type,
+            &vanilla,
+            &randomness,
+            miner_id,
+            None,
+            &common.common(budget),
+        ),
+        FilecoinCommand::Snap {
+            proof_type,
+            partition_proof,
+            comm_r_old,
+            comm_r_new,
+            comm_d_new,
+            common,
+        } => cmd::filecoin::snap(
+            &proof_type,
+            &partition_proof,
+            &comm_r_old,
+            &comm_r_new,
+            &comm_d_new,
+            &common.common(budget),
+        ),
+        FilecoinCommand::Params {
+            insecure: _,
+            kind,
+            proof_type,
+            params_dir,
+            seed,
+        } => cmd::filecoin::insecure_params(&kind, &proof_type, &params_dir, seed, budget),
     }
 }
 

@@ -150,6 +150,47 @@ pub enum ProverError {
         /// The verifier's answer.
         reason: bellman::VerificationError,
     },
+    /// Parameter generation: a toxic-waste value would make every proof trivial or
+    /// impossible (a drawn generator is the identity, or gamma or delta is zero).
+    #[error("parameter generation: {which} is {what}; draw the toxic waste again")]
+    DegenerateToxicWaste {
+        /// Which value (`"g1"`, `"gamma"`, ...).
+        which: &'static str,
+        /// What it is.
+        what: &'static str,
+    },
+    /// Parameter generation: an aux variable occurs in no constraint, so its `l_query`
+    /// point would be the point at infinity (groth16's generator refuses it too).
+    #[error("parameter generation: aux variable {index} of {n_aux} occurs in no constraint")]
+    UnconstrainedVariable {
+        /// The aux variable's index.
+        index: u64,
+        /// Aux variables of the circuit.
+        n_aux: u64,
+    },
+    /// Parameter generation: the densities and the QAP at tau disagree about a column
+    /// (its coefficients cancel inside a row), so groth16's generator would give a query
+    /// the prover's densities do not match.
+    #[error("parameter generation: column {column} is {} in the {query} density but its value at tau is {}", if *marked { "used" } else { "unused" }, if *marked { "zero" } else { "non-zero" })]
+    DensityMismatch {
+        /// `"a_query"` or `"b_query"`.
+        query: &'static str,
+        /// Column (inputs, then aux).
+        column: u64,
+        /// Whether the density marks the column used.
+        marked: bool,
+    },
+    /// Parameter generation: writing the parameters failed.
+    #[error("parameter generation: writing {section} at byte {offset}: {source}")]
+    ParamsWrite {
+        /// Section being written (`"vk.ic"`, `"h"`, ...).
+        section: &'static str,
+        /// Bytes written before the failure.
+        offset: u64,
+        /// The writer's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A partition of a batch failed.
     #[error("partition {partition}: {source}")]
     Partition {

@@ -85,7 +85,8 @@
 //! [`BackendChoice::Auto`] (the default) takes the GPU when device 0 opens, else the CPU.
 //!
 //! # Non-goals
-//! No witness generation beyond the circuit's own code; no parameter generation.
+//! No witness generation beyond the circuit's own code; no trusted setup ([`setup`] makes
+//! insecure parameters for tests and benchmarks only).
 //!
 //! # Cost model (CPU)
 //! Synthesis: the circuit's own cost (witness-only with a PCE). a, b, c: one pass over the
@@ -102,6 +103,7 @@ mod gpu;
 mod key;
 mod plain;
 mod prover;
+pub mod setup;
 pub mod testing;
 
 pub use backend::{

@@ -296,6 +296,78 @@ impl Pce {
     }
 }
 
+impl Pce {
+    /// The transposed product of one matrix: `out[col] = Σ_row M[row][col] · v[row]` for every
+    /// column (inputs, then aux), `v` holding one value per row (groth16's input rows
+    /// included). `out` must hold at least `n_columns` elements; they are overwritten, and
+    /// any slots past `n_columns` are left as they are.
+    ///
+    /// This is the QAP evaluated at a point when `v` holds the Lagrange coefficients there
+    /// (parameter generation). Rows are scanned once, serially (the scatter into `out` has
+    /// no per-row owner to split on); run the three matrices on three threads.
+    pub fn evaluate_transposed_into(
+        &self,
+        which: crate::MatrixId,
+        v: &[Scalar],
+        out: &mut [Scalar],
+    ) -> Result<(), PceError> {
+        let s = self.shape();
+        if (v.len() as u64) < s.n_rows {
+            return Err(PceError::ShapeMismatch {
+                what: "row values for the transposed product",
+                expected: s.n_rows,
+                found: v.len() as u64,
+            });
+        }
+        if (out.len() as u64) < s.n_columns() {
+            return Err(PceError::ShapeMismatch {
+                what: "output length of the transposed product",
+                expected: s.n_columns(),
+                found: out.len() as u64,
+            });
+        }
+        let n_columns = s.n_columns() as usize;
+        out[..n_columns].iter_mut().for_each(|x| *x = Scalar::ZERO);
+        let v = &v[..s.n_rows as usize];
+        match any_view(&self.mats[which.index()]) {
+            AnyView::U8(view) => view.scatter(v, &self.table, out),
+            AnyView::U16(view) => view.scatter(v, &self.table, out),
+            AnyView::U32(view) => view.scatter(v, &self.table, out),
+        }
+        Ok(())
+    }
+}
+
+impl<K: Code> View<'_, K> {
+    /// `out[col] += M[row][col] · v[row]` over all rows, in row order (rows are stored
+    /// contiguously, so no block pointer is needed).
+    fn scatter(&self, v: &[Scalar], table: &CoeffTable, out: &mut [Scalar]) {
+        let mut p = 0usize;
+        let mut li = 0usize;
+        for (row, &x) in v.iter().enumerate() {
+            let mut len = self.row_len[row] as usize;
+            if len == LONG_ROW as usize {
+                len = self.long_len[li] as usize;
+                li += 1;
+            }
+            let end = p + len;
+            // Terms are grouped by code: scale v[row] once per distinct coefficient.
+            let mut run_code = usize::MAX;
+            let mut scaled = Scalar::ZERO;
+            for (&col, &code) in self.cols[p..end].iter().zip(&self.codes[p..end]) {
+                let code = code.idx();
+                if code != run_code {
+                    scaled = Scalar::ZERO;
+                    apply(&mut scaled, x, code, table);
+                    run_code = code;
+                }
+                out[col as usize] += scaled;
+            }
+            p = end;
+        }
+    }
+}
+
 /// Returns the first row where `a·b ≠ c` for already evaluated vectors (`None` if all hold).
 pub fn first_unsatisfied_row(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option<usize> {
     let n = a.len().min(b.len()).min(c.len());

@@ -343,3 +343,61 @@ fn slow_sha256_benchmark_size_matches() {
         .unwrap();
     pce.check(&w.inputs, &w.aux).unwrap();
 }
+
+/// `Mᵀ·v` is checked through its defining identity `⟨v, M·w⟩ = ⟨Mᵀ·v, w⟩` for random v and
+/// w, against the forward product (itself checked against full synthesis above).
+#[test]
+fn transposed_product_is_the_adjoint_of_the_forward_product() {
+    let mut rng = rng(seed("transposed product"));
+    let circuits = [
+        Pce::record(MimcCircuit::random(rng.random_range(1..400usize), &mut rng)).unwrap(),
+        Pce::record(RandomR1cs::random(
+            rng.random_range(1..2000usize),
+            true,
+            true,
+            &mut rng,
+        ))
+        .unwrap(),
+        Pce::record(Sha256Circuit::random(1, &mut rng)).unwrap(),
+    ];
+    for pce in &circuits {
+        let s = pce.shape();
+        let random = |n: u64, rng: &mut rand::rngs::StdRng| -> Vec<Scalar> {
+            (0..n).map(|_| Scalar::random(&mut *rng)).collect()
+        };
+        let inputs = random(s.n_inputs, &mut rng);
+        let aux = random(s.n_aux, &mut rng);
+        let v = random(s.n_rows, &mut rng);
+        for m in MatrixId::ALL {
+            let mut forward = vec![Scalar::ZERO; s.n_rows as usize];
+            pce.evaluate_matrix_into(m, &inputs, &aux, &mut forward)
+                .unwrap();
+            let mut transposed = vec![Scalar::ONE; s.n_columns() as usize + 1];
+            pce.evaluate_transposed_into(m, &v, &mut transposed)
+                .unwrap();
+            assert_eq!(
+                transposed[s.n_columns() as usize],
+                Scalar::ONE,
+                "slot past the columns kept"
+            );
+            let lhs: Scalar = v.iter().zip(&forward).map(|(x, y)| x * y).sum();
+            let rhs: Scalar = inputs
+                .iter()
+                .chain(&aux)
+                .zip(&transposed)
+                .map(|(x, y)| x * y)
+                .sum();
+            assert_eq!(lhs, rhs, "matrix {m:?}, shape {s:?}");
+        }
+        let short = vec![Scalar::ZERO; s.n_rows as usize - 1];
+        let mut out = vec![Scalar::ZERO; s.n_columns() as usize];
+        assert!(matches!(
+            pce.evaluate_transposed_into(MatrixId::A, &short, &mut out),
+            Err(PceError::ShapeMismatch { .. })
+        ));
+        assert!(matches!(
+            pce.evaluate_transposed_into(MatrixId::A, &v, &mut out[1..]),
+            Err(PceError::ShapeMismatch { .. })
+        ));
+    }
+}

@@ -2,6 +2,7 @@
 //! every error, the host budget, atomic writes.
 
 pub mod demo;
+pub mod filecoin;
 pub mod memory;
 pub mod memprobe;
 pub mod pce;

@@ -1,0 +1,308 @@
+//! PoRep commit phase 2 from Curio's C1 output.
+
+use std::convert::TryInto;
+use std::sync::Arc;
+
+use filecoin_hashers::{Domain, Hasher};
+use filecoin_proofs::constants::DefaultPieceHasher;
+use filecoin_proofs::parameters::setup_params;
+use filecoin_proofs::{as_safe_commitment, DefaultPieceDomain, PoRepConfig};
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::RegisteredSealProof;
+use serde::Deserialize;
+use storage_proofs_core::api_version::ApiFeature;
+use storage_proofs_core::compound_proof::{CompoundProof, SetupParams};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg, Tau};
+
+use crate::job::{CircuitId, Job, PartitionJob, ProofKind};
+use crate::FilecoinError;
+
+/// Go's wrapper around the C1 output as Curio hands it to cuzk: `Phase1Out` is the base64
+/// of the serde JSON of `SealCommitPhase1Output` (Go encodes `[]byte` as base64).
+#[derive(Deserialize)]
+struct Wrapper {
+    #[serde(rename = "SectorNum")]
+    sector_num: u64,
+    #[serde(rename = "Phase1Out")]
+    phase1_out: String,
+    #[serde(rename = "SectorSize")]
+    sector_size: u64,
+}
+
+/// A decoded C1 output.
+pub struct C1 {
+    /// filecoin-proofs-api's commit phase 1 output.
+    pub output: SealCommitPhase1Output,
+    /// The wrapper's sector number, when the input was wrapped.
+    pub sector_number: Option<u64>,
+}
+
+/// Decodes a C1 output: the wrapper `{"SectorNum": n, "Phase1Out": "<base64>",
+/// "SectorSize": bytes}` or the bare JSON of `SealCommitPhase1Output`. A wrapper whose
+/// sector size disagrees with the proof type is refused.
+pub fn parse_c1(bytes: &[u8]) -> Result<C1, FilecoinError> {
+    let (json, wrapper) = match serde_json::from_slice::<Wrapper>(bytes) {
+        Ok(w) => {
+            use base64::Engine as _;
+            let json = base64::engine::general_purpose::STANDARD
+                .decode(w.phase1_out.as_bytes())
+                .map_err(|e| FilecoinError::decode("c1 wrapper's Phase1Out (base64)", e))?;
+            (json, Some((w.sector_num, w.sector_size)))
+        }
+        Err(_) => (bytes.to_vec(), None),
+    };
+    let output: SealCommitPhase1Output = serde_json::from_slice(&json)
+        .map_err(|e| FilecoinError::decode("c1 output (SealCommitPhase1Output json)", e))?;
+    if let Some((_, size)) = wrapper {
+        let found = u64::from(output.registered_proof.sector_size());
+        if size != found {
+            return Err(FilecoinError::SectorSizeMismatch {
+                what: "the c1 output's proof type",
+                expected: size,
+                found,
+            });
+        }
+    }
+    Ok(C1 {
+        output,
+        sector_number: wrapper.map(|(n, _)| n),
+    })
+}
+
+/// The prover id of an ID address (`f0<miner_id>`): its payload, the miner id as an
+/// unsigned LEB128 varint, zero-padded to 32 bytes.
+pub fn prover_id(miner_id: u64) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    let mut v = miner_id;
+    for b in out.iter_mut() {
+        let low = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            *b = low;
+            break;
+        }
+        *b = low | 0x80;
+    }
+    out
+}
+
+/// What a PoRep C2 request carries besides the C1 output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct C2Target {
+    /// The miner (prover id = its ID address payload).
+    pub miner_id: u64,
+    /// The sector number; the wrapper's when `None`.
+    pub sector_number: Option<u64>,
+    /// Refuse a C1 of any other proof type (sector size and version).
+    pub expect: Option<RegisteredSealProof>,
+}
+
+/// The partitions of a PoRep C2 (interactive PoRep: `partitions` proofs of 192 bytes).
+/// Checks the proof type, the commitments, the replica id against the miner, sector and
+/// ticket, and the vanilla proofs (filecoin-proofs' own verifier) before anything is
+/// synthesized.
+pub fn porep_job(c1: C1, target: &C2Target) -> Result<Box<dyn PartitionJob>, FilecoinError> {
+    let proof = c1.output.registered_proof;
+    if let Some(expected) = target.expect {
+        if expected != proof {
+            return Err(FilecoinError::ProofTypeMismatch {
+                what: "c1 output",
+                expected: format!("{expected:?}"),
+                found: format!("{proof:?}"),
+            });
+        }
+    }
+    let sector_number = match (target.sector_number, c1.sector_number) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(FilecoinError::CountMismatch {
+                what: "sector number (request vs c1 wrapper)",
+                expected: a as usize,
+                found: b as usize,
+            })
+        }
+        (Some(a), _) | (None, Some(a)) => a,
+        (None, None) => {
+            return Err(FilecoinError::Decode {
+                what: "c2 request".into(),
+                reason: "no sector number given and the c1 output is not wrapped".into(),
+            })
+        }
+    };
+    let config = proof.as_v1_config();
+    if config.feature_enabled(ApiFeature::NonInteractivePoRep) {
+        return Err(FilecoinError::Unsupported(format!(
+            "{proof:?}: non-interactive PoRep (aggregated output)"
+        )));
+    }
+    let prover_id = prover_id(target.miner_id);
+    filecoin_proofs::with_shape!(
+        u64::from(config.sector_size),
+        porep_job_for,
+        c1.output,
+        config,
+        prover_id,
+        sector_number,
+    )
+}
+
+struct Porep<Tree: 'static + MerkleTreeTrait> {
+    params: stacked::PublicParams<Tree>,
+    inputs: stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
+    vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
+}
+
+type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+
+fn public_params<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+) -> Result<stacked::PublicParams<Tree>, FilecoinError> {
+    let setup = SetupParams {
+        vanilla_params: setup_params(config)
+            .map_err(|e| FilecoinError::filecoin("porep setup", e))?,
+        partitions: Some(usize::from(config.partitions)),
+        priority: false,
+    };
+    let pp = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(
+        &setup,
+    )
+    .map_err(|e| FilecoinError::filecoin("porep public parameters", e))?;
+    Ok(pp.vanilla_params)
+}
+
+pub(crate) fn circuit_id<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+) -> Result<CircuitId, FilecoinError> {
+    Ok(CircuitId {
+        kind: ProofKind::PorepC2,
+        sector_size: u64::from(config.sector_size),
+        cache_id: config
+            .get_cache_identifier::<Tree>()
+            .map_err(|e| FilecoinError::filecoin("porep parameter identifier", e))?,
+    })
+}
+
+fn porep_job_for<Tree: 'static + MerkleTreeTrait>(
+    c1: SealCommitPhase1Output,
+    config: PoRepConfig,
+    prover_id: [u8; 32],
+    sector_number: u64,
+) -> Result<Box<dyn PartitionJob>, FilecoinError> {
+    let id = circuit_id::<Tree>(&config)?;
+    let n_partitions = usize::from(config.partitions);
+    if c1.comm_d == [0; 32] || c1.comm_r == [0; 32] || c1.seed == [0; 32] {
+        return Err(FilecoinError::Decode {
+            what: "c1 output".into(),
+            reason: "comm_d, comm_r or the seed is all zero".into(),
+        });
+    }
+    let comm_r: <Tree::Hasher as Hasher>::Domain = as_safe_commitment(&c1.comm_r, "comm_r")
+        .map_err(|e| FilecoinError::filecoin("c1 comm_r", e))?;
+    let comm_d: DefaultPieceDomain = as_safe_commitment(&c1.comm_d, "comm_d")
+        .map_err(|e| FilecoinError::filecoin("c1 comm_d", e))?;
+    let replica_id = generate_replica_id::<Tree::Hasher, _>(
+        &prover_id,
+        sector_number,
+        &c1.ticket,
+        comm_d,
+        &config.porep_id,
+    );
+    let c1_replica: <Tree::Hasher as Hasher>::Domain =
+        <Tree::Hasher as Hasher>::Domain::try_from_bytes(&c1.replica_id.into_bytes())
+            .map_err(|e| FilecoinError::filecoin("c1 replica id", e))?;
+    if replica_id != c1_replica {
+        return Err(FilecoinError::Filecoin {
+            what: "c1 replica id",
+            reason: format!(
+                "does not match miner's prover id, sector {sector_number}, ticket and comm_d"
+            ),
+        });
+    }
+    let vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> =
+        c1.vanilla_proofs.try_into().map_err(|e| {
+            FilecoinError::decode(
+                "c1 vanilla proofs (another sector size than the proof type?)",
+                format!("{e:#}"),
+            )
+        })?;
+    if vanilla.len() != n_partitions {
+        return Err(FilecoinError::CountMismatch {
+            what: "c1 vanilla proof partitions",
+            expected: n_partitions,
+            found: vanilla.len(),
+        });
+    }
+    let params = public_params::<Tree>(&config)?;
+    let inputs = stacked::PublicInputs {
+        replica_id: c1_replica,
+        tau: Some(Tau { comm_d, comm_r }),
+        k: None,
+        seed: Some(c1.seed),
+    };
+    let valid =
+        StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(&params, &inputs, &vanilla)
+            .map_err(|e| FilecoinError::filecoin("porep vanilla proof verification", e))?;
+    if !valid {
+        return Err(FilecoinError::InvalidVanillaProof { kind: "porep c1" });
+    }
+    let s = Arc::new(Porep {
+        params,
+        inputs,
+        vanilla,
+    });
+    let (b, p, i) = (s.clone(), s.clone(), s);
+    Ok(Box::new(Job {
+        id,
+        n_partitions,
+        blank: move || Ok(blank_circuit::<Tree>(&b.params)),
+        partition: move |k| {
+            <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
+                &p.inputs,
+                (),
+                &p.vanilla[k],
+                &p.params,
+                Some(k),
+            )
+            .map_err(|e| FilecoinError::filecoin("porep partition circuit", e))
+        },
+        inputs: move |k| {
+            <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::generate_public_inputs(
+                &i.inputs,
+                &i.params,
+                Some(k),
+            )
+            .map_err(|e| FilecoinError::filecoin("porep public inputs", e))
+        },
+        _circuit: std::marker::PhantomData,
+    }))
+}
+
+fn blank_circuit<Tree: 'static + MerkleTreeTrait>(
+    params: &stacked::PublicParams<Tree>,
+) -> stacked::StackedCircuit<Tree, DefaultPieceHasher> {
+    <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(
+        params,
+    )
+}
+
+/// The blank PoRep circuit of a proof type (for recording and parameter generation).
+pub fn blank_job(proof: RegisteredSealProof) -> Result<Box<dyn PartitionJob>, FilecoinError> {
+    let config = proof.as_v1_config();
+    filecoin_proofs::with_shape!(u64::from(config.sector_size), blank_job_for, config,)
+}
+
+fn blank_job_for<Tree: 'static + MerkleTreeTrait>(
+    config: PoRepConfig,
+) -> Result<Box<dyn PartitionJob>, FilecoinError> {
+    let id = circuit_id::<Tree>(&config)?;
+    let params = Arc::new(public_params::<Tree>(&config)?);
+    Ok(Box::new(Job {
+        id,
+        n_partitions: usize::from(config.partitions),
+        blank: move || Ok(blank_circuit::<Tree>(&params)),
+        partition: |_| Err(crate::job::no_witness()),
+        inputs: |_| Err(crate::job::no_witness()),
+        _circuit: std::marker::PhantomData,
+    }))
+}
