@@ -103,6 +103,7 @@ mod key;
 mod plain;
 mod prover;
 pub mod testing;
+mod zkey;
 
 pub use backend::{
     backend_for, AbcStorage, BackendChoice, BackendCoeffs, BackendH, BackendKind, BackendOwned,
@@ -112,9 +113,10 @@ pub use backend::{
 pub use error::ProverError;
 pub use gpu::GpuBackend;
 pub use key::{
-    G1Query, GpuPlacement, KeyHold, KeySource, KeyView, ProvingKey, QueryBases, QueryLens,
+    G1Query, GpuPlacement, HStep, KeyHold, KeySource, KeyView, ProvingKey, QueryBases, QueryLens,
 };
 pub use prover::{
     BatchOutput, Computed, ProofOutput, ProofShape, ProofTimings, Prover, ProverConfig, Randomness,
     SelfCheck, Synthesis, Synthesized,
 };
+pub use zkey::{WitnessCircuit, ZkeyProver};
