@@ -367,7 +367,7 @@ impl ProvingKey {
     /// loaded into, still charged by their own reservation). The verifying key is fully
     /// checked (curve and subgroup); the bases had the checks the load was asked for.
     pub fn from_loaded(params: LoadedParams) -> Result<ProvingKey, ProverError> {
-        let vk = convert_vk(params.vk())?;
+        let vk = verifying_key_from_repr(params.vk())?;
         Ok(ProvingKey {
             pvk: groth16::prepare_verifying_key(&vk),
             vk,
@@ -397,7 +397,7 @@ impl ProvingKey {
     /// demote or evict it under pressure, and the next proof loads it again. A backend may
     /// move it to another tier ([`ProvingKey::view_for_gpu`], [`ProvingKey::view_host`]).
     pub fn from_store(store: &SrsStore, spec: SrsSpec) -> Result<ProvingKey, ProverError> {
-        let vk = convert_vk(&store.verifying_key(&spec)?)?;
+        let vk = verifying_key_from_repr(&store.verifying_key(&spec)?)?;
         let layout = *ParamsFile::open(&spec.path)?.layout();
         let [h, l, a, b_g1, b_g2] = layout.bulk().map(|s| s.n_points() as usize);
         let destination = Mutex::new(spec.options.destination.clone());
@@ -640,8 +640,9 @@ fn refused_for_memory(e: &SrsError) -> bool {
     }
 }
 
-/// The verifying key in `groth16`'s types, every point fully checked.
-pub(crate) fn convert_vk(
+/// A verifying key in srs-store's layout as a `groth16::VerifyingKey`, every point fully
+/// checked (curve and subgroup).
+pub fn verifying_key_from_repr(
     vk: &srs_store::VerifyingKeyRepr,
 ) -> Result<VerifyingKey<Bls12>, ProverError> {
     let g1 = |query: &'static str, index: usize, p: &G1AffineRepr| {

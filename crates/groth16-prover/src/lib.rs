@@ -113,7 +113,8 @@ pub use backend::{
 pub use error::ProverError;
 pub use gpu::GpuBackend;
 pub use key::{
-    G1Query, GpuPlacement, HStep, KeyHold, KeySource, KeyView, ProvingKey, QueryBases, QueryLens,
+    verifying_key_from_repr, G1Query, GpuPlacement, HStep, KeyHold, KeySource, KeyView, ProvingKey,
+    QueryBases, QueryLens,
 };
 pub use prover::{
     BatchOutput, Computed, ProofOutput, ProofShape, ProofTimings, Prover, ProverConfig, Randomness,
