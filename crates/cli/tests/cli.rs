@@ -88,8 +88,13 @@ fn ok(out: &Output) -> String {
 /// Exit status 1, exactly one `pinion: error:` line (the last one), containing `needle`,
 /// and no panic.
 fn fails_with(out: &Output, needle: &str) {
+    fails_with_code(out, 1, needle);
+}
+
+/// As [`fails_with`], with exit status `code` (`verify` exits 2 on unusable input).
+fn fails_with_code(out: &Output, code: i32, needle: &str) {
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
+    assert_eq!(out.status.code(), Some(code), "stderr:\n{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     let errors: Vec<&str> = stderr
         .lines()
@@ -630,7 +635,15 @@ fn malformed_inputs_fail_with_one_line() {
             "case: {what}: {}",
             text(&out.stderr).lines().last().unwrap_or("")
         );
-        fails_with(out, needle);
+        // verify's unusable input exits 2 (1 is an invalid proof).
+        let verify_input = [
+            "truncated proof",
+            "garbage proof",
+            "public values not json",
+            "wrong number of public values",
+        ];
+        let code = if verify_input.contains(what) { 2 } else { 1 };
+        fails_with_code(out, code, needle);
     }
     assert!(!dir.path("x.params").exists(), "a failed setup left a file");
 }
