@@ -85,13 +85,8 @@ fn ok(out: &Output) -> String {
     stdout
 }
 
-/// Exit status 1, exactly one `pinion: error:` line (the last one), containing `needle`,
-/// and no panic.
-fn fails_with(out: &Output, needle: &str) {
-    fails_with_code(out, 1, needle);
-}
-
-/// As [`fails_with`], with exit status `code` (`verify` exits 2 on unusable input).
+/// Exit status `code` (1; `verify` exits 2 on unusable input), exactly one
+/// `pinion: error:` line (the last one), containing `needle`, and no panic.
 fn fails_with_code(out: &Output, code: i32, needle: &str) {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(code), "stderr:\n{stderr}");
