@@ -18,6 +18,7 @@ use crate::{Pce, PceError};
 ///
 /// ```
 /// use bls12_381::Scalar;
+/// use ff::Field;
 /// use pce_cache::RowBuilder;
 ///
 /// // One input (ONE) and two aux variables x, y with x·x = y, then one row for the input.
