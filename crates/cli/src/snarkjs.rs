@@ -6,9 +6,11 @@
 //! (`[["0","0"],["1","0"],["0","0"]]` on G2), as ffjavascript's `toObject` gives them.
 //! Reading checks every point is on the curve and in the prime-order subgroup.
 //!
-//! The verification key's `vk_alphabeta_12` (the pairing e(α, β), which snarkjs's
-//! verifier does not read) is not written: the `bls12_381` crate does not expose a
-//! pairing value's coordinates.
+//! The verification key's `vk_alphabeta_12` is the pairing e(α, β) as twelve Fp values in
+//! the tower order both libraries share (Fp12 = Fp6[w], Fp6 = Fp2[v], Fp2 = Fp[u]); the
+//! `bls12_381` crate has no accessor for them, so they are read from its `Debug` text,
+//! strictly (twelve 96-digit hex values or an error), and a test compares the result with
+//! snarkjs's own export.
 
 use bls12_381::{Bls12, G1Affine, G2Affine, Scalar};
 use groth16::{Proof, VerifyingKey};
@@ -74,9 +76,37 @@ pub fn public_json(values: &[Scalar]) -> Value {
     )
 }
 
-/// snarkjs's `verification_key.json` (without `vk_alphabeta_12`, see the module docs).
-pub fn verification_key_json(vk: &VerifyingKey<Bls12>) -> Value {
-    json!({
+/// The twelve coordinates of a pairing value, `[[[c0.c0.c0, c0.c0.c1], [c0.c1.c0, ..],
+/// [c0.c2..]], [[c1.c0..], ..]]` in decimal, as ffjavascript's `Gt.toObject` gives them.
+pub fn gt_json(gt: &bls12_381::Gt) -> Result<Value, CircomError> {
+    let text = format!("{gt:?}");
+    let bad = || {
+        err(
+            "e(alpha, beta)",
+            "the pairing value's text is not twelve fp values",
+        )
+    };
+    let mut values = Vec::with_capacity(12);
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("0x") {
+        let hex = rest.get(i + 2..i + 2 + 96).ok_or_else(bad)?;
+        let be = (0..48)
+            .map(|k| u8::from_str_radix(&hex[2 * k..2 * k + 2], 16).map_err(|_| bad()))
+            .collect::<Result<Vec<u8>, _>>()?;
+        values.push(be_decimal(&be));
+        rest = &rest[i + 2 + 96..];
+    }
+    if values.len() != 12 {
+        return Err(bad());
+    }
+    let fp2 = |k: usize| json!([values[k], values[k + 1]]);
+    Ok(json!([[fp2(0), fp2(2), fp2(4)], [fp2(6), fp2(8), fp2(10)]]))
+}
+
+/// snarkjs's `verification_key.json`.
+pub fn verification_key_json(vk: &VerifyingKey<Bls12>) -> Result<Value, CircomError> {
+    let alpha_beta = bls12_381::pairing(&vk.alpha_g1, &vk.beta_g2);
+    Ok(json!({
         "protocol": "groth16",
         "curve": "bls12381",
         "nPublic": vk.ic.len().saturating_sub(1),
@@ -84,8 +114,9 @@ pub fn verification_key_json(vk: &VerifyingKey<Bls12>) -> Value {
         "vk_beta_2": g2_json(&vk.beta_g2),
         "vk_gamma_2": g2_json(&vk.gamma_g2),
         "vk_delta_2": g2_json(&vk.delta_g2),
+        "vk_alphabeta_12": gt_json(&alpha_beta)?,
         "IC": vk.ic.iter().map(g1_json).collect::<Vec<_>>(),
-    })
+    }))
 }
 
 /// A decimal coordinate: canonical decimal of at most 48 bytes, big-endian out (the
@@ -283,6 +314,19 @@ mod tests {
         let o2 = G2Affine::identity();
         assert_eq!(read_g1(&g1_json(&o1), "o").unwrap(), o1);
         assert_eq!(read_g2(&g2_json(&o2), "o").unwrap(), o2);
+    }
+
+    /// The whole key, e(α, β) included, equals snarkjs's export (fixtures/snarkjs).
+    #[test]
+    fn verification_key_equals_snarkjs_export() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/snarkjs/verification_key.json"
+        ))
+        .unwrap();
+        let theirs: Value = serde_json::from_str(&text).unwrap();
+        let vk = read_verification_key(&text).unwrap();
+        assert_eq!(verification_key_json(&vk).unwrap(), theirs);
     }
 
     #[test]

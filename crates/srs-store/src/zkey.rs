@@ -616,8 +616,8 @@ pub struct ZkeyFile {
 pub struct ZkeyPlan {
     /// The bases and verifying key kept (upper bound: every A and B point kept).
     pub destination_bytes: u64,
-    /// Held only during the load: the row index of the coefficients, the density bits,
-    /// and the largest section's mapped pages.
+    /// Held only during the load: the row index of the coefficients, which signals keep
+    /// their A and B points, and the largest section's mapped pages.
     pub transient_bytes: u64,
 }
 
@@ -780,10 +780,11 @@ impl ZkeyFile {
         .max()
         .unwrap_or(0);
         let index = 4 * (n + 1) + 4 * u64::from(l.n_coefficients);
-        let density_bits = 4 * n_vars.div_ceil(64) * 8;
+        // Which signals keep their A and B points: one byte each.
+        let keep = 2 * n_vars;
         ZkeyPlan {
             destination_bytes,
-            transient_bytes: largest + index + density_bits,
+            transient_bytes: largest + index + keep,
         }
     }
 

@@ -14,7 +14,7 @@ pub fn export_vk(zkey: &Path, out: &Path, json: bool) -> anyhow::Result<Outcome>
         .map_err(|e| super::name_format(anyhow::Error::new(e).context(what()), zkey, "zkey"))?;
     let repr = file.verifying_key().with_context(what)?;
     let vk = groth16_prover::verifying_key_from_repr(&repr).with_context(what)?;
-    let text = super::prove::json_text(&pinion::snarkjs::verification_key_json(&vk));
+    let text = super::prove::json_text(&pinion::snarkjs::verification_key_json(&vk)?);
     super::write_atomic(out, |w| std::io::Write::write_all(w, text.as_bytes()))?;
     if json {
         super::print_json(&serde_json::json!({
