@@ -786,7 +786,7 @@ fn demo_runs_and_verifies_then_reuses_its_cache() {
         &"--memory-budget",
         &"20MiB",
     ]));
-    fails_with(&refused, "not enough memory budget to load parameters");
+    fails_with_code(&refused, 1, "not enough memory budget to load parameters");
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!stderr.contains("generating"), "{stderr}");
     assert_eq!(std::fs::read(&params).unwrap(), before, "cache untouched");
