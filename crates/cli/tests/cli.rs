@@ -683,7 +683,7 @@ fn identity_points_in_the_verifying_key_are_refused() {
         let bad = dir.write(&format!("{name}.params"), &b);
         let message = format!("{name}[0] at byte offset {at}: point at infinity");
         let inspect = pinion(&args(&[&"srs", &"inspect", &bad]));
-        fails_with(&inspect, &message);
+        fails_with_code(&inspect, 1, &message);
         assert!(text(&inspect.stdout).contains(&message));
         let verify = pinion(&args(&[
             &"verify",
@@ -694,7 +694,8 @@ fn identity_points_in_the_verifying_key_are_refused() {
             &"--public",
             &public,
         ]));
-        fails_with(&verify, &message);
+        // verify: unusable input exits 2.
+        fails_with_code(&verify, 2, &message);
     }
 }
 
