@@ -65,8 +65,13 @@ pub fn scalar_to_decimal(s: &Scalar) -> String {
     le_bytes_to_decimal(&s.to_bytes())
 }
 
-/// Parses a decimal field element: ASCII digits only (no sign, no spaces), value below r.
-pub fn parse_scalar(text: &str) -> Result<Scalar, CircomError> {
+/// Parses a canonical decimal integer of at most `N` bytes into little-endian bytes:
+/// ASCII digits only (no sign, spaces or exponent), no leading zero unless the number is
+/// 0. `too_large` is the reason given when the value needs more than `N` bytes.
+pub fn parse_decimal_le<const N: usize>(
+    text: &str,
+    too_large: &'static str,
+) -> Result<[u8; N], CircomError> {
     let bad = |reason: &'static str| CircomError::BadDecimal {
         text: shorten(text),
         reason,
@@ -74,8 +79,12 @@ pub fn parse_scalar(text: &str) -> Result<Scalar, CircomError> {
     if text.is_empty() {
         return Err(bad("empty"));
     }
-    // Little-endian 32-bit limbs of the value; 9 limbs is enough to see anything ≥ 2^256.
-    let mut limbs = [0u32; 9];
+    if text.len() > 1 && text.starts_with('0') {
+        return Err(bad("leading zero (not canonical decimal)"));
+    }
+    // Little-endian 32-bit limbs of the value, one more than N bytes need, to see overflow.
+    let n_limbs = N.div_ceil(4) + 1;
+    let mut limbs = vec![0u32; n_limbs];
     for ch in text.bytes() {
         if !ch.is_ascii_digit() {
             return Err(bad("not a decimal number"));
@@ -86,16 +95,29 @@ pub fn parse_scalar(text: &str) -> Result<Scalar, CircomError> {
             *limb = cur as u32;
             carry = cur >> 32;
         }
-        if carry != 0 || limbs[8] != 0 {
-            return Err(bad("not below the bls12-381 scalar field modulus r"));
+        if carry != 0 || limbs[n_limbs - 1] != 0 {
+            return Err(bad(too_large));
         }
     }
-    let mut bytes = [0u8; 32];
-    for (i, limb) in limbs[..8].iter().enumerate() {
-        bytes[4 * i..4 * i + 4].copy_from_slice(&limb.to_le_bytes());
+    let mut bytes = [0u8; N];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = (limbs[i / 4] >> (8 * (i % 4))) as u8;
     }
-    Option::from(Scalar::from_bytes(&bytes))
-        .ok_or_else(|| bad("not below the bls12-381 scalar field modulus r"))
+    if N % 4 != 0 && limbs[N / 4] >> (8 * (N % 4)) != 0 {
+        return Err(bad(too_large));
+    }
+    Ok(bytes)
+}
+
+/// Parses a decimal field element: canonical decimal (see [`parse_decimal_le`]), value
+/// below r.
+pub fn parse_scalar(text: &str) -> Result<Scalar, CircomError> {
+    const TOO_LARGE: &str = "not below the bls12-381 scalar field modulus r";
+    let bytes = parse_decimal_le::<32>(text, TOO_LARGE)?;
+    Option::from(Scalar::from_bytes(&bytes)).ok_or_else(|| CircomError::BadDecimal {
+        text: shorten(text),
+        reason: TOO_LARGE,
+    })
 }
 
 fn shorten(text: &str) -> String {
@@ -112,19 +134,6 @@ mod tests {
     use super::*;
     use ff::Field;
 
-    fn seed() -> u64 {
-        let seed = std::env::var("PINION_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(1, |d| d.as_nanos() as u64)
-            });
-        eprintln!("seed = {seed}");
-        seed
-    }
-
     #[test]
     fn r_prints_as_the_known_decimal() {
         // The modulus as circom and the BLS12-381 spec write it.
@@ -140,7 +149,7 @@ mod tests {
     #[test]
     fn random_scalars_round_trip_through_decimal() {
         use rand::SeedableRng;
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+        let mut rng = rand::rngs::StdRng::seed_from_u64(crate::circom::tests::seed());
         for _ in 0..200 {
             let s = Scalar::random(&mut rng);
             let text = scalar_to_decimal(&s);
@@ -169,6 +178,9 @@ mod tests {
             assert!(parse_scalar(text).is_err(), "{text:?} accepted");
         }
         assert_eq!(parse_scalar("0").unwrap(), Scalar::ZERO);
-        assert_eq!(parse_scalar("0035").unwrap(), Scalar::from(35u64));
+        assert_eq!(parse_scalar("35").unwrap(), Scalar::from(35u64));
+        for text in ["0035", "00", "+1", " 1", "1\n", "１"] {
+            assert!(parse_scalar(text).is_err(), "{text:?} accepted");
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! The library half of the `pinion` command line: circom's `.r1cs`/`.wtns` formats for
-//! BLS12-381, decimal field elements, and what `verify` reads ([`statement`]: the
-//! verifying key through `srs-store`, 192-byte proofs, public values). The binary
-//! (`src/main.rs`) wires these and the workspace crates into subcommands.
+//! BLS12-381, snarkjs's JSON files (proof, public values, verification key), decimal
+//! field elements, and what `verify` reads ([`statement`]: the verifying key through
+//! `srs-store`, 192-byte proofs, public values). The binary (`src/main.rs`) wires these and
+//! the workspace crates into subcommands.
 //!
 //! # Guarantees
 //! - Parsers are pure functions of the file's bytes. Every declared size is checked
@@ -28,6 +29,7 @@
 pub mod circom;
 pub mod decimal;
 pub mod fixtures;
+pub mod snarkjs;
 pub mod statement;
 
 pub use circom::{CircomCircuit, CircomError, FileKind, R1cs};

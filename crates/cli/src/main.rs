@@ -3,7 +3,8 @@
 //!
 //! Results go to stdout (`--json` where it applies); progress and log lines to stderr.
 //! Every failure is one line on stderr (`pinion: error: ...` with its cause chain) and
-//! exit status 1; `verify` exits 1 on an invalid proof too. Usage errors exit 2 (clap).
+//! exit status 1. `verify` exits 0 on a valid proof, 1 on an invalid one, 2 on input it
+//! cannot read or that does not match. Usage errors exit 2 (clap).
 #![forbid(unsafe_code)]
 
 mod cmd;
@@ -26,6 +27,8 @@ Examples:
   pinion setup --r1cs c.r1cs --out c.params --seed 1
   pinion prove --params c.params --r1cs c.r1cs --witness w.wtns --out proof.bin --public-out public.json
   pinion verify --params c.params --proof proof.bin --public public.json
+  pinion prove --zkey c.zkey --witness w.wtns --out proof.json --public-out public.json
+  pinion zkey export-vk c.zkey vk.json && pinion verify --vk vk.json --proof proof.json --public public.json
   pinion srs inspect c.params --check full --json
   pinion pce extract --r1cs c.r1cs --out c.pce && pinion pce inspect c.pce
   pinion filecoin c2 --c1 c1.json --miner-id 1000 --params-dir DIR --out proof.bin
@@ -76,17 +79,31 @@ enum Command {
         #[arg(long)]
         seed: Option<u64>,
     },
-    /// Prove a circom circuit: writes the 192-byte `groth16::Proof::write` encoding.
+    /// Prove a circom circuit: from a parameter file and its .r1cs (writes the 192-byte
+    /// `groth16::Proof::write` encoding), or from a snarkjs .zkey (writes snarkjs's
+    /// proof.json; `--proof-format bin` for the 192 bytes).
     #[command(
-        after_help = "Examples:\n  pinion prove --params c.params --r1cs c.r1cs --witness w.wtns --out proof.bin\n  pinion prove ... --r 12345 --s 678       # fixed (r, s): byte-comparable with groth16::create_proof\n  pinion prove ... --seed 3 --public-out public.json"
+        after_help = "Examples:\n  pinion prove --zkey c.zkey --witness w.wtns --out proof.json --public-out public.json\n  pinion prove --params c.params --r1cs c.r1cs --witness w.wtns --out proof.bin\n  pinion prove ... --r 12345 --s 678       # fixed (r, s): byte-comparable with groth16::create_proof\n  pinion prove ... --seed 3 --public-out public.json"
     )]
     Prove {
-        /// Parameters (from `pinion setup` or `groth16::Parameters::write`).
-        #[arg(long, value_name = "FILE")]
-        params: PathBuf,
-        /// The circuit.
-        #[arg(long, value_name = "FILE")]
-        r1cs: PathBuf,
+        /// Parameters (from `pinion setup` or `groth16::Parameters::write`); needs --r1cs.
+        #[arg(
+            long,
+            value_name = "FILE",
+            required_unless_present = "zkey",
+            requires = "r1cs"
+        )]
+        params: Option<PathBuf>,
+        /// The circuit (with --params).
+        #[arg(long, value_name = "FILE", requires = "params")]
+        r1cs: Option<PathBuf>,
+        /// A snarkjs Groth16 proving key (BLS12-381): parameters and constraints in one file.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["params", "r1cs"])]
+        zkey: Option<PathBuf>,
+        /// Proof encoding: json (snarkjs's proof.json) or bin (192 bytes); default json
+        /// with --zkey, bin with --params.
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        proof_format: Option<cmd::prove::ProofFormat>,
         /// The witness (`.wtns` version 2).
         #[arg(long, value_name = "FILE")]
         witness: PathBuf,
@@ -115,18 +132,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Verify a proof: exit status 0 when valid, 1 when not.
+    /// Verify a proof. Exit status: 0 valid, 1 invalid, 2 unreadable or mismatched input
+    /// (under --json the error is printed as JSON too).
     #[command(
-        after_help = "Example:\n  pinion verify --params c.params --proof proof.bin --public public.json"
+        after_help = "Exit status: 0 valid, 1 invalid, 2 unreadable or mismatched input.\n\nExamples:\n  pinion verify --vk verification_key.json --proof proof.json --public public.json\n  pinion verify --params c.params --proof proof.bin --public public.json"
     )]
     Verify {
         /// Parameters (only the verifying key at their start is read).
+        #[arg(
+            long,
+            value_name = "FILE",
+            required_unless_present = "vk",
+            conflicts_with = "vk"
+        )]
+        params: Option<PathBuf>,
+        /// snarkjs's verification_key.json (`pinion zkey export-vk`, `snarkjs zkey export
+        /// verificationkey`).
         #[arg(long, value_name = "FILE")]
-        params: PathBuf,
-        /// The 192-byte proof.
+        vk: Option<PathBuf>,
+        /// The proof: 192 bytes, or snarkjs's proof.json.
         #[arg(long, value_name = "FILE")]
         proof: PathBuf,
-        /// Public values: a JSON array of decimal strings (outputs then inputs).
+        /// Public values: a JSON array of canonical decimal strings (outputs then inputs).
         #[arg(long, value_name = "FILE")]
         public: PathBuf,
         /// Print the verdict as JSON.
@@ -155,6 +182,11 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// snarkjs proving keys (.zkey).
+    Zkey {
+        #[command(subcommand)]
+        command: ZkeyCommand,
     },
     /// Parameter files.
     Srs {
@@ -209,6 +241,24 @@ enum SrsCommand {
         #[arg(long, default_value = "none", value_parser = ["none", "curve", "full"])]
         check: String,
         /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ZkeyCommand {
+    /// Write snarkjs's verification_key.json from a zkey (its verifying key, fully checked).
+    #[command(
+        name = "export-vk",
+        after_help = "Example:\n  pinion zkey export-vk circuit.zkey verification_key.json"
+    )]
+    ExportVk {
+        /// The zkey.
+        zkey: PathBuf,
+        /// Where to write the JSON.
+        out: PathBuf,
+        /// Print a JSON summary.
         #[arg(long)]
         json: bool,
     },
@@ -409,6 +459,8 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Prove {
             params,
             r1cs,
+            zkey,
+            proof_format,
             witness,
             out,
             public_out,
@@ -418,25 +470,44 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             backend,
             check,
             json,
-        } => cmd::prove::run(cmd::prove::ProveArgs {
-            params: &params,
-            r1cs: &r1cs,
-            witness: &witness,
-            out: &out,
-            public_out: public_out.as_deref(),
-            seed,
-            rs: r.zip(s),
-            backend: backend.choice(),
-            check,
-            json,
-            budget,
-        }),
-        Command::Verify {
-            params,
-            proof,
-            public,
-            json,
-        } => cmd::verify::run(&params, &proof, &public, json),
+        } => match (zkey, params, r1cs) {
+            (Some(zkey), _, _) => cmd::prove::run_zkey(cmd::prove::ZkeyProveArgs {
+                zkey: &zkey,
+                witness: &witness,
+                out: &out,
+                public_out: public_out.as_deref(),
+                format: proof_format.unwrap_or(cmd::prove::ProofFormat::Json),
+                seed,
+                rs: r.zip(s),
+                backend: backend.choice(),
+                check,
+                json,
+                budget,
+            }),
+            (None, Some(params), Some(r1cs)) => {
+                if proof_format == Some(cmd::prove::ProofFormat::Json) {
+                    anyhow::bail!("--proof-format json needs --zkey (the snarkjs flow)");
+                }
+                cmd::prove::run(cmd::prove::ProveArgs {
+                    params: &params,
+                    r1cs: &r1cs,
+                    witness: &witness,
+                    out: &out,
+                    public_out: public_out.as_deref(),
+                    seed,
+                    rs: r.zip(s),
+                    backend: backend.choice(),
+                    check,
+                    json,
+                    budget,
+                })
+            }
+            _ => anyhow::bail!("give --zkey FILE, or --params FILE with --r1cs FILE"),
+        },
+        Command::Verify { .. } => unreachable!("verify is run by main for its exit codes"),
+        Command::Zkey {
+            command: ZkeyCommand::ExportVk { zkey, out, json },
+        } => cmd::zkey::export_vk(&zkey, &out, json),
         Command::Demo {
             constraints,
             cache_dir,
@@ -569,8 +640,50 @@ impl BackendArgs {
     }
 }
 
+/// `pinion verify`: 0 valid, 1 invalid, 2 for input that cannot be read or does not
+/// match (printed as JSON under `--json`).
+fn verify(
+    params: Option<PathBuf>,
+    vk: Option<PathBuf>,
+    proof: &std::path::Path,
+    public: &std::path::Path,
+    json: bool,
+) -> ExitCode {
+    let source = match (&vk, &params) {
+        (Some(v), _) => cmd::verify::VkSource::Json(v),
+        (None, Some(p)) => cmd::verify::VkSource::Params(p),
+        // clap requires one of them.
+        (None, None) => return ExitCode::from(2),
+    };
+    match cmd::verify::run(source, proof, public, json) {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Failure) => ExitCode::from(1),
+        Err(err) => {
+            if json {
+                cmd::print_json(&serde_json::json!({
+                    "valid": serde_json::Value::Null,
+                    "error": ui::error_line(&err),
+                }));
+            } else {
+                eprintln!("pinion: error: {}", ui::error_line(&err));
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Verify {
+        params,
+        vk,
+        proof,
+        public,
+        json,
+    } = cli.command
+    {
+        return verify(params, vk, &proof, &public, json);
+    }
     match run(cli) {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Failure) => ExitCode::from(1),

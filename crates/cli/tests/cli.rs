@@ -85,11 +85,11 @@ fn ok(out: &Output) -> String {
     stdout
 }
 
-/// Exit status 1, exactly one `pinion: error:` line (the last one), containing `needle`,
-/// and no panic.
-fn fails_with(out: &Output, needle: &str) {
+/// Exit status `code` (1; `verify` exits 2 on unusable input), exactly one
+/// `pinion: error:` line (the last one), containing `needle`, and no panic.
+fn fails_with_code(out: &Output, code: i32, needle: &str) {
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
+    assert_eq!(out.status.code(), Some(code), "stderr:\n{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     let errors: Vec<&str> = stderr
         .lines()
@@ -630,7 +630,15 @@ fn malformed_inputs_fail_with_one_line() {
             "case: {what}: {}",
             text(&out.stderr).lines().last().unwrap_or("")
         );
-        fails_with(out, needle);
+        // verify's unusable input exits 2 (1 is an invalid proof).
+        let verify_input = [
+            "truncated proof",
+            "garbage proof",
+            "public values not json",
+            "wrong number of public values",
+        ];
+        let code = if verify_input.contains(what) { 2 } else { 1 };
+        fails_with_code(out, code, needle);
     }
     assert!(!dir.path("x.params").exists(), "a failed setup left a file");
 }
@@ -675,7 +683,7 @@ fn identity_points_in_the_verifying_key_are_refused() {
         let bad = dir.write(&format!("{name}.params"), &b);
         let message = format!("{name}[0] at byte offset {at}: point at infinity");
         let inspect = pinion(&args(&[&"srs", &"inspect", &bad]));
-        fails_with(&inspect, &message);
+        fails_with_code(&inspect, 1, &message);
         assert!(text(&inspect.stdout).contains(&message));
         let verify = pinion(&args(&[
             &"verify",
@@ -686,7 +694,8 @@ fn identity_points_in_the_verifying_key_are_refused() {
             &"--public",
             &public,
         ]));
-        fails_with(&verify, &message);
+        // verify: unusable input exits 2.
+        fails_with_code(&verify, 2, &message);
     }
 }
 
@@ -778,7 +787,7 @@ fn demo_runs_and_verifies_then_reuses_its_cache() {
         &"--memory-budget",
         &"20MiB",
     ]));
-    fails_with(&refused, "not enough memory budget to load parameters");
+    fails_with_code(&refused, 1, "not enough memory budget to load parameters");
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!stderr.contains("generating"), "{stderr}");
     assert_eq!(std::fs::read(&params).unwrap(), before, "cache untouched");

@@ -331,6 +331,47 @@ impl NttBackend for CpuNtt {
         a.truncate(m - 1);
         Ok(a)
     }
+
+    fn h_coset_evaluations(
+        &self,
+        abc: AbcEvaluations,
+        shift: Scalar,
+    ) -> Result<Vec<Scalar>, NttError> {
+        let AbcEvaluations {
+            mut a,
+            mut b,
+            mut c,
+        } = abc;
+        for (name, v) in [("b", &b), ("c", &c)] {
+            if v.len() != a.len() {
+                return Err(NttError::LengthMismatch {
+                    name,
+                    expected: a.len(),
+                    found: v.len(),
+                });
+            }
+        }
+        let m = h_domain_size(a.len())?;
+        let table = self.table(m.trailing_zeros());
+        let m_inv = invert_nonzero(Scalar::from(m as u64));
+        for v in [&mut a, &mut b, &mut c] {
+            v.resize(m, Scalar::ZERO);
+            // As in h_poly: evaluations → m·coefficients (bit-reversed); × shift^j/m; →
+            // evaluations on the coset in natural order.
+            dif(v, &table, true);
+            scale_by_powers(v, Order::BitReversed, shift, m_inv);
+            dit(v, &table, false);
+        }
+        a.par_chunks_mut(PAR_CHUNK)
+            .zip(b.par_chunks(PAR_CHUNK))
+            .zip(c.par_chunks(PAR_CHUNK))
+            .for_each(|((a, b), c)| {
+                for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
+                    *a = *a * b - c;
+                }
+            });
+        Ok(a)
+    }
 }
 
 #[cfg(test)]

@@ -243,12 +243,13 @@ fn n_elements(buf: &DeviceBuffer<u64>, what: &'static str) -> Result<usize, GpuN
 }
 
 /// h on the device: the buffer holds the padded domain size m elements; the first
-/// `n_coeffs = m − 1` are h's coefficients (the length of the H query).
+/// `n_coeffs` are the H MSM's scalars: m − 1 coefficients of h (bellman's H step), or m
+/// coset evaluations (snarkjs's, [`GpuNtt::h_coset_evaluations_device`]).
 #[derive(Debug)]
 pub struct HPolyDevice {
     /// m elements (4 words each), natural order.
     pub coeffs: DeviceBuffer<u64>,
-    /// Number of meaningful coefficients, m − 1.
+    /// Number of meaningful values: m − 1 coefficients, or m coset evaluations.
     pub n_coeffs: usize,
     /// Recorded on the backend's copy stream right after the last copy of a, b, c: once
     /// it has completed, pinned host inputs may be reused or freed. Pageable host inputs
@@ -710,6 +711,28 @@ impl GpuNtt {
         abc: AbcSource<'_>,
         stream: &Arc<CudaStream>,
     ) -> Result<HPolyDevice, GpuNttError> {
+        self.h_device(abc, HTarget::Coefficients, stream)
+    }
+
+    /// snarkjs's H step on the device (see `NttBackend::h_coset_evaluations`): the m
+    /// values of a·b − c on the coset `shift·⟨ω⟩`, natural order, in the result's buffer
+    /// (`n_coeffs` = m). The same copies and passes as [`GpuNtt::h_poly_device`] up to
+    /// the pointwise step, which multiplies by 1 instead of 1/Z; no inverse transform.
+    pub fn h_coset_evaluations_device(
+        &self,
+        abc: AbcSource<'_>,
+        shift: Scalar,
+        stream: &Arc<CudaStream>,
+    ) -> Result<HPolyDevice, GpuNttError> {
+        self.h_device(abc, HTarget::CosetEvaluations(shift), stream)
+    }
+
+    fn h_device(
+        &self,
+        abc: AbcSource<'_>,
+        target: HTarget,
+        stream: &Arc<CudaStream>,
+    ) -> Result<HPolyDevice, GpuNttError> {
         let (n, lens) = match &abc {
             AbcSource::Host { a, b, c } => (a.len(), [a.len(), b.len(), c.len()]),
             AbcSource::Pinned { a, b, c } => (
@@ -773,7 +796,10 @@ impl GpuNtt {
             },
         )?;
         let copy_stream = self.copy_stream()?;
-        let g = coset_shift();
+        let g = match target {
+            HTarget::Coefficients => coset_shift(),
+            HTarget::CosetEvaluations(shift) => shift,
+        };
         let m_inv = invert_nonzero(Scalar::from(m as u64));
         for (buf, src) in staged.iter_mut() {
             {
@@ -810,7 +836,7 @@ impl GpuNtt {
             .record_event(None)
             .map_err(driver("cuEventRecord"))?;
         let [(mut a, _), (mut b, _), (c, _)] = staged;
-        if m == 1 {
+        if m == 1 && target == HTarget::Coefficients {
             // No constraint rows beyond padding: h has no coefficients.
             return Ok(HPolyDevice {
                 coeffs: b,
@@ -818,7 +844,12 @@ impl GpuNtt {
                 inputs_uploaded,
             });
         }
-        let z_inv = invert_nonzero(g.pow_vartime(&[m as u64, 0, 0, 0]) - Scalar::ONE);
+        let z_inv = match target {
+            HTarget::Coefficients => {
+                invert_nonzero(g.pow_vartime(&[m as u64, 0, 0, 0]) - Scalar::ONE)
+            }
+            HTarget::CosetEvaluations(_) => Scalar::ONE,
+        };
         let z_inv = self
             .gpu
             .upload(to_words(&[FrRepr::from_scalar(&z_inv)]), "h z_inv")?;
@@ -838,6 +869,14 @@ impl GpuNtt {
                 .map_err(driver("cuLaunchKernel"))?;
         }
         drop(c);
+        if let HTarget::CosetEvaluations(_) = target {
+            drop(b);
+            return Ok(HPolyDevice {
+                coeffs: a,
+                n_coeffs: m,
+                inputs_uploaded,
+            });
+        }
         self.stages(&mut a, log_m, true, true, None, None, stream)?;
         // Coefficients in bit-reversed order × g^-j/m, gathered into natural order in b.
         let t = self.power_table(log_m, invert_nonzero(g), m_inv)?;
@@ -866,6 +905,28 @@ impl GpuNtt {
             n_coeffs: m - 1,
             inputs_uploaded,
         })
+    }
+
+    /// [`GpuNtt::h_coset_evaluations_device`] from host values (m values come back).
+    pub fn h_coset_evaluations(
+        &self,
+        abc: AbcEvaluations,
+        shift: Scalar,
+    ) -> Result<Vec<Scalar>, GpuNttError> {
+        let (a, b, c) = (reprs(&abc.a), reprs(&abc.b), reprs(&abc.c));
+        drop(abc);
+        let stream = self.gpu.stream().clone();
+        let h = self.h_coset_evaluations_device(
+            AbcSource::Host {
+                a: &a,
+                b: &b,
+                c: &c,
+            },
+            shift,
+            &stream,
+        )?;
+        let out = download_reprs(&self.gpu, &h.coeffs)?;
+        reprs_to_scalars(&out[..h.n_coeffs])
     }
 
     /// The H step from host values: uploads, runs [`GpuNtt::h_poly_device`] on the
@@ -915,6 +976,23 @@ impl crate::NttBackend for GpuNtt {
     fn h_poly(&self, abc: AbcEvaluations) -> Result<Vec<Scalar>, NttError> {
         Ok(GpuNtt::h_poly(self, abc)?)
     }
+
+    fn h_coset_evaluations(
+        &self,
+        abc: AbcEvaluations,
+        shift: Scalar,
+    ) -> Result<Vec<Scalar>, NttError> {
+        Ok(GpuNtt::h_coset_evaluations(self, abc, shift)?)
+    }
+}
+
+/// What the device H step produces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HTarget {
+    /// h's coefficients (bellman's H step).
+    Coefficients,
+    /// a·b − c on the coset of this shift (snarkjs's H step).
+    CosetEvaluations(Scalar),
 }
 
 /// Copies a device buffer of elements back as `FrRepr`s (waits for the device stream).

@@ -14,6 +14,9 @@
 //!   `h = icoset(coset(ifft(a))·coset(ifft(b)) − coset(ifft(c))) / (g^m − 1)`, keeping the
 //!   first `m − 1` coefficients (the length of the H query). Exact field arithmetic, so
 //!   equal maps give bit-identical output; the tests compare against bellman directly.
+//! - [`NttBackend::h_coset_evaluations`] is snarkjs's H step (a `.zkey`'s H points are
+//!   made for it): `coset(ifft(a))·coset(ifft(b)) − coset(ifft(c))` on the coset of a
+//!   given shift, returned as evaluations (m values, nothing divided or inverted).
 //! - Bad sizes are a typed [`NttError`], never a panic.
 //!
 //! # Backends
@@ -154,6 +157,19 @@ pub trait NttBackend: Send + Sync {
     /// h's `m − 1` coefficients, m the padded domain size (see the crate docs). Consumes
     /// a, b, c: their buffers are reused, so the step needs no memory beyond them.
     fn h_poly(&self, abc: AbcEvaluations) -> Result<Vec<Scalar>, NttError>;
+
+    /// snarkjs's H step: the values of a·b − c on the coset `shift·⟨ω⟩`, where a, b, c
+    /// are the polynomials interpolating the inputs on the domain (each padded to the
+    /// next power of two m): m values in natural order (value j at `shift·ω^j`), with no
+    /// division by the vanishing polynomial and no inverse transform. Six transforms.
+    /// `shift` must lie outside the domain (snarkjs uses a 2m-th root of unity, whose
+    /// points form the domain's odd coset). Consumes a, b, c like
+    /// [`NttBackend::h_poly`].
+    fn h_coset_evaluations(
+        &self,
+        abc: AbcEvaluations,
+        shift: Scalar,
+    ) -> Result<Vec<Scalar>, NttError>;
 
     /// Forward on the subgroup.
     fn forward(&self, data: &mut [Scalar], input: Order, output: Order) -> Result<(), NttError> {

@@ -302,3 +302,61 @@ fn usable_as_trait_object() {
         .unwrap();
     assert_eq!(y, naive_transform(&x, NttSpec::FORWARD));
 }
+
+#[test]
+fn h_coset_evaluations_are_the_definition() {
+    // snarkjs's H step: value j is (a·b − c)(shift·ω^j) for the interpolants of a, b, c,
+    // here with c = a∘b as snarkjs forms it and with an unrelated c too.
+    let mut rng = rng();
+    let ntt = CpuNtt::new();
+    for n in [1usize, 2, 5, 64, 300] {
+        let a = random_vec(&mut rng, n);
+        let b = random_vec(&mut rng, n);
+        let m = gpu_ntt::h_domain_size(n).unwrap();
+        let log_m = m.trailing_zeros();
+        // A 2m-th root of unity (the odd coset snarkjs uses) and a random shift.
+        let root_2m = gpu_ntt::omega(log_m + 1);
+        for (c, shift) in [
+            (
+                a.iter().zip(&b).map(|(x, y)| x * y).collect::<Vec<_>>(),
+                root_2m,
+            ),
+            (random_vec(&mut rng, n), Scalar::random(&mut rng)),
+        ] {
+            let interpolate = |v: &[Scalar]| {
+                let mut v = v.to_vec();
+                v.resize(m, Scalar::ZERO);
+                naive_transform(&v, NttSpec::INVERSE)
+            };
+            let (pa, pb, pc) = (interpolate(&a), interpolate(&b), interpolate(&c));
+            let got = ntt
+                .h_coset_evaluations(
+                    AbcEvaluations {
+                        a: a.clone(),
+                        b: b.clone(),
+                        c,
+                    },
+                    shift,
+                )
+                .unwrap();
+            assert_eq!(got.len(), m);
+            let w = gpu_ntt::omega(log_m);
+            for (j, v) in got.iter().enumerate() {
+                let x = shift * w.pow_vartime(&[j as u64, 0, 0, 0]);
+                let want = eval_poly(&pa, x) * eval_poly(&pb, x) - eval_poly(&pc, x);
+                assert_eq!(*v, want, "n = {n}, j = {j}");
+            }
+        }
+    }
+    let err = ntt
+        .h_coset_evaluations(
+            AbcEvaluations {
+                a: vec![Scalar::ONE; 3],
+                b: vec![Scalar::ONE; 2],
+                c: vec![Scalar::ONE; 3],
+            },
+            Scalar::ONE,
+        )
+        .unwrap_err();
+    assert!(matches!(err, NttError::LengthMismatch { name: "b", .. }));
+}

@@ -191,6 +191,34 @@ fn h_matches_cpu_for_random_abc() {
 }
 
 #[test]
+fn h_coset_evaluations_match_cpu() {
+    // snarkjs's H step (a zkey's): a 2m-th root as the shift, and a random one.
+    let Some(gpu) = gpu_or_skip("gpu-ntt") else {
+        return;
+    };
+    let mut rng = rng();
+    let cpu = CpuNtt::new();
+    let ntt = GpuNtt::new(gpu);
+    for n in [1usize, 2, 5, 1000, (1 << 16) - 1, 1 << 18] {
+        let abc = random_abc(&mut rng, n);
+        let m = gpu_ntt::h_domain_size(n).unwrap();
+        for shift in [
+            gpu_ntt::omega(m.trailing_zeros() + 1),
+            Scalar::random(&mut rng),
+        ] {
+            let want = cpu.h_coset_evaluations(abc.clone(), shift).unwrap();
+            let got = ntt.h_coset_evaluations(abc.clone(), shift).unwrap();
+            assert_eq!(got.len(), m, "n = {n}");
+            assert!(
+                got == want,
+                "n = {n}: first difference at {:?}",
+                got.iter().zip(&want).position(|(g, w)| g != w)
+            );
+        }
+    }
+}
+
+#[test]
 fn h_from_device_and_pinned_inputs_equals_host() {
     let Some(gpu) = gpu_or_skip("gpu-ntt") else {
         return;

@@ -374,6 +374,17 @@ pub trait ProverBackend: Send + Sync {
         false
     }
 
+    /// snarkjs's H step for a key read from a `.zkey` (see `gpu_ntt::NttBackend::
+    /// h_coset_evaluations`): the m values of a·b − c on the coset `shift·⟨ω⟩`, for the H
+    /// MSM over the zkey's H points; on the host or left on the device for
+    /// [`ProverBackend::msms`]. `inputs_released` as for [`ProverBackend::h_poly`].
+    fn h_coset_evaluations(
+        &self,
+        abc: AbcEvaluations,
+        shift: Scalar,
+        inputs_released: &mut dyn FnMut(),
+    ) -> Result<HOutput, ProverError>;
+
     /// Buffers for a, b and c of a domain of `m` points that
     /// [`ProverBackend::h_poly_staged`] reads in place, for the prover to evaluate into
     /// directly (the GPU backend: pinned buffers from its staging pool, in bls-repr's
@@ -584,6 +595,20 @@ impl ProverBackend for CpuBackend {
         self.charge_twiddles(m)?;
         Ok(HOutput {
             h: HPoly::Host(self.ntt.h_poly(abc)?),
+            transfers: Duration::ZERO,
+        })
+    }
+
+    fn h_coset_evaluations(
+        &self,
+        abc: AbcEvaluations,
+        shift: Scalar,
+        _inputs_released: &mut dyn FnMut(),
+    ) -> Result<HOutput, ProverError> {
+        let m = gpu_ntt::h_domain_size(abc.a.len())?;
+        self.charge_twiddles(m)?;
+        Ok(HOutput {
+            h: HPoly::Host(self.ntt.h_coset_evaluations(abc, shift)?),
             transfers: Duration::ZERO,
         })
     }

@@ -81,6 +81,19 @@ pub enum ProverError {
         /// `ic` points in the key.
         found: usize,
     },
+    /// A key read from a zkey proves only through its own PCE (`Synthesis::Pce`).
+    #[error("a key read from a zkey proves only with the pce built from its coefficients (Synthesis::Pce)")]
+    PceRequired,
+    /// A witness for a zkey has the wrong length or its first value is not one.
+    #[error("witness: {what} is {found}, the zkey needs {expected}")]
+    Witness {
+        /// What differs.
+        what: &'static str,
+        /// What the zkey needs.
+        expected: String,
+        /// What the witness has.
+        found: String,
+    },
     /// delta is the identity: someone is trying a subversion-CRS attack.
     #[error("delta_g1 or delta_g2 is the point at infinity (subversion-crs attack)")]
     IdentityDelta,

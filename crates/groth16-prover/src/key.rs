@@ -270,6 +270,21 @@ enum KeyParams {
     Stored(Stored),
 }
 
+/// Which H step a key's `h_query` was made for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HStep {
+    /// bellman's (groth16, Filecoin): h's `m − 1` coefficients.
+    #[default]
+    Coefficients,
+    /// snarkjs's (a `.zkey`): the m values of a·b − c on the coset `shift·⟨ω⟩`; `h_query`
+    /// has m points. Such a key proves only through its own PCE (it has no C matrix: c is
+    /// taken as a∘b, as snarkjs does).
+    CosetEvaluations {
+        /// The coset's shift.
+        shift: bls12_381::Scalar,
+    },
+}
+
 /// The proving key: `h_query`, `l_query`, `a_query`, `b_g1_query`, `b_g2_query` and the
 /// verifying key (with its prepared form, for the self-check).
 ///
@@ -283,6 +298,8 @@ pub struct ProvingKey {
     params: KeyParams,
     /// Unique per key in this process.
     id: u64,
+    /// The H step `h_query` is for.
+    h_step: HStep,
 }
 
 /// Source of [`ProvingKey::id`].
@@ -342,6 +359,7 @@ impl ProvingKey {
                 b_g2: Arc::clone(&params.b_g2),
             }),
             id: next_key_id(),
+            h_step: HStep::Coefficients,
         }
     }
 
@@ -349,13 +367,14 @@ impl ProvingKey {
     /// loaded into, still charged by their own reservation). The verifying key is fully
     /// checked (curve and subgroup); the bases had the checks the load was asked for.
     pub fn from_loaded(params: LoadedParams) -> Result<ProvingKey, ProverError> {
-        let vk = convert_vk(params.vk())?;
+        let vk = verifying_key_from_repr(params.vk())?;
         Ok(ProvingKey {
             pvk: groth16::prepare_verifying_key(&vk),
             vk,
             lens: lens_of(&params),
             params: KeyParams::Loaded(Box::new(params)),
             id: next_key_id(),
+            h_step: HStep::Coefficients,
         })
     }
 
@@ -378,7 +397,7 @@ impl ProvingKey {
     /// demote or evict it under pressure, and the next proof loads it again. A backend may
     /// move it to another tier ([`ProvingKey::view_for_gpu`], [`ProvingKey::view_host`]).
     pub fn from_store(store: &SrsStore, spec: SrsSpec) -> Result<ProvingKey, ProverError> {
-        let vk = convert_vk(&store.verifying_key(&spec)?)?;
+        let vk = verifying_key_from_repr(&store.verifying_key(&spec)?)?;
         let layout = *ParamsFile::open(&spec.path)?.layout();
         let [h, l, a, b_g1, b_g2] = layout.bulk().map(|s| s.n_points() as usize);
         let destination = Mutex::new(spec.options.destination.clone());
@@ -398,7 +417,19 @@ impl ProvingKey {
                 destination,
             }),
             id: next_key_id(),
+            h_step: HStep::Coefficients,
         })
+    }
+
+    /// The same key for another H step (a zkey's points; see [`HStep`]).
+    pub(crate) fn with_h_step(mut self, h_step: HStep) -> ProvingKey {
+        self.h_step = h_step;
+        self
+    }
+
+    /// The H step `h_query` was made for.
+    pub fn h_step(&self) -> HStep {
+        self.h_step
     }
 
     /// A number no other key of this process has (keys are never equal by content).
@@ -609,8 +640,9 @@ fn refused_for_memory(e: &SrsError) -> bool {
     }
 }
 
-/// The verifying key in `groth16`'s types, every point fully checked.
-pub(crate) fn convert_vk(
+/// A verifying key in srs-store's layout as a `groth16::VerifyingKey`, every point fully
+/// checked (curve and subgroup).
+pub fn verifying_key_from_repr(
     vk: &srs_store::VerifyingKeyRepr,
 ) -> Result<VerifyingKey<Bls12>, ProverError> {
     let g1 = |query: &'static str, index: usize, p: &G1AffineRepr| {

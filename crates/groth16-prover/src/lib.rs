@@ -105,6 +105,7 @@ mod plain;
 mod prover;
 pub mod setup;
 pub mod testing;
+mod zkey;
 
 pub use backend::{
     backend_for, AbcStorage, BackendChoice, BackendCoeffs, BackendH, BackendKind, BackendOwned,
@@ -114,9 +115,11 @@ pub use backend::{
 pub use error::ProverError;
 pub use gpu::GpuBackend;
 pub use key::{
-    G1Query, GpuPlacement, KeyHold, KeySource, KeyView, ProvingKey, QueryBases, QueryLens,
+    verifying_key_from_repr, G1Query, GpuPlacement, HStep, KeyHold, KeySource, KeyView, ProvingKey,
+    QueryBases, QueryLens,
 };
 pub use prover::{
     BatchOutput, Computed, ProofOutput, ProofShape, ProofTimings, Prover, ProverConfig, Randomness,
     SelfCheck, Synthesis, Synthesized,
 };
+pub use zkey::{WitnessCircuit, ZkeyProver};

@@ -19,6 +19,7 @@ use crate::backend::{
     backend_for, BackendChoice, MsmInputs, ProverBackend, QueryPlacement, StagedAbc,
 };
 use crate::charge::{Charge, SCALAR_BYTES};
+use crate::key::HStep;
 use crate::{plain, ProverError, ProvingKey};
 
 /// How a proof gets its witness and its a, b, c.
@@ -421,8 +422,13 @@ impl Prover {
                 found: vk.ic.len(),
             });
         }
+        // bellman's H step has m − 1 coefficients, snarkjs's m coset values.
+        let n_h = match key.h_step() {
+            HStep::Coefficients => shape.domain_size - 1,
+            HStep::CosetEvaluations { .. } => shape.domain_size,
+        };
         let needs = [
-            ("h_query", lens.h, shape.domain_size - 1),
+            ("h_query", lens.h, n_h),
             ("l_query", lens.l, shape.n_aux),
             ("a_query", lens.a, shape.n_inputs + n_a_aux),
             ("b_g1_query", lens.b_g1, n_b_in + n_b_aux),
@@ -483,7 +489,7 @@ impl Prover {
         let witness_bytes = (shape.n_inputs + shape.n_aux) as u64 * SCALAR_BYTES + masks.bytes();
         // a, b, c in the backend's staging (paid from this charge) or in host vectors.
         let (abc_staging, _) = self.backend.staging_bytes(m, n_max_terms(shape));
-        let abc_bytes = if self.backend.stages_abc(m) {
+        let abc_bytes = if self.stages_abc(m) {
             abc_staging
         } else {
             3 * m as u64 * SCALAR_BYTES
@@ -491,6 +497,15 @@ impl Prover {
         let h_phase = witness_bytes + abc_bytes + self.backend.h_scratch_bytes(m);
         let msm_phase = self.msm_phase_bytes(witness_bytes, m as u64 * SCALAR_BYTES, shape);
         h_phase.max(msm_phase)
+    }
+
+    /// Whether a, b, c of a domain of `m` points go into the backend's buffers. Not for a
+    /// zkey's H step, which reads host vectors (its c is formed from a and b first).
+    fn stages_abc(&self, m: usize) -> bool {
+        match self.key.h_step() {
+            HStep::Coefficients => self.backend.stages_abc(m),
+            HStep::CosetEvaluations { .. } => false,
+        }
     }
 
     /// Charges the backend's long-lived tables for proofs of `pce`'s circuit (see
@@ -531,9 +546,12 @@ impl Prover {
         };
         // a, b, c in the backend's buffers (the GPU's staging pool, paid from this charge)
         // when it offers them, else host vectors charged above.
-        let staged = self
-            .backend
-            .abc_buffers_within(m, charge.reservation_mut())?;
+        let staged = if self.stages_abc(m) {
+            self.backend
+                .abc_buffers_within(m, charge.reservation_mut())?
+        } else {
+            None
+        };
 
         // Witness synthesis with the mat-vec overlapped: row blocks are evaluated on a
         // second thread as soon as the aux values they read exist (pce-cache's pipeline),
@@ -590,6 +608,9 @@ impl Prover {
         admitted: Option<Reservation>,
         timings: &mut ProofTimings,
     ) -> Result<(Evaluated, Charge), ProverError> {
+        if self.key.h_step() != HStep::Coefficients {
+            return Err(ProverError::PceRequired);
+        }
         let what = "groth16 proof working set";
         let mut charge = match admitted {
             // The plain path's charge grows as buffers do; it starts from what was admitted.
@@ -677,6 +698,12 @@ impl Prover {
         // An unsatisfied witness would give a proof that does not verify: refuse it.
         let t = Instant::now();
         let bad_row = match &mut ev.abc {
+            // A zkey holds no C matrix: c is a∘b by definition (snarkjs's rule), so there
+            // is nothing to check here; a bad witness fails the self-check instead.
+            Abc::Host(v) if self.key.h_step() != HStep::Coefficients => {
+                crate::zkey::c_from_a_b(v);
+                None
+            }
             Abc::Host(v) => pce_cache::first_unsatisfied_row(&v.a, &v.b, &v.c),
             Abc::Staged(bufs) => {
                 let [a, b, c] = bufs.slices_mut()?;
@@ -725,7 +752,12 @@ impl Prover {
         let h_return = self.backend.h_host_bytes(shape.domain_size);
         let mut released = || charge.shrink_to(witness_bytes + h_return);
         let h_out = match abc {
-            Abc::Host(v) => self.backend.h_poly(v, &mut released)?,
+            Abc::Host(v) => match self.key.h_step() {
+                HStep::Coefficients => self.backend.h_poly(v, &mut released)?,
+                HStep::CosetEvaluations { shift } => {
+                    self.backend.h_coset_evaluations(v, shift, &mut released)?
+                }
+            },
             // Charged to the backend, not to this working set: nothing to release.
             Abc::Staged(bufs) => self.backend.h_poly_staged(*bufs)?,
         };

@@ -318,6 +318,25 @@ impl R1csBuilder {
         for i in 0..n_inputs {
             self.push_constraint([(Column::Input(i), Scalar::ONE)], [], []);
         }
+        self.compact()
+    }
+
+    /// Compacts the rows pushed so far, as they are (no rows appended). The shape keeps
+    /// `n_rows = n_constraints + n_inputs` (what the file format checks): the last
+    /// `n_inputs` rows count as the input rows, whatever they hold.
+    pub(crate) fn finish_rows_as_given(self) -> Result<(Pce, Option<Reservation>), PceError> {
+        if self.n_constraints < self.n_inputs as u64 {
+            return Err(PceError::ShapeMismatch {
+                what: "rows given (at least one per input)",
+                expected: self.n_inputs as u64,
+                found: self.n_constraints,
+            });
+        }
+        self.compact()
+    }
+
+    fn compact(mut self) -> Result<(Pce, Option<Reservation>), PceError> {
+        let n_inputs = self.n_inputs;
         if let Some(e) = self.error.take() {
             return Err(e);
         }

@@ -778,12 +778,13 @@ pub(crate) fn file_name_for(id: &str) -> Result<PathBuf, PceError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::Recorder;
     use bellman::{Circuit, ConstraintSystem, SynthesisError};
 
-    fn seed() -> u64 {
+    /// The seed of a randomized unit test (`PINION_SEED` replays one), printed.
+    pub(crate) fn seed() -> u64 {
         let seed = std::env::var("PINION_SEED")
             .ok()
             .and_then(|s| s.parse().ok())

@@ -72,6 +72,7 @@ mod file;
 mod pipeline;
 mod record;
 pub mod reference;
+mod rows;
 mod storage;
 
 use std::path::{Path, PathBuf};
@@ -87,6 +88,7 @@ pub use eval::{first_unsatisfied_row, AbcMut};
 pub use file::{FORMAT_VERSION, MAGIC};
 pub use pipeline::{zeroed, OverlapTimes};
 pub use record::{Recorder, Witness, WitnessCs};
+pub use rows::RowBuilder;
 pub use storage::{Densities, Density, MatrixId, Shape, ROW_BLOCK};
 
 use storage::{CoeffTable, Matrix};

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use crate::layout::Section;
+use crate::zkey::ZkeySection;
 
 /// Everything that can go wrong reading, checking, loading or caching a parameter file.
 ///
@@ -156,6 +157,112 @@ pub enum SrsError {
         circuit_id: String,
         /// The other load's error, rendered.
         reason: String,
+    },
+    /// The file is not a snarkjs `.zkey` (its first bytes are not the magic `zkey`).
+    #[error("not a zkey file: it starts with {found:?}, a zkey starts with \"zkey\"")]
+    ZkeyMagic {
+        /// The first bytes (lossy text).
+        found: String,
+    },
+    /// The zkey's container version is not 1.
+    #[error("zkey format version {found}, only version 1 is supported")]
+    ZkeyVersion {
+        /// Version found.
+        found: u32,
+    },
+    /// The zkey ends before something it declares.
+    #[error("zkey is truncated: {what} at byte offset {offset} needs {needed_bytes} bytes, only {available_bytes} remain")]
+    ZkeyTruncated {
+        /// What was being read.
+        what: String,
+        /// Where it starts.
+        offset: u64,
+        /// Bytes it needs.
+        needed_bytes: u64,
+        /// Bytes left.
+        available_bytes: u64,
+    },
+    /// A section the prover needs is absent.
+    #[error("zkey has no {section} section (type {})", section.id())]
+    ZkeyMissingSection {
+        /// The section.
+        section: ZkeySection,
+    },
+    /// A section appears twice.
+    #[error("zkey has two {section} sections (type {}), the second at byte offset {offset}", section.id())]
+    ZkeyDuplicateSection {
+        /// The section.
+        section: ZkeySection,
+        /// Offset of the second one's content.
+        offset: u64,
+    },
+    /// A section's size disagrees with the header's counts.
+    #[error("zkey {section} section at byte offset {offset} is {declared_bytes} bytes, the header's counts need {expected_bytes}")]
+    ZkeySectionSize {
+        /// The section.
+        section: ZkeySection,
+        /// Offset of its content.
+        offset: u64,
+        /// Size in the section table.
+        declared_bytes: u64,
+        /// Size the counts imply.
+        expected_bytes: u64,
+    },
+    /// The zkey is for another proof system.
+    #[error("zkey is for {name} (protocol id {found}), only groth16 (id 1) is supported")]
+    ZkeyProtocol {
+        /// Protocol id found.
+        found: u32,
+        /// Its name, when known.
+        name: &'static str,
+    },
+    /// The zkey is over another curve.
+    #[error("zkey is over {curve} (base field prime {prime}), expected bls12-381 (snarkjs powersoftau new bls12381, circom --prime bls12381)")]
+    ZkeyCurve {
+        /// The curve's name, when known.
+        curve: &'static str,
+        /// The base field prime found, hexadecimal.
+        prime: String,
+    },
+    /// A header value is out of range or inconsistent.
+    #[error("zkey header: {field} is {found}, expected {expected}")]
+    ZkeyHeader {
+        /// Which value.
+        field: &'static str,
+        /// What the file says.
+        found: u64,
+        /// What is acceptable.
+        expected: String,
+    },
+    /// A coefficient entry is invalid.
+    #[error("zkey coefficient {index} at byte offset {offset}: {reason}")]
+    ZkeyCoefficient {
+        /// Entry index in the coefficients section.
+        index: u64,
+        /// Its byte offset.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A point is invalid (coordinate not below p, not on the curve, not in the subgroup,
+    /// or at infinity where it must not be).
+    #[error("zkey {section}[{index}] at byte offset {offset}: {reason}")]
+    ZkeyPoint {
+        /// The section.
+        section: ZkeySection,
+        /// Point index in the section.
+        index: u64,
+        /// Its byte offset.
+        offset: u64,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// Building the constraint matrices from the coefficients failed.
+    #[error("zkey coefficients: {source}")]
+    ZkeyMatrices {
+        /// What pce-cache said.
+        #[source]
+        source: pce_cache::PceError,
     },
     /// The store has no entry for this circuit id.
     #[error("unknown circuit id {circuit_id}")]

@@ -284,6 +284,32 @@ impl ParamsLayout {
         })
     }
 
+    /// The layout a `.params` file with these counts has (`ic`, then `h`, `l`, `a`,
+    /// `b_g1`, `b_g2`): what parameters read from another format (a snarkjs zkey) would
+    /// take written as groth16 writes them. Offsets are those of that file.
+    pub(crate) fn from_counts(n_ic: u32, bulk: [u32; 5]) -> ParamsLayout {
+        let mut offset = VK_FIXED_BYTES;
+        let mut span = |section: Section, n_points: u32| {
+            let s = SectionSpan {
+                section,
+                count_offset: offset,
+                n_points,
+            };
+            offset = s.end_offset();
+            s
+        };
+        let ic = span(Section::Ic, n_ic);
+        let mut spans = [ic; 5];
+        for ((slot, section), n) in spans.iter_mut().zip(Section::BULK).zip(bulk) {
+            *slot = span(section, n);
+        }
+        ParamsLayout {
+            file_bytes: offset,
+            ic,
+            bulk: spans,
+        }
+    }
+
     /// Total length of the file.
     pub fn file_bytes(&self) -> u64 {
         self.file_bytes

@@ -48,6 +48,7 @@ pub mod layout;
 mod load;
 pub mod metrics;
 mod store;
+pub mod zkey;
 
 pub use error::{Result, SrsError};
 pub use layout::{ExpectedSizes, ParamsLayout, Section, SectionSpan};
@@ -56,3 +57,4 @@ pub use load::{
     PointCheck, VerifyingKeyRepr, DEFAULT_CHUNK_BYTES,
 };
 pub use store::{read_verifying_key, SrsHandle, SrsSpec, SrsStore, StoreConfig, StoreStats, Tier};
+pub use zkey::{ZkeyFile, ZkeyLayout, ZkeyParams, ZkeySection};

@@ -279,6 +279,34 @@ pub struct LoadedParams {
 }
 
 impl LoadedParams {
+    /// Parameters read by another reader (the zkey's) into host memory; `reservation`
+    /// charges them.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn host(
+        layout: ParamsLayout,
+        vk: VerifyingKeyRepr,
+        h: Vec<G1AffineRepr>,
+        l: Vec<G1AffineRepr>,
+        a: Vec<G1AffineRepr>,
+        b_g1: Vec<G1AffineRepr>,
+        b_g2: Vec<G2AffineRepr>,
+        stats: LoadStats,
+        reservation: Reservation,
+    ) -> LoadedParams {
+        LoadedParams {
+            layout,
+            vk,
+            h: Bases::Host(h),
+            l: Bases::Host(l),
+            a: Bases::Host(a),
+            b_g1: Bases::Host(b_g1),
+            b_g2: Bases::Host(b_g2),
+            destination: Destination::Host,
+            stats,
+            reservation,
+        }
+    }
+
     /// The file's layout.
     pub fn layout(&self) -> &ParamsLayout {
         &self.layout
@@ -743,7 +771,7 @@ pub(crate) fn page_size() -> u64 {
 /// Allocates `n` zeroed points. `calloc` hands large requests fresh zero pages from the
 /// kernel, so this costs no write pass; the conversion is the first write. Returns `None`
 /// when the allocator refuses.
-fn alloc_host<T: bytemuck::Zeroable + Copy>(n: usize) -> Option<Vec<T>> {
+pub(crate) fn alloc_host<T: bytemuck::Zeroable + Copy>(n: usize) -> Option<Vec<T>> {
     let v = bytemuck::allocation::try_zeroed_vec::<T>(n).ok()?;
     advise_huge_pages(&v);
     Some(v)

@@ -211,6 +211,14 @@ pub enum CircomError {
         /// Constraints in the r1cs.
         n_constraints: u64,
     },
+    /// A snarkjs JSON file (proof, verification key, public values) is not usable.
+    #[error("{what}: {reason}")]
+    Json {
+        /// Which file and field (`"proof.pi_a[1]"`, `"public value 2"`).
+        what: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A decimal field element could not be parsed.
     #[error("{text:?} is not a field element: {reason}")]
     BadDecimal {

@@ -14,4 +14,4 @@ pub use r1cs::{Constraint, R1cs, Term};
 pub use wtns::{parse_wtns, wtns_bytes};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

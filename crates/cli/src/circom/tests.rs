@@ -9,7 +9,8 @@ use super::*;
 use crate::decimal::BLS12_381_R_LE;
 use crate::fixtures::{cubic_r1cs, cubic_witness};
 
-fn seed() -> u64 {
+/// The seed of a randomized test (`PINION_SEED` replays one), printed.
+pub(crate) fn seed() -> u64 {
     let seed = std::env::var("PINION_SEED")
         .ok()
         .and_then(|s| s.parse().ok())

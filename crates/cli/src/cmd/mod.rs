@@ -10,6 +10,7 @@ pub mod prove;
 pub mod setup;
 pub mod srs;
 pub mod verify;
+pub mod zkey;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -144,6 +145,37 @@ pub fn write_atomic(
         let _ = std::fs::remove_file(&tmp);
     }
     result.with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// What a file is, from its first bytes, when it is one of the formats people mix up.
+pub fn sniff(path: &Path) -> Option<&'static str> {
+    use std::io::Read;
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let head = &head[..n];
+    let text = head.iter().position(|b| !b.is_ascii_whitespace());
+    Some(match head.get(..4)? {
+        b"zkey" => "a snarkjs proving key (.zkey): give it with --zkey",
+        b"r1cs" => "a circom constraint system (.r1cs): give it with --r1cs",
+        b"wtns" => "a circom witness (.wtns): give it with --witness",
+        b"ptau" => "a snarkjs powers of tau (.ptau), not a circuit's parameters",
+        _ if text.is_some_and(|i| head[i] == b'{' || head[i] == b'[') => {
+            "json (a snarkjs proof, public values or verification key?), not a binary parameter file"
+        }
+        _ => return None,
+    })
+}
+
+/// Adds what the file really is to an error about reading it as `expected`, when its
+/// magic says it is something else.
+pub fn name_format(err: anyhow::Error, path: &Path, expected: &str) -> anyhow::Error {
+    match sniff(path) {
+        // The sniffed format replaces the size or magic error it caused.
+        Some(what) if !(expected == "zkey" && what.starts_with("a snarkjs proving key")) => {
+            anyhow::anyhow!("{} is {what}, not {expected}", path.display())
+        }
+        _ => err,
+    }
 }
 
 /// Prints a JSON value on stdout.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use groth16_prover::{
     BackendChoice, Prover, ProverConfig, ProverError, ProvingKey, Randomness, SelfCheck, Synthesis,
+    ZkeyProver,
 };
 use memory_budget::Budget;
 use pinion::decimal::{parse_scalar, scalar_to_decimal};
@@ -19,6 +20,109 @@ use super::memory::MemoryReport;
 
 use crate::ui::{self, Stage};
 use crate::Outcome;
+
+/// How `pinion prove` writes the proof.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProofFormat {
+    /// snarkjs's `proof.json`.
+    Json,
+    /// The 192-byte `groth16::Proof::write` encoding.
+    Bin,
+}
+
+/// Arguments of `pinion prove --zkey`.
+pub struct ZkeyProveArgs<'a> {
+    pub zkey: &'a Path,
+    pub witness: &'a Path,
+    pub out: &'a Path,
+    pub public_out: Option<&'a Path>,
+    pub format: ProofFormat,
+    pub seed: Option<u64>,
+    pub rs: Option<(String, String)>,
+    pub backend: BackendChoice,
+    pub check: PointCheck,
+    pub json: bool,
+    pub budget: Option<&'a str>,
+}
+
+/// Proves from a snarkjs zkey and a circom witness; writes snarkjs's `proof.json` (or the
+/// 192-byte encoding) and `public.json`.
+pub fn run_zkey(a: ZkeyProveArgs<'_>) -> anyhow::Result<Outcome> {
+    let budget = super::host_budget(a.budget)?;
+    let (witness, _witness_charge) = super::read_wtns(a.witness, &budget)?;
+    let rs = randomness(a.rs, a.seed)?;
+    let stage = Stage::start(format!("loading zkey {}", a.zkey.display()));
+    let config = ProverConfig {
+        backend: a.backend,
+        // One pairing check: a zkey holds no C matrix, so a witness that does not satisfy
+        // the circuit is caught here.
+        self_check: SelfCheck::Always,
+    };
+    let zk = ZkeyProver::open(a.zkey, &budget, config, a.check)
+        .map_err(|e| super::name_format(anyhow::Error::new(e), a.zkey, "zkey"))?;
+    stage.finish();
+    let stage = Stage::start(format!("proving on the {}", zk.prover().backend_name()));
+    let out = zk.prove(&witness, rs).map_err(|e| match e {
+        ProverError::SelfCheckFailed { reason, .. } => anyhow::anyhow!(
+            "the proof does not verify with the zkey's verifying key ({reason}): the witness does not satisfy this circuit (or the zkey is corrupt)"
+        ),
+        e => anyhow::Error::new(e).context(format!(
+            "witness {} does not fit zkey {}",
+            a.witness.display(),
+            a.zkey.display()
+        )),
+    })?;
+    stage.finish();
+    let public = &witness[1..=zk.n_public()];
+    match a.format {
+        ProofFormat::Json => {
+            let text = json_text(&pinion::snarkjs::proof_json(&out.proof));
+            super::write_atomic(a.out, |w| std::io::Write::write_all(w, text.as_bytes()))?;
+        }
+        ProofFormat::Bin => super::write_atomic(a.out, |w| out.proof.write(w))?,
+    }
+    if let Some(p) = a.public_out {
+        let text = json_text(&pinion::snarkjs::public_json(public));
+        super::write_atomic(p, |w| std::io::Write::write_all(w, text.as_bytes()))?;
+    }
+    let t = out.timings;
+    if a.json {
+        super::print_json(&json!({
+            "proof": a.out.display().to_string(),
+            "format": format!("{:?}", a.format).to_lowercase(),
+            "public": public.iter().map(scalar_to_decimal).collect::<Vec<_>>(),
+            "backend": out.backend,
+            "domain_size": out.shape.domain_size,
+            "n_vars": zk.n_vars(),
+            "prove_seconds": t.total.as_secs_f64(),
+            "peak_charged_bytes": out.peak_charged_bytes,
+            "self_checked": out.self_checked,
+        }));
+    } else {
+        println!(
+            "wrote proof {} ({}): {} signals, {} public values, domain {}, backend {}, {} (verified against the zkey's key)",
+            a.out.display(),
+            match a.format {
+                ProofFormat::Json => "snarkjs proof.json",
+                ProofFormat::Bin => "192 bytes",
+            },
+            zk.n_vars(),
+            zk.n_public(),
+            out.shape.domain_size,
+            out.backend,
+            ui::secs(t.total)
+        );
+        if let Some(p) = a.public_out {
+            println!("wrote public values {}", p.display());
+        }
+    }
+    Ok(Outcome::Success)
+}
+
+/// Pretty JSON with a final newline, as snarkjs writes its files.
+pub fn json_text(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()) + "\n"
+}
 
 /// Arguments of `pinion prove`.
 pub struct ProveArgs<'a> {
@@ -92,7 +196,12 @@ pub fn load_error(err: ProverError, path: &Path) -> anyhow::Error {
             path.display()
         ))
     } else {
-        anyhow::Error::new(err).context(format!("parameters {} are not usable", path.display()))
+        super::name_format(
+            anyhow::Error::new(err)
+                .context(format!("parameters {} are not usable", path.display())),
+            path,
+            "parameters",
+        )
     }
 }
 
@@ -137,8 +246,14 @@ pub fn run(a: ProveArgs<'_>) -> anyhow::Result<Outcome> {
 
     // A cheap shape check from the headers before the load: one ic point per public value
     // plus ONE.
-    let file = ParamsFile::open(a.params)
-        .with_context(|| format!("parameters {} are not usable", a.params.display()))?;
+    let file = ParamsFile::open(a.params).map_err(|e| {
+        super::name_format(
+            anyhow::Error::new(e)
+                .context(format!("parameters {} are not usable", a.params.display())),
+            a.params,
+            "parameters",
+        )
+    })?;
     let n_ic = u64::from(file.layout().ic().n_points());
     let n_expected = u64::from(r1cs.n_public()) + 1;
     if n_ic != n_expected {

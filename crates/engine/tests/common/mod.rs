@@ -194,6 +194,14 @@ impl ProverBackend for TestDevice {
     ) -> Result<HOutput, ProverError> {
         self.inner.h_poly(abc, released)
     }
+    fn h_coset_evaluations(
+        &self,
+        abc: AbcEvaluations,
+        shift: bls12_381::Scalar,
+        released: &mut dyn FnMut(),
+    ) -> Result<HOutput, ProverError> {
+        self.inner.h_coset_evaluations(abc, shift, released)
+    }
     fn h_poly_staged(&self, abc: StagedAbc) -> Result<HOutput, ProverError> {
         self.inner.h_poly_staged(abc)
     }

@@ -17,7 +17,8 @@ use crate::backend::{BackendCoeffs, BackendH, BackendOwned, HOutput, HPoly};
 use crate::ProverError;
 
 /// h on the device, as the GPU backend's H step leaves it: `m` elements of which the
-/// first `m − 1` are h's coefficients (Montgomery form), possibly still being computed on
+/// first `n_coeffs` are the H MSM's scalars (m − 1 coefficients of h, or m coset values
+/// for a zkey; Montgomery form), possibly still being computed on
 /// the device's stream. Read by the backend's MSMs in place (no copy); copied back for
 /// any other reader ([`BackendCoeffs::into_host`]).
 pub(super) struct DeviceH {
@@ -75,6 +76,30 @@ impl GpuBackend {
                 return Ok(out);
             }
         }
+        self.h_pageable(AbcEvaluations { a, b, c }, None, inputs_released, t)
+    }
+
+    /// snarkjs's H step (a zkey's) from host vectors: a·b − c on the coset of `shift`,
+    /// m values left on the device; pageable copies, synchronous for the host.
+    pub(super) fn h_coset_from_host(
+        &self,
+        abc: AbcEvaluations,
+        shift: Scalar,
+        inputs_released: &mut dyn FnMut(),
+    ) -> Result<HOutput, ProverError> {
+        self.h_pageable(abc, Some(shift), inputs_released, Instant::now())
+    }
+
+    /// The H step from pageable host vectors: bellman's (`coset_shift` `None`) or
+    /// snarkjs's on the coset of the given shift.
+    fn h_pageable(
+        &self,
+        abc: AbcEvaluations,
+        coset_shift: Option<Scalar>,
+        inputs_released: &mut dyn FnMut(),
+        t: Instant,
+    ) -> Result<HOutput, ProverError> {
+        let AbcEvaluations { a, b, c } = abc;
         let gpu_err = |e: GpuError| ntt_err(GpuNttError::Gpu(e));
         let stream = self.gpu.stream().clone();
         let started = self.gpu.timing_event().map_err(gpu_err)?;
@@ -82,17 +107,16 @@ impl GpuBackend {
         started
             .record(&stream)
             .map_err(|c| driver_err("cuEventRecord", c))?;
-        let h = self
-            .ntt
-            .h_poly_device(
-                AbcSource::Host {
-                    a: &a,
-                    b: &b,
-                    c: &c,
-                },
-                &stream,
-            )
-            .map_err(ntt_err)?;
+        let src = AbcSource::Host {
+            a: &a,
+            b: &b,
+            c: &c,
+        };
+        let h = match coset_shift {
+            None => self.ntt.h_poly_device(src, &stream),
+            Some(shift) => self.ntt.h_coset_evaluations_device(src, shift, &stream),
+        }
+        .map_err(ntt_err)?;
         h.inputs_uploaded
             .synchronize()
             .map_err(|c| driver_err("cuEventSynchronize", c))?;

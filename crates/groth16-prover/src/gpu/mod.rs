@@ -43,7 +43,7 @@ mod staging;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bls12_381::{G1Projective, G2Projective};
+use bls12_381::{G1Projective, G2Projective, Scalar};
 use cudarc::driver::{CudaEvent, CudaStream};
 use gpu_device::{Gpu, GpuError, PinnedStagingPool};
 use gpu_msm::{CpuMsm, DeviceScalars, G1Curve, G2Curve, GpuMsm, GpuMsmError, MsmError};
@@ -359,6 +359,16 @@ impl ProverBackend for GpuBackend {
 
     fn stages_abc(&self, m: usize) -> bool {
         staging::stages(m)
+    }
+
+    fn h_coset_evaluations(
+        &self,
+        abc: AbcEvaluations,
+        shift: Scalar,
+        inputs_released: &mut dyn FnMut(),
+    ) -> Result<HOutput, ProverError> {
+        // A zkey's proofs: pageable copies (the prover evaluates them into host vectors).
+        self.h_coset_from_host(abc, shift, inputs_released)
     }
 
     fn abc_buffers(&self, m: usize) -> Result<Option<StagedAbc>, ProverError> {
