@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use bls12_381::Bls12;
 use groth16_prover::testing::Sha256Circuit;
 use groth16_prover::{BackendChoice, Prover, ProverConfig, Randomness, SelfCheck, Synthesis};
 use pce_cache::{CacheConfig, CircuitKey, PceCache, PceSource};
@@ -148,16 +147,13 @@ pub fn run(a: DemoArgs<'_>) -> anyhow::Result<Outcome> {
                 "generating parameters (once; for testing only: insecure) into {}",
                 params_path.display()
             ));
-            let n_variables = shape.n_inputs + shape.n_aux;
-            let charge = super::charge_generator(&budget, n_variables, shape.n_rows)?;
-            let params = groth16::generate_random_parameters::<Bls12, _, _>(
-                circuit.clone(),
-                &mut rand::rng(),
-            )
+            // Pinion's generator from the recorded PCE (all cores; charges what it holds).
+            super::write_atomic(&params_path, |w| {
+                groth16_prover::setup::generate(&pce, &mut rand::rng(), &budget, w)
+                    .map(|_| ())
+                    .map_err(std::io::Error::other)
+            })
             .context("parameter generation failed")?;
-            super::write_atomic(&params_path, |w| params.write(w))?;
-            drop(params);
-            drop(charge);
             setup_time = Some(stage.finish());
             load().map_err(|e| load_error(e, &params_path))?
         }

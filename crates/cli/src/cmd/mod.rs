@@ -82,30 +82,6 @@ pub fn read_wtns(path: &Path, budget: &Budget) -> anyhow::Result<(Vec<Scalar>, R
     Ok((values, reservation))
 }
 
-/// Upper bound of what groth16's parameter generator holds for a circuit: the finished
-/// parameters (affine points: h over the domain, l, a, b_g1 over all variables, b_g2) and
-/// as much again for its projective working copies and tables. An estimate, stated as
-/// such where it is printed.
-pub fn generator_bytes_estimate(n_variables: u64, n_rows: u64) -> u64 {
-    let domain = n_rows.next_power_of_two();
-    let affine = (domain + 3 * n_variables) * 96 + n_variables * 192;
-    2 * affine
-}
-
-/// Charges groth16's parameter generation for a circuit (see [`generator_bytes_estimate`]).
-pub fn charge_generator(
-    budget: &Budget,
-    n_variables: u64,
-    n_rows: u64,
-) -> anyhow::Result<Reservation> {
-    charge(
-        budget,
-        generator_bytes_estimate(n_variables, n_rows),
-        Category::Transient,
-        "parameter generation (estimate)",
-    )
-}
-
 /// The process's host budget: detected limits, or the user's size.
 pub fn host_budget(spec: Option<&str>) -> anyhow::Result<Budget> {
     let budget = spec
