@@ -86,9 +86,10 @@ fn public_values_are_compared_as_scalars() {
     let json = |items: &[String]| format!("[{}]", items.join(",")).into_bytes();
     let quoted: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
     assert_eq!(env.run("public-json", &json(&quoted)), Verdict::Accepted);
-    // The same scalars written otherwise: the same statement.
+    // Decimal text is read strictly (one spelling per value): leading zeros are refused
+    // with a typed error, never read as another statement.
     let padded: Vec<String> = values.iter().map(|v| format!("\"000{v}\"")).collect();
-    assert_eq!(env.run("public-json", &json(&padded)), Verdict::Accepted);
+    assert_eq!(env.run("public-json", &json(&padded)), Verdict::Rejected);
     // Another statement: refused by verification.
     let mut swapped = quoted.clone();
     swapped.swap(0, 1);

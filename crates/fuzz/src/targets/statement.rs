@@ -10,8 +10,9 @@
 //! "malleable"). Re-randomisations that need scalar multiplications (`(A·r⁻¹, B·r, C)` and
 //! the like) are not excluded: reaching one by byte mutations would itself be a finding.
 //! A mutated statement (public values that decode to different scalars) that verifies is
-//! always a finding; the same scalars written differently (leading zeros, a number instead
-//! of a string) are the same statement.
+//! always a finding; the same scalars written differently (a small number instead of a
+//! string) are the same statement, and non-canonical decimal text (leading zeros, signs,
+//! spaces) is refused with a typed error.
 
 use std::sync::Arc;
 
