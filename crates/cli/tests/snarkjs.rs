@@ -129,8 +129,27 @@ fn pinion_and_snarkjs_accept_each_others_proofs() {
         "--seed".as_ref(),
         seed.as_ref(),
         "--cpu".as_ref(),
+        "--json".as_ref(),
     ]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    // The memory report of every proving command: the key and the working set charged.
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json output");
+    let memory = &report["memory"];
+    assert!(
+        memory["peak_charged_bytes"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    assert!(
+        memory["charged_by_category"]["srs"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    assert!(
+        memory["charged_by_category"]["working_set"]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "{report}"
+    );
     // The public values are the witness's, as snarkjs writes them.
     let json = |p: &Path| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()

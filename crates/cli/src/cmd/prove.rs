@@ -86,6 +86,7 @@ pub fn run_zkey(a: ZkeyProveArgs<'_>) -> anyhow::Result<Outcome> {
         super::write_atomic(p, |w| std::io::Write::write_all(w, text.as_bytes()))?;
     }
     let t = out.timings;
+    let memory = MemoryReport::now(&budget);
     if a.json {
         super::print_json(&json!({
             "proof": a.out.display().to_string(),
@@ -95,8 +96,9 @@ pub fn run_zkey(a: ZkeyProveArgs<'_>) -> anyhow::Result<Outcome> {
             "domain_size": out.shape.domain_size,
             "n_vars": zk.n_vars(),
             "prove_seconds": t.total.as_secs_f64(),
-            "peak_charged_bytes": out.peak_charged_bytes,
             "self_checked": out.self_checked,
+            "check": check_name(a.check),
+            "memory": memory.json(),
         }));
     } else {
         println!(
@@ -115,6 +117,7 @@ pub fn run_zkey(a: ZkeyProveArgs<'_>) -> anyhow::Result<Outcome> {
         if let Some(p) = a.public_out {
             println!("wrote public values {}", p.display());
         }
+        memory.print();
     }
     Ok(Outcome::Success)
 }
