@@ -495,7 +495,15 @@ impl Prover {
             3 * m as u64 * SCALAR_BYTES
         };
         let h_phase = witness_bytes + abc_bytes + self.backend.h_scratch_bytes(m);
-        let msm_phase = self.msm_phase_bytes(witness_bytes, m as u64 * SCALAR_BYTES, shape);
+        // Staged a, b and c leave this charge for the pool when they are taken and stay
+        // there (idle, or reused by the MSMs' staging, which then gives back as many bytes
+        // of this charge): the MSM phase comes on top of them, so that the charge never
+        // has to grow in the middle of a proof (where a full budget would refuse it).
+        let msm_phase = if self.stages_abc(m) {
+            abc_staging + self.msm_phase_bytes(witness_bytes, self.backend.h_host_bytes(m), shape)
+        } else {
+            self.msm_phase_bytes(witness_bytes, m as u64 * SCALAR_BYTES, shape)
+        };
         h_phase.max(msm_phase)
     }
 
@@ -747,10 +755,12 @@ impl Prover {
             (inputs.capacity() + aux.capacity()) as u64 * SCALAR_BYTES + masks.bytes();
         let t = Instant::now();
         // Once the backend has freed a, b and c (the GPU backend: once they are in pinned
-        // staging), only the witness and h's host bytes (none when it stays on the device)
-        // stay charged.
+        // staging), the charge shrinks to what the MSM phase needs: the witness, h's host
+        // bytes (none when it stays on the device), the MSMs' scratch and staging (kept,
+        // never released only to be asked for again).
         let h_return = self.backend.h_host_bytes(shape.domain_size);
-        let mut released = || charge.shrink_to(witness_bytes + h_return);
+        let msm_floor = self.msm_phase_bytes(witness_bytes, h_return, &shape);
+        let mut released = || charge.shrink_to(msm_floor);
         let h_out = match abc {
             Abc::Host(v) => match self.key.h_step() {
                 HStep::Coefficients => self.backend.h_poly(v, &mut released)?,
