@@ -269,28 +269,10 @@ pub fn read_verification_key(text: &str) -> Result<VerifyingKey<Bls12>, CircomEr
 }
 
 /// Reads a `public.json`: an array of canonical decimal strings below r (no numbers, no
-/// leading zeros, signs or spaces); a bad element is named by its index.
+/// leading zeros, signs or spaces); a bad element is named by its index. The one reader
+/// of public values: [`crate::statement::parse_public`].
 pub fn read_public(text: &str) -> Result<Vec<Scalar>, CircomError> {
-    let v = parse(text, "public values")?;
-    let Value::Array(items) = v else {
-        return Err(err(
-            "public values",
-            "expected a json array of decimal strings",
-        ));
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| match item {
-            Value::String(s) => {
-                parse_scalar(s).map_err(|e| err(format!("public value {i}"), e.to_string()))
-            }
-            other => Err(err(
-                format!("public value {i}"),
-                format!("is {other}, expected a decimal string"),
-            )),
-        })
-        .collect()
+    crate::statement::parse_public(text.as_bytes())
 }
 
 #[cfg(test)]

@@ -10,9 +10,9 @@
 //! "malleable"). Re-randomisations that need scalar multiplications (`(A·r⁻¹, B·r, C)` and
 //! the like) are not excluded: reaching one by byte mutations would itself be a finding.
 //! A mutated statement (public values that decode to different scalars) that verifies is
-//! always a finding; the same scalars written differently (a small number instead of a
-//! string) are the same statement, and non-canonical decimal text (leading zeros, signs,
-//! spaces) is refused with a typed error.
+//! always a finding; other spellings of the same scalars (numbers instead of strings,
+//! leading zeros, signs, spaces) are refused with a typed error, as `pinion verify` reads
+//! `public.json` (one spelling per statement).
 
 use std::sync::Arc;
 
