@@ -344,7 +344,9 @@ impl Evictor for StoreEvictor {
 
 /// Demotes idle, unheld resident entries of `tiers` (least recently used first) to
 /// `Mapped` until `at_least_bytes` (as measured by `bytes_of`) are freed. Entries are
-/// dropped after the store lock is released.
+/// dropped after the store lock is released. Straight to `Mapped`, not one tier down:
+/// this runs inside a budget's wait for room, where copying a device entry into pinned or
+/// host memory would allocate what the budget is trying to free.
 fn evict_idle(
     inner: &Inner,
     at_least_bytes: u64,
