@@ -16,7 +16,7 @@ use bls12_381::{Bls12, G1Affine, G2Affine, Scalar};
 use groth16::{Proof, VerifyingKey};
 use serde_json::{json, Value};
 
-use crate::decimal::{le_bytes_to_decimal, parse_decimal_le, parse_scalar, scalar_to_decimal};
+use crate::decimal::{le_bytes_to_decimal, parse_decimal_le, scalar_to_decimal};
 use crate::CircomError;
 
 fn err(what: impl Into<String>, reason: impl Into<String>) -> CircomError {
