@@ -130,8 +130,8 @@ pub use budget::{
     Reservation, ReserveFuture,
 };
 pub use detect::{
-    default_safety_margin, detect_limits, detect_limits_with, DetectOptions, Detection,
-    LimitSource, Limits, SourceKind, SourceStatus,
+    default_safety_margin, detect_limits, detect_limits_with, own_cgroups, CgroupDir,
+    DetectOptions, Detection, LimitSource, Limits, OwnCgroups, SourceKind, SourceStatus,
 };
 pub use error::BudgetError;
 pub use evict::{EntryHold, EntryUse, Evictor, EvictorRegistration, DEFAULT_MIN_IDLE};
