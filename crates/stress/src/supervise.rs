@@ -344,6 +344,13 @@ pub fn table(report: &StressReport) -> String {
         for (why, n) in &r.proofs_failed {
             s.push_str(&format!("{}: {n} failed: {why}\n", r.label));
         }
+        if let Some(b) = r.report.as_ref().and_then(|x| x.gpu_context_host_bytes) {
+            s.push_str(&format!(
+                "{}: opening GPU 0 took {} MiB of host memory no reservation covers\n",
+                r.label,
+                mib(b)
+            ));
+        }
     }
     s.push_str(&format!(
         "stress: cgroup {}; {}; {}\n",

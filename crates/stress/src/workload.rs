@@ -288,6 +288,9 @@ pub struct RunReport {
     /// The budget's total: the detected limit minus the margin (the drift check lowers
     /// its ceiling further by what the kernel charges beyond the charges).
     pub budget_bytes: u64,
+    /// Host memory (measured) that opening GPU 0 took: driver, context and modules, which
+    /// no reservation covers (`None` without a GPU).
+    pub gpu_context_host_bytes: Option<u64>,
     /// Each circuit's key as loaded in host memory.
     pub key_bytes: BTreeMap<String, u64>,
     /// Each circuit's working set per proof.
@@ -386,9 +389,15 @@ pub fn run(config: &RunConfig, counters: &Counters) -> Result<RunReport> {
     );
     let mut devices = Vec::new();
     let mut device_names = Vec::new();
+    let mut gpu_context_host_bytes = None;
     if config.gpu {
+        let before = config.source.read()?.measured_bytes();
         match gpu_device::Gpu::open(0) {
             Ok(g) => {
+                // What opening the device (driver, context, modules) costs in host memory,
+                // which nothing charges.
+                let after = config.source.read()?.measured_bytes();
+                gpu_context_host_bytes = Some(after.saturating_sub(before));
                 device_names.push(format!("gpu{}", g.info().ordinal));
                 devices.push(DeviceConfig::Gpu(g));
             }
@@ -458,6 +467,7 @@ pub fn run(config: &RunConfig, counters: &Counters) -> Result<RunReport> {
             seed: config.seed,
             source: config.source.describe(),
             devices: device_names,
+            gpu_context_host_bytes,
             budget_rule: detection.map(|d| d.budget_rule).unwrap_or_default(),
             budget_bytes: budget.total_bytes(),
             key_bytes,
