@@ -42,9 +42,9 @@
 //!   fresh witnesses, random priorities; one engine over CPU devices and GPU 0 when it
 //!   opens; keys in one `srs-store` store whose idle entries may be evicted at once, so
 //!   keys are evicted and loaded again whenever the budget is short. Parameters are real
-//!   (`groth16::generate_random_parameters`), the engine's self-check is on, and each
-//!   proof is verified again against its public inputs; one that does not verify counts
-//!   as failed.
+//!   (`groth16_prover::setup::generate`: what groth16's generator makes for the same
+//!   seed), the engine's self-check is on, and each proof is verified again against its
+//!   public inputs; one that does not verify counts as failed.
 //! - **Runs are processes**: each starts inside its cgroup (a shell moves itself in, then
 //!   `exec`s the program), so everything it allocates is charged there; its budget is
 //!   detected from that cgroup's limit as in production. A run rewrites its report every
@@ -67,7 +67,7 @@
 //! # Cost model
 //! A sample reads three small kernel files and takes the budget's lock once (tens of
 //! microseconds). The quick run (three circuits of 2^12–2^13 rows, 24 jobs, four runs)
-//! takes about 2 minutes on 2 cores, a quarter of it making parameters the first time.
+//! takes about 2 minutes on 2 cores, 6 s of it making parameters the first time.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 

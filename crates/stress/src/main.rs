@@ -153,6 +153,14 @@ fn params_dir(w: &WorkloadArgs) -> PathBuf {
     w.dir.join("params")
 }
 
+/// Parameters of the preset's circuits, made once (charged to a budget of this machine).
+fn prepare(preset: Preset, w: &WorkloadArgs) -> anyhow::Result<()> {
+    let budget = memory_budget::Budget::detect(&memory_budget::DetectOptions::default())?;
+    workload::prepare_parameters(&preset.circuits(), &params_dir(w), &budget)
+        .context("parameters")?;
+    Ok(())
+}
+
 fn main() -> ExitCode {
     match real_main() {
         Ok(code) => code,
@@ -193,7 +201,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let preset = w.preset.unwrap_or(Preset::Full);
     // Made by the supervisor before any run; here only when this run is started by hand.
-    workload::prepare_parameters(&preset.circuits(), &params_dir(w)).context("parameters")?;
+    prepare(preset, w)?;
     let config = RunConfig {
         circuits: preset.circuits(),
         params_dir: params_dir(w),
@@ -271,7 +279,7 @@ fn stress(mut args: StressArgs) -> anyhow::Result<ExitCode> {
     let seed = seed(w);
     let dir = params_dir(w);
     let t = std::time::Instant::now();
-    workload::prepare_parameters(&preset.circuits(), &dir).context("parameters")?;
+    prepare(preset, w)?;
     eprintln!(
         "stress: parameters ready in {:.1} s ({})",
         t.elapsed().as_secs_f64(),

@@ -154,7 +154,7 @@ impl Preset {
             kind,
         };
         match self {
-            // Parameter generation for all three takes about 30 s on 2 cores.
+            // Parameter generation for all three takes about 6 s on 2 cores.
             Preset::Quick => vec![
                 def("mimc-a", CircuitKind::Mimc { rounds: 4_000 }),
                 def("mimc-b", CircuitKind::Mimc { rounds: 2_500 }),
@@ -179,30 +179,34 @@ impl Preset {
     }
 }
 
-/// Makes each circuit's parameters under `dir` once (`groth16::generate_random_parameters`:
-/// real parameters, so proofs verify), in this process; runs only read them. Returns the
-/// paths in circuit order.
-pub fn prepare_parameters(circuits: &[CircuitDef], dir: &Path) -> Result<Vec<PathBuf>> {
+/// Makes each circuit's parameters under `dir` once, in this process
+/// (`groth16_prover::setup::generate`: real parameters, so proofs verify, the bytes
+/// `groth16::generate_random_parameters` would write for the same seed, on all cores and
+/// charged to `budget`); runs only read them. Returns the paths in circuit order.
+pub fn prepare_parameters(
+    circuits: &[CircuitDef],
+    dir: &Path,
+    budget: &Budget,
+) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(StressError::io("create", dir))?;
     let mut paths = Vec::new();
     for (i, c) in circuits.iter().enumerate() {
         let path = c.params_path(dir);
         if !path.exists() {
             let t = Instant::now();
+            let setup = |reason: String| StressError::Setup {
+                circuit: c.id.clone(),
+                reason,
+            };
+            let pce = pce_cache::Pce::record(c.instance(&mut SplitMix::new(SHAPE_SEED)))
+                .map_err(|e| setup(format!("recording the circuit: {e}")))?;
             let mut rng = rand::rngs::StdRng::seed_from_u64(PARAMS_SEED.wrapping_add(i as u64));
-            let shape = c.instance(&mut SplitMix::new(SHAPE_SEED));
-            let params = groth16::generate_random_parameters::<Bls12, _, _>(shape, &mut rng)
-                .map_err(|e| StressError::Setup {
-                    circuit: c.id.clone(),
-                    reason: format!("parameter generation: {e}"),
-                })?;
             let tmp = path.with_extension(format!("tmp{}", std::process::id()));
             let file = std::fs::File::create(&tmp).map_err(StressError::io("create", &tmp))?;
             let mut w = std::io::BufWriter::new(file);
-            params
-                .write(&mut w)
-                .and_then(|()| std::io::Write::flush(&mut w))
-                .map_err(StressError::io("write", &tmp))?;
+            groth16_prover::setup::generate(&pce, &mut rng, budget, &mut w)
+                .map_err(|e| setup(format!("parameter generation: {e}")))?;
+            std::io::Write::flush(&mut w).map_err(StressError::io("write", &tmp))?;
             drop(w);
             std::fs::rename(&tmp, &path).map_err(StressError::io("write", &path))?;
             eprintln!(
