@@ -347,6 +347,54 @@ fn read_events(cg: &MemoryCgroup) -> Result<CgroupEvents> {
 mod tests {
     use super::*;
 
+    /// A v2 tree in a temporary directory: `parent/leaf`, each with a
+    /// `cgroup.subtree_control` holding the given controllers.
+    fn fake_v2(tag: &str, parent_ctl: &str, leaf_ctl: &str) -> (PathBuf, MemoryCgroup) {
+        let seed = groth16_prover::testing::test_seed();
+        let root = std::env::temp_dir().join(format!(
+            "pinion-stress-fake-{tag}-{}-{seed}",
+            std::process::id()
+        ));
+        let leaf = root.join("parent").join("leaf");
+        std::fs::create_dir_all(&leaf).unwrap();
+        std::fs::write(root.join("parent/cgroup.subtree_control"), parent_ctl).unwrap();
+        std::fs::write(leaf.join("cgroup.subtree_control"), leaf_ctl).unwrap();
+        let cg = MemoryCgroup {
+            version: CgroupVersion::V2,
+            dir: leaf,
+        };
+        (root, cg)
+    }
+
+    #[test]
+    fn v2_children_go_where_memory_is_delegated() {
+        // The leaf delegates memory: the child goes under it, with its limit written.
+        let (root, cg) = fake_v2("leaf", "cpu memory", "memory pids");
+        let child = cg.create_child("c", Some(1 << 30)).unwrap();
+        assert_eq!(child.cgroup().dir, cg.dir.join("c"));
+        let max = std::fs::read_to_string(child.cgroup().dir.join("memory.max")).unwrap();
+        assert_eq!(max, (1u64 << 30).to_string());
+        assert_eq!(child.limit_bytes(), Some(1 << 30));
+        std::fs::remove_dir_all(&root).unwrap();
+        drop(child);
+
+        // The leaf does not (it holds processes, so enabling fails on a real kernel; a
+        // plain file takes the write but does not list "memory" after it): beside it.
+        let (root, cg) = fake_v2("parent", "memory", "cpu");
+        let child = cg.create_child("c", None).unwrap();
+        assert_eq!(child.cgroup().dir, root.join("parent/c"));
+        assert!(!child.cgroup().dir.join("memory.max").exists(), "no limit, no file");
+        std::fs::remove_dir_all(&root).unwrap();
+        drop(child);
+
+        // Neither: an error naming both.
+        let (root, cg) = fake_v2("none", "cpu", "");
+        let e = cg.create_child("c", None).unwrap_err().to_string();
+        assert!(e.contains("no writable memory cgroup"), "{e}");
+        assert!(e.contains("leaf") && e.contains("parent"), "{e}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     #[test]
     fn v2_events() {
         let e = parse_events(
