@@ -235,6 +235,14 @@ pub struct Sample {
     pub charged_bytes: u64,
     /// Charged bytes per category (`srs`, `pce`, `working_set`, ...), non-zero ones.
     pub charged_by_category: BTreeMap<String, u64>,
+    /// The budget's admission ceiling: its total, lowered by the drift check to the limit
+    /// minus the margin minus `untracked_bytes`.
+    pub ceiling_bytes: u64,
+    /// Bytes the budget's queued requests ask for (a request that stays queued while
+    /// `ceiling − charged` is below it is what a stalled run waits on).
+    pub waiting_bytes: u64,
+    /// What the kernel charged beyond the charges at the budget's last drift reading.
+    pub untracked_bytes: u64,
 }
 
 impl Sample {
@@ -328,16 +336,19 @@ pub fn take_sample(source: &MemorySource, budget: &Budget, t0: Instant) -> Resul
         vm_rss_bytes,
         charged_bytes: snap.used_bytes,
         charged_by_category,
+        ceiling_bytes: snap.cap_bytes,
+        waiting_bytes: snap.waiting_bytes,
+        untracked_bytes: snap.untracked_bytes,
     })
 }
 
 /// The CSV header of [`Sampler`]'s sample file.
-pub const CSV_HEADER: &str = "t_ms,current,anon,file,kernel,shmem,measured,vm_rss,charged,srs,pce,working_set,pinned_pool,transient,other";
+pub const CSV_HEADER: &str = "t_ms,current,anon,file,kernel,shmem,measured,vm_rss,charged,srs,pce,working_set,pinned_pool,transient,other,ceiling,waiting,untracked";
 
 fn csv_line(s: &Sample) -> String {
     let c = |k: &str| s.charged_by_category.get(k).copied().unwrap_or(0);
     format!(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         s.t_ms,
         s.memory.current_bytes,
         s.memory.anon_bytes,
@@ -352,7 +363,10 @@ fn csv_line(s: &Sample) -> String {
         c("working_set"),
         c("pinned_pool"),
         c("transient"),
-        c("other")
+        c("other"),
+        s.ceiling_bytes,
+        s.waiting_bytes,
+        s.untracked_bytes
     )
 }
 
@@ -524,6 +538,33 @@ mod tests {
             p.as_cgroup_memory().measured_bytes(),
             (1024 + 24 + 8) * 1024
         );
+    }
+
+    /// A sample holds the budget's figures as they are, and its CSV line has one field
+    /// per header column.
+    #[test]
+    fn a_sample_reads_the_budget() {
+        let seed = groth16_prover::testing::test_seed();
+        let mut g = groth16_prover::testing::SplitMix::new(seed);
+        let total = (64 << 20) + g.next_u64() % (64 << 20);
+        let budget = Budget::fixed(total);
+        let ws = 1 + g.next_u64() % (total / 2);
+        let _r = budget
+            .try_reserve(ws, Category::WorkingSet, "proof")
+            .unwrap();
+        let s = take_sample(&MemorySource::Process, &budget, Instant::now()).unwrap();
+        assert_eq!(s.charged_bytes, ws, "seed {seed}");
+        assert_eq!(s.charged_by_category.get("working_set"), Some(&ws));
+        assert_eq!(s.ceiling_bytes, total, "a fixed budget has no drift check");
+        assert_eq!((s.waiting_bytes, s.untracked_bytes), (0, 0));
+        assert!(s.measured_bytes > 0, "this process uses memory");
+        let line = csv_line(&s);
+        assert_eq!(
+            line.split(',').count(),
+            CSV_HEADER.split(',').count(),
+            "{line}"
+        );
+        assert!(line.ends_with(&format!(",{total},0,0")), "{line}");
     }
 
     #[test]
