@@ -58,6 +58,12 @@ pub enum StressError {
     /// The memory budget could not be set up.
     #[error("memory budget: {0}")]
     Budget(#[from] memory_budget::BudgetError),
+    /// A run stopped making progress (its report holds the budget's state).
+    #[error("stalled: {description}")]
+    Stalled {
+        /// What waited for what.
+        description: String,
+    },
     /// A run's report could not be read back.
     #[error("report {path}: {reason}")]
     Report {

@@ -91,6 +91,11 @@ struct WorkloadArgs {
     /// else memory-budget's).
     #[arg(long)]
     margin: Option<String>,
+    /// Give a run up when no job has ended for this many seconds while jobs are
+    /// outstanding, and report what the budget waited on (default: 30 with the quick
+    /// preset, else 300).
+    #[arg(long)]
+    stall_s: Option<u64>,
     /// Leave glibc's allocator as it is (by default the runs fix its mmap threshold, as
     /// the `pinion` binary does: see memory_budget::tune_allocator).
     #[arg(long)]
@@ -218,6 +223,10 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         report: args.report,
         report_every: Duration::from_secs(1),
         job_timeout: Duration::from_secs(600),
+        stall_timeout: Duration::from_secs(w.stall_s.unwrap_or(match preset {
+            Preset::Quick => 30,
+            Preset::Full => 300,
+        })),
     };
     let r = workload::run(&config, &counters).context("stress run")?;
     eprintln!(
@@ -311,6 +320,9 @@ fn stress(mut args: StressArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(m) = &w.margin {
         run_args.extend(["--margin".into(), m.clone()]);
+    }
+    if let Some(s) = w.stall_s {
+        run_args.extend(["--stall-s".into(), s.to_string()]);
     }
     let out = w.dir.join(format!("run-{seed}"));
     let config = SuperviseConfig {

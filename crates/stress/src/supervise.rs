@@ -344,6 +344,9 @@ pub fn table(report: &StressReport) -> String {
         for (why, n) in &r.proofs_failed {
             s.push_str(&format!("{}: {n} failed: {why}\n", r.label));
         }
+        if let Some(stall) = r.report.as_ref().and_then(|x| x.stall.as_ref()) {
+            s.push_str(&format!("{}: gave up: {}\n", r.label, stall.describe()));
+        }
         if let Some(b) = r.report.as_ref().and_then(|x| x.gpu_context_host_bytes) {
             s.push_str(&format!(
                 "{}: opening GPU 0 took {} MiB of host memory no reservation covers\n",
@@ -499,6 +502,20 @@ mod tests {
         let mut r = row();
         r.proofs_failed
             .insert("proof of mimc-a does not verify".into(), 2);
+        r.report = Some(crate::workload::RunReport {
+            stall: Some(crate::workload::Stall {
+                after_s: 30,
+                outstanding_jobs: 12,
+                total_bytes: 14 << 20,
+                ceiling_bytes: 8 << 20,
+                charged_bytes: 2 << 20,
+                n_waiting: 1,
+                waiting_bytes: 7 << 20,
+                untracked_bytes: 6 << 20,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
         let report = StressReport {
             cgroup: "v1 /sys/fs/cgroup/memory/x".into(),
             constrained: true,
@@ -510,6 +527,10 @@ mod tests {
         assert!(t.contains("| 60% | 100.0 | exit 0 | 0 | 100 | 2 |"), "{t}");
         assert!(
             t.contains("60%: 2 failed: proof of mimc-a does not verify"),
+            "{t}"
+        );
+        assert!(
+            t.contains("60%: gave up: no job ended for 30 s with 12 outstanding: 1 request(s) for 7.0 MiB queued in the budget, 6.0 MiB free under its ceiling of 8.0 MiB (total 14.0 MiB less 6.0 MiB the kernel charges beyond the charges)"),
             "{t}"
         );
         assert!(t.contains("NOT clean"), "{t}");

@@ -256,6 +256,83 @@ pub struct RunConfig {
     /// A job that has not finished after this long counts as failed (and the run stops
     /// waiting for it).
     pub job_timeout: Duration,
+    /// The run gives up when no job has ended for this long while jobs are outstanding:
+    /// it records the budget's state ([`Stall`]) in its report and returns
+    /// [`StressError::Stalled`].
+    pub stall_timeout: Duration,
+}
+
+/// What the budget looked like when a run stopped making progress: a request queued for
+/// more than is free under the ceiling, and nothing charged that would be released.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stall {
+    /// Seconds without a job ending before the run gave up.
+    pub after_s: u64,
+    /// Jobs submitted and not ended.
+    pub outstanding_jobs: u64,
+    /// The budget's total (the detected limit minus the margin).
+    pub total_bytes: u64,
+    /// Its admission ceiling: the limit minus the margin minus `untracked_bytes`.
+    pub ceiling_bytes: u64,
+    /// Bytes charged.
+    pub charged_bytes: u64,
+    /// Charged bytes per category, non-zero ones.
+    pub charged_by_category: BTreeMap<String, u64>,
+    /// Requests queued in the budget.
+    pub n_waiting: u64,
+    /// Bytes they ask for.
+    pub waiting_bytes: u64,
+    /// What the kernel charged beyond the charges at the last drift reading (the process's
+    /// own baseline: binary, libraries, stacks, allocator arenas).
+    pub untracked_bytes: u64,
+}
+
+impl Stall {
+    fn of(budget: &Budget, after: Duration, outstanding_jobs: u64) -> Stall {
+        let snap = budget.snapshot();
+        Stall {
+            after_s: after.as_secs(),
+            outstanding_jobs,
+            total_bytes: snap.total_bytes,
+            ceiling_bytes: snap.cap_bytes,
+            charged_bytes: snap.used_bytes,
+            charged_by_category: by_category(|c| snap.used_in(c)),
+            n_waiting: snap.n_waiting as u64,
+            waiting_bytes: snap.waiting_bytes,
+            untracked_bytes: snap.untracked_bytes,
+        }
+    }
+
+    /// Bytes free under the ceiling.
+    pub fn free_bytes(&self) -> u64 {
+        self.ceiling_bytes.saturating_sub(self.charged_bytes)
+    }
+
+    /// One line: what waits for what.
+    pub fn describe(&self) -> String {
+        let mib = |b: u64| format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20));
+        format!(
+            "no job ended for {} s with {} outstanding: {} request(s) for {} queued in the budget, {} free under its ceiling of {} (total {} less {} the kernel charges beyond the charges), {} charged",
+            self.after_s,
+            self.outstanding_jobs,
+            self.n_waiting,
+            mib(self.waiting_bytes),
+            mib(self.free_bytes()),
+            mib(self.ceiling_bytes),
+            mib(self.total_bytes),
+            mib(self.untracked_bytes),
+            mib(self.charged_bytes),
+        )
+    }
+}
+
+/// Non-zero figures per budget category, by name.
+fn by_category(f: impl Fn(memory_budget::Category) -> u64) -> BTreeMap<String, u64> {
+    memory_budget::Category::ALL
+        .iter()
+        .filter(|c| f(**c) > 0)
+        .map(|c| (c.as_str().to_string(), f(*c)))
+        .collect()
 }
 
 /// Failures of one kind.
@@ -325,6 +402,9 @@ pub struct RunReport {
     pub budget_peak_by_category: BTreeMap<String, u64>,
     /// The samples' figures.
     pub samples: SampleStats,
+    /// Set when the run gave up for lack of progress.
+    #[serde(default)]
+    pub stall: Option<Stall>,
 }
 
 /// Strips what differs between equal failures (job ids, numbers) from a reason.
@@ -523,11 +603,7 @@ pub fn run(config: &RunConfig, counters: &Counters) -> Result<RunReport> {
         }
         let snap = budget.snapshot();
         r.budget_peak_bytes = snap.peak_used_bytes;
-        r.budget_peak_by_category = memory_budget::Category::ALL
-            .iter()
-            .filter(|c| snap.peak_in(**c) > 0)
-            .map(|c| (c.as_str().to_string(), snap.peak_in(*c)))
-            .collect();
+        r.budget_peak_by_category = by_category(|c| snap.peak_in(c));
         r.key_loads = counters.get(srs_store::metrics::LOADS_TOTAL);
         r.key_evictions = counters.get(srs_store::metrics::EVICTIONS_TOTAL);
         r.samples = stats;
@@ -539,8 +615,30 @@ pub fn run(config: &RunConfig, counters: &Counters) -> Result<RunReport> {
             None => Ok(()),
         }
     };
+    let (mut ended_before, mut progress_at) = (0, Instant::now());
     while threads.iter().any(|t| !t.is_finished()) {
         std::thread::sleep(config.report_every.min(Duration::from_millis(200)));
+        let (submitted, ended) = {
+            let t = tally.lock().unwrap_or_else(|e| e.into_inner());
+            let r = &t.report;
+            (
+                r.proofs_submitted,
+                r.proofs_completed + r.proofs_failed.total(),
+            )
+        };
+        if ended != ended_before {
+            (ended_before, progress_at) = (ended, Instant::now());
+        } else if submitted > ended && progress_at.elapsed() >= config.stall_timeout {
+            // Giving up: the blocked threads are left as they are (the process ends
+            // after this returns), so nothing waits on them.
+            let stall = Stall::of(&budget, progress_at.elapsed(), submitted - ended);
+            tally.lock().unwrap_or_else(|e| e.into_inner()).report.stall = Some(stall.clone());
+            let report = snapshot(true, sampler.finish());
+            write(&report)?;
+            return Err(StressError::Stalled {
+                description: stall.describe(),
+            });
+        }
         write(&snapshot(false, sampler.stats()))?;
     }
     for t in threads {
