@@ -383,7 +383,10 @@ mod tests {
         let (root, cg) = fake_v2("parent", "memory", "cpu");
         let child = cg.create_child("c", None).unwrap();
         assert_eq!(child.cgroup().dir, root.join("parent/c"));
-        assert!(!child.cgroup().dir.join("memory.max").exists(), "no limit, no file");
+        assert!(
+            !child.cgroup().dir.join("memory.max").exists(),
+            "no limit, no file"
+        );
         std::fs::remove_dir_all(&root).unwrap();
         drop(child);
 
