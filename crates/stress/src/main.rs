@@ -74,9 +74,12 @@ struct WorkloadArgs {
     #[arg(long)]
     proofs: Option<usize>,
     /// Submitter threads (each submits a job and awaits it, then the next): enough that
-    /// the unconstrained run holds many working sets and keys at once.
-    #[arg(long, default_value_t = 12)]
-    submitters: usize,
+    /// the unconstrained run holds many working sets and keys at once (default: 12; with
+    /// --quick every job at once, so that the unconstrained peak is well above what one
+    /// job needs beside the process's own baseline and the margin, and 60% of it still
+    /// holds the largest key's load).
+    #[arg(long)]
+    submitters: Option<usize>,
     /// CPU devices beside the GPU.
     #[arg(long, default_value_t = 1)]
     cpu_devices: usize,
@@ -87,8 +90,9 @@ struct WorkloadArgs {
     #[arg(long)]
     seed: Option<u64>,
     /// The budget's safety margin below the detected limit ("32MiB", "5%"; default: 4MiB
-    /// with --quick, whose whole workload is smaller than memory-budget's 256 MiB floor,
-    /// else memory-budget's).
+    /// with --quick and 5% otherwise: both workloads peak far below what
+    /// memory-budget's default margin (at least 256 MiB, at most half the limit) leaves
+    /// room for at 60%).
     #[arg(long)]
     margin: Option<String>,
     /// Give a run up when no job has ended for this many seconds while jobs are
@@ -211,7 +215,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         circuits: preset.circuits(),
         params_dir: params_dir(w),
         proofs: w.proofs.unwrap_or(100),
-        submitters: w.submitters,
+        submitters: w.submitters.unwrap_or(12),
         cpu_devices: w.cpu_devices,
         gpu: !w.no_gpu,
         require_gpu: std::env::var("PINION_REQUIRE_GPU").is_ok_and(|v| v == "1"),
@@ -279,9 +283,13 @@ fn stress(mut args: StressArgs) -> anyhow::Result<ExitCode> {
         args.workload.preset.get_or_insert(Preset::Quick);
         args.workload.proofs.get_or_insert(24);
         args.workload.margin.get_or_insert_with(|| "4MiB".into());
+        args.workload
+            .submitters
+            .get_or_insert(args.workload.proofs.unwrap_or(24));
         args.run_timeout_s.get_or_insert(150);
         args.workload.no_gpu = true;
     }
+    args.workload.margin.get_or_insert_with(|| "5%".into());
     let w = &args.workload;
     let preset = w.preset.unwrap_or(Preset::Full);
     let proofs = w.proofs.unwrap_or(100);
@@ -304,7 +312,7 @@ fn stress(mut args: StressArgs) -> anyhow::Result<ExitCode> {
         "--proofs".into(),
         proofs.to_string(),
         "--submitters".into(),
-        w.submitters.to_string(),
+        w.submitters.unwrap_or(12).to_string(),
         "--cpu-devices".into(),
         w.cpu_devices.to_string(),
         "--seed".into(),
