@@ -55,7 +55,8 @@
 //!   measured, charged and `current`, throughput, key loads and evictions; a table and
 //!   JSON. A run is *clean* when nothing was killed, failed or lost and `current` stayed
 //!   within the limit; *accurate* when the targets hold (under-charge ≤ 64 MiB at
-//!   every sample, peak charged ≤ 1.15 × peak measured).
+//!   every sample, peak charged ≤ 1.15 × peak measured), judged on the constrained runs
+//!   (the unconstrained one measures the peak; its figures are reported).
 //!
 //! # Non-goals
 //! Not a benchmark (throughput is reported, not compared); no cgroup of its own without a
