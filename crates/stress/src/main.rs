@@ -22,13 +22,13 @@ runs the workload unconstrained in a cgroup without a limit to measure its peak
 share of the peak, swap off. Each run samples the cgroup and the budget every 50 ms.
 
 Exit status 1 when a run is not clean (an OOM kill, a failed, invalid or lost proof, a
-crash or a timeout), when --require-cgroup is given and no cgroup can be made, or when
---strict is given and an accuracy target is missed (under-charge > 64 MiB at a sample, or
-peak charged > 1.15x peak measured).
+stall, a crash or a timeout), when --require-cgroup is given and no cgroup can be made, or
+when --strict is given and an accuracy target is missed in a constrained run (under-charge
+> 64 MiB at a sample, or peak charged > 1.15x peak measured).
 
 Examples:
-  cargo xtask stress --quick                       # CI: CPU, about a minute once built
-  bundle/run.sh stress --require-cgroup            # GPU machine: 100 proofs per run
+  cargo xtask stress --quick                       # CI: CPU, about 2 minutes on 2 cores
+  bundle/run.sh stress                             # GPU machine: 100 proofs per run
   pinion-stress --shares 100,80,60,40 --proofs 200 --json";
 
 #[derive(Parser, Debug)]
