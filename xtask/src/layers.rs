@@ -18,6 +18,7 @@ mod tests {
         ("pinion-engine", 5),
         ("pinion-filecoin", 5),
         ("pinion", 6),
+        ("pinion-stress", 6),
         ("pinion-fuzz", 7),
     ];
 

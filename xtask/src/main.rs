@@ -9,6 +9,8 @@
 //! - `bench`: runs the workspace's benchmark programs.
 //! - `fuzz`: mutation fuzzing of every parser and entry point that reads outside data
 //!   (`pinion-fuzz`; `--quick` is the CI run).
+//! - `stress`: the engine under load inside memory cgroups, charged against measured
+//!   (`pinion-stress`; `--quick` is the CI run).
 
 mod bench;
 mod bundle;
@@ -16,6 +18,7 @@ mod cargo_json;
 mod fuzz;
 mod kernels;
 mod layers;
+mod stress;
 mod testing;
 
 use anyhow::{bail, Result};
@@ -33,6 +36,10 @@ tasks:
   fuzz [--quick] [--seconds N] [--target NAME] [--help]
                       mutation-fuzz every parser and entry point under time and memory caps
                       (--quick: the CI run, 12,000 inputs); fails on any finding
+  stress [--quick] [--shares 100,80,60] [--require-cgroup] [--json] [--strict] [--help]
+                      the engine under load, unconstrained then in memory cgroups limited to
+                      shares of its peak; charged against measured; fails on an OOM kill or
+                      a failed or invalid proof
 ";
 
 fn main() {
@@ -59,6 +66,7 @@ fn real_main() -> Result<()> {
         "gpu-bundle" => bundle::run(&root, rest),
         "bench" => bench::run(&root, rest),
         "fuzz" => fuzz::run(&root, rest),
+        "stress" => stress::run(&root, rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())

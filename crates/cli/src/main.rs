@@ -673,6 +673,9 @@ fn verify(
 }
 
 fn main() -> ExitCode {
+    // Freed working sets go back to the kernel, so what the cgroup charges follows what
+    // the budget charges (memory_budget::tune_allocator).
+    memory_budget::tune_allocator();
     let cli = Cli::parse();
     if let Command::Verify {
         params,

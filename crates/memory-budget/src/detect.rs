@@ -315,19 +315,32 @@ fn chain(leaf: &Path, top: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Reads every source under `root`, and this process's rlimits, and picks the smallest
-/// limit.
-pub fn detect_limits(root: &Path) -> Result<Limits, BudgetError> {
-    detect_limits_with(root, &ProcessLimits::of_this_process())
+/// A cgroup directory of this process and the mount it lies under (in-tree paths).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgroupDir {
+    /// The process's own cgroup.
+    pub leaf: PathBuf,
+    /// Where the hierarchy is mounted (the top of what can be read).
+    pub mount_point: PathBuf,
 }
 
-/// [`detect_limits`] with the process limits given (a test's, or ones read earlier).
-pub fn detect_limits_with(root: &Path, rlimits: &ProcessLimits) -> Result<Limits, BudgetError> {
-    let mut sources = Vec::new();
-    let mut notes = Vec::new();
-    // (source index, scope) of cgroup sources, to pick where usage is measured.
-    let mut scopes: Vec<(usize, UsageScope)> = Vec::new();
+/// This process's memory cgroups, as [`detect_limits`] finds them from
+/// `/proc/self/cgroup` and `/proc/self/mountinfo` under a root.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OwnCgroups {
+    /// The unified (v2) hierarchy's directory, when listed and mounted. Whether its memory
+    /// controller is enabled is not checked here.
+    pub v2: Option<CgroupDir>,
+    /// The v1 memory controller's directory, when listed and mounted.
+    pub v1_memory: Option<CgroupDir>,
+    /// What was missing or guessed, for humans.
+    pub notes: Vec<String>,
+}
 
+/// Finds this process's cgroup directories under `root` (see [`OwnCgroups`]).
+pub fn own_cgroups(root: &Path) -> OwnCgroups {
+    let mut own = OwnCgroups::default();
+    let notes = &mut own.notes;
     let cg_lines = match procfs::read(root, Path::new("/proc/self/cgroup")) {
         Ok(t) => procfs::parse_proc_cgroup(&t),
         Err(e) => {
@@ -372,46 +385,10 @@ pub fn detect_limits_with(root: &Path, rlimits: &ProcessLimits) -> Result<Limits
             Some(m) => {
                 let (leaf, note) = cgroup_dir(m, &line.path);
                 notes.extend(note);
-                let top = PathBuf::from(&m.mount_point);
-                let mut any_max = false;
-                for dir in chain(&leaf, &top) {
-                    for (kind, file) in [
-                        (SourceKind::CgroupV2Max, "memory.max"),
-                        (SourceKind::CgroupV2High, "memory.high"),
-                    ] {
-                        let path = dir.join(file);
-                        let status = status_of(procfs::read_limit(root, &path));
-                        if status == SourceStatus::Missing {
-                            continue;
-                        }
-                        any_max |= kind == SourceKind::CgroupV2Max;
-                        scopes.push((sources.len(), UsageScope::CgroupV2 { dir: dir.clone() }));
-                        sources.push(LimitSource {
-                            kind,
-                            path,
-                            status,
-                            note: String::new(),
-                        });
-                    }
-                }
-                if !any_max {
-                    let controllers =
-                        procfs::read(root, &top.join("cgroup.controllers")).unwrap_or_default();
-                    let why = if leaf == top {
-                        "the process is in the root cgroup, which has no memory.max".to_string()
-                    } else if controllers.split_whitespace().any(|c| c == "memory") {
-                        "memory controller not enabled for this cgroup's subtree".to_string()
-                    } else {
-                        "memory controller not available (missing from cgroup.controllers)"
-                            .to_string()
-                    };
-                    sources.push(LimitSource {
-                        kind: SourceKind::CgroupV2Max,
-                        path: leaf.join("memory.max"),
-                        status: SourceStatus::Missing,
-                        note: why,
-                    });
-                }
+                own.v2 = Some(CgroupDir {
+                    leaf,
+                    mount_point: PathBuf::from(&m.mount_point),
+                });
             }
         }
     }
@@ -429,40 +406,112 @@ pub fn detect_limits_with(root: &Path, rlimits: &ProcessLimits) -> Result<Limits
             Some(m) => {
                 let (leaf, note) = cgroup_dir(m, &line.path);
                 notes.extend(note);
-                let top = PathBuf::from(&m.mount_point);
-                for dir in chain(&leaf, &top) {
-                    for (kind, file) in [
-                        (SourceKind::CgroupV1Limit, "memory.limit_in_bytes"),
-                        (
-                            SourceKind::CgroupV1MemswLimit,
-                            "memory.memsw.limit_in_bytes",
-                        ),
-                    ] {
-                        let path = dir.join(file);
-                        let status = status_of(procfs::read_limit(root, &path));
-                        if status == SourceStatus::Missing && dir != leaf {
-                            continue;
-                        }
-                        scopes.push((sources.len(), UsageScope::CgroupV1 { dir: dir.clone() }));
-                        let note = if status == SourceStatus::Missing
-                            && kind == SourceKind::CgroupV1MemswLimit
-                        {
-                            "swap accounting off".to_string()
-                        } else {
-                            String::new()
-                        };
-                        sources.push(LimitSource {
-                            kind,
-                            path,
-                            status,
-                            note,
-                        });
-                    }
-                }
+                own.v1_memory = Some(CgroupDir {
+                    leaf,
+                    mount_point: PathBuf::from(&m.mount_point),
+                });
             }
         }
     } else if !cg_lines.is_empty() && !cg_lines.iter().all(|l| l.hierarchy_id == "0") {
         notes.push("no cgroup v1 memory controller in /proc/self/cgroup".into());
+    }
+    own
+}
+
+/// Reads every source under `root`, and this process's rlimits, and picks the smallest
+/// limit.
+pub fn detect_limits(root: &Path) -> Result<Limits, BudgetError> {
+    detect_limits_with(root, &ProcessLimits::of_this_process())
+}
+
+/// [`detect_limits`] with the process limits given (a test's, or ones read earlier).
+pub fn detect_limits_with(root: &Path, rlimits: &ProcessLimits) -> Result<Limits, BudgetError> {
+    let mut sources = Vec::new();
+    let mut notes = Vec::new();
+    // (source index, scope) of cgroup sources, to pick where usage is measured.
+    let mut scopes: Vec<(usize, UsageScope)> = Vec::new();
+
+    let own = own_cgroups(root);
+    notes.extend(own.notes);
+
+    if let Some(CgroupDir {
+        leaf,
+        mount_point: top,
+    }) = own.v2
+    {
+        let mut any_max = false;
+        for dir in chain(&leaf, &top) {
+            for (kind, file) in [
+                (SourceKind::CgroupV2Max, "memory.max"),
+                (SourceKind::CgroupV2High, "memory.high"),
+            ] {
+                let path = dir.join(file);
+                let status = status_of(procfs::read_limit(root, &path));
+                if status == SourceStatus::Missing {
+                    continue;
+                }
+                any_max |= kind == SourceKind::CgroupV2Max;
+                scopes.push((sources.len(), UsageScope::CgroupV2 { dir: dir.clone() }));
+                sources.push(LimitSource {
+                    kind,
+                    path,
+                    status,
+                    note: String::new(),
+                });
+            }
+        }
+        if !any_max {
+            let controllers =
+                procfs::read(root, &top.join("cgroup.controllers")).unwrap_or_default();
+            let why = if leaf == top {
+                "the process is in the root cgroup, which has no memory.max".to_string()
+            } else if controllers.split_whitespace().any(|c| c == "memory") {
+                "memory controller not enabled for this cgroup's subtree".to_string()
+            } else {
+                "memory controller not available (missing from cgroup.controllers)".to_string()
+            };
+            sources.push(LimitSource {
+                kind: SourceKind::CgroupV2Max,
+                path: leaf.join("memory.max"),
+                status: SourceStatus::Missing,
+                note: why,
+            });
+        }
+    }
+
+    if let Some(CgroupDir {
+        leaf,
+        mount_point: top,
+    }) = own.v1_memory
+    {
+        for dir in chain(&leaf, &top) {
+            for (kind, file) in [
+                (SourceKind::CgroupV1Limit, "memory.limit_in_bytes"),
+                (
+                    SourceKind::CgroupV1MemswLimit,
+                    "memory.memsw.limit_in_bytes",
+                ),
+            ] {
+                let path = dir.join(file);
+                let status = status_of(procfs::read_limit(root, &path));
+                if status == SourceStatus::Missing && dir != leaf {
+                    continue;
+                }
+                scopes.push((sources.len(), UsageScope::CgroupV1 { dir: dir.clone() }));
+                let note =
+                    if status == SourceStatus::Missing && kind == SourceKind::CgroupV1MemswLimit {
+                        "swap accounting off".to_string()
+                    } else {
+                        String::new()
+                    };
+                sources.push(LimitSource {
+                    kind,
+                    path,
+                    status,
+                    note,
+                });
+            }
+        }
     }
 
     // The process's own limits. Unlimited ones are listed, with the reason they do not

@@ -96,7 +96,11 @@
 //!
 //! # Non-goals
 //! No allocation: the budget only counts. It cannot see memory that a reservation covers but
-//! that is not yet touched, nor protect against allocations that skip it. Async waiting needs
+//! that is not yet touched, nor protect against allocations that skip it, nor memory the C
+//! allocator keeps after a free: glibc keeps freed blocks below its (rising) mmap threshold
+//! in its heaps, where the kernel still charges them; binaries call [`tune_allocator`] first
+//! thing so freed blocks of 128 KiB and more go back to the kernel. The drift check counts
+//! what is left as untracked. Async waiting needs
 //! no runtime, but this crate owns no timer: async waiters are woken by releases, by
 //! [`Budget::notify_eligible`] and by [`Budget::spawn_monitor`] (which also fires eligibility
 //! deadlines and drift re-reads for them). Metric handles are taken when a budget is created,
@@ -111,9 +115,10 @@
 //! has passed, which is checked once per 256 admissions: never on every call. A waiter costs
 //! one small allocation and a queue insertion.
 #![warn(missing_docs)]
-// `getrlimit` is the one unsafe call (module `rlimit`).
+// `getrlimit` (module `rlimit`) and `mallopt` (module `allocator`) are the unsafe calls.
 #![deny(unsafe_code)]
 
+mod allocator;
 mod budget;
 mod detect;
 mod error;
@@ -125,13 +130,14 @@ mod rlimit;
 mod size;
 mod usage;
 
+pub use allocator::{tune_allocator, MMAP_THRESHOLD_BYTES};
 pub use budget::{
     Budget, BudgetConfig, BudgetSnapshot, Category, DriftConfig, MonitorHandle, Priority, Request,
     Reservation, ReserveFuture,
 };
 pub use detect::{
-    default_safety_margin, detect_limits, detect_limits_with, DetectOptions, Detection,
-    LimitSource, Limits, SourceKind, SourceStatus,
+    default_safety_margin, detect_limits, detect_limits_with, own_cgroups, CgroupDir,
+    DetectOptions, Detection, LimitSource, Limits, OwnCgroups, SourceKind, SourceStatus,
 };
 pub use error::BudgetError;
 pub use evict::{EntryHold, EntryUse, Evictor, EvictorRegistration, DEFAULT_MIN_IDLE};
