@@ -64,8 +64,9 @@ pub struct EngineConfig {
     /// Synthesized partitions queued for a busy device, per device (the hand-off; each
     /// holds its working set while it waits).
     pub handoff_depth: usize,
-    /// Most partitions synthesizing at once, a ceiling on top of the budget (which admits
-    /// them by their working sets); `None`: the number of cores.
+    /// Most partitions synthesizing at once (or synthesized and blocked on a full
+    /// hand-off), a ceiling on top of the budget (which admits them by their working
+    /// sets); `None`: the number of cores.
     pub max_synthesis: Option<usize>,
     /// Verify every proof against the key before it is returned.
     pub self_check: bool,
@@ -172,6 +173,10 @@ pub(crate) struct JobRt {
     pub(crate) randomness: Vec<Randomness>,
     pub(crate) submitted: Instant,
     pub(crate) cancelled: AtomicBool,
+    /// Set once the outcome is recorded, before the job table's lock is taken to announce
+    /// it: waiters holding that lock read this flag, never the progress lock (which
+    /// `finish` holds while it takes the table's: the other order would deadlock).
+    pub(crate) ended: AtomicBool,
     pub(crate) progress: Mutex<Progress>,
 }
 
@@ -189,6 +194,11 @@ impl JobRt {
     /// Whether the job has ended or been cancelled (its partitions stop).
     pub(crate) fn is_stopped(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Whether the outcome is recorded (safe under the job table's lock).
+    pub(crate) fn has_ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
     }
 
     pub(crate) fn progress(&self) -> MutexGuard<'_, Progress> {
@@ -492,6 +502,7 @@ impl Shared {
             devices,
             sequence: self.finished_seq.fetch_add(1, Ordering::AcqRel) + 1,
         });
+        job.ended.store(true, Ordering::Release);
         let mut table = self.jobs();
         table.finished.push_back(job.id);
         while table.finished.len() > self.keep_finished {
@@ -707,6 +718,7 @@ impl Engine {
             randomness,
             submitted: Instant::now(),
             cancelled: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
             progress: Mutex::new(Progress {
                 proofs: vec![None; n],
                 devices: vec![String::new(); n],
@@ -741,8 +753,11 @@ impl Engine {
                 .get(&id)
                 .cloned()
                 .ok_or(EngineError::UnknownJob { id })?;
-            if let Some(o) = &job.progress().outcome {
-                return Ok(o.clone());
+            if job.has_ended() {
+                // The table's lock is let go before the progress lock is taken.
+                drop(table);
+                let outcome = job.progress().outcome.clone();
+                return outcome.ok_or(EngineError::UnknownJob { id });
             }
             table = match deadline {
                 None => self
@@ -867,7 +882,7 @@ impl Engine {
         // Every job ends (graceful: by finishing), then every partition lets go.
         {
             let mut table = self.shared.jobs();
-            while table.jobs.values().any(|j| j.progress().outcome.is_none()) {
+            while table.jobs.values().any(|j| !j.has_ended()) {
                 table = self
                     .shared
                     .jobs_cv

@@ -2,7 +2,8 @@
 //! budget's waiting reservations), synthesis (one thread per admitted partition, as many
 //! as the budget admits up to a ceiling), one worker per device (H and the MSMs), and
 //! assembly (proof and self-check). Hand-offs are bounded channels, so a synthesized
-//! partition waits for its device holding only its own working set.
+//! partition waits for its device holding only its own working set, and keeps its
+//! synthesis slot until the hand-off takes it.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -364,12 +365,16 @@ fn synthesize(shared: &Arc<Shared>, mut work: Work, reservation: Reservation) {
     }
     drop(circuit);
     work.synthesized = Some(synthesized);
-    drop(_stage);
     if work.attempt > 0 {
+        drop(_stage);
         // A retry: computed here, off the device worker (which stays on its queue).
         let _on = shared.enter(Stage::OnDevice);
         return compute_and_assemble(shared, work);
     }
+    // The synthesis slot is kept until the hand-off takes the partition: a partition
+    // blocked on a full hand-off still counts against the synthesis ceiling, so no more
+    // working sets are admitted ahead of the device than the ceiling plus the hand-off
+    // depth (each holds its whole working set charged while it waits).
     let waiting = shared.enter(Stage::WaitingDevice);
     let tx = shared.devices[device]
         .tx
@@ -380,7 +385,9 @@ fn synthesize(shared: &Arc<Shared>, mut work: Work, reservation: Reservation) {
     // Ownership of the device count passes to the worker.
     std::mem::forget(_routed);
     std::mem::forget(waiting);
-    if let Err(crossbeam::channel::SendError(work)) = tx.send(work) {
+    let sent = tx.send(work);
+    drop(_stage);
+    if let Err(crossbeam::channel::SendError(work)) = sent {
         shared.leave(Stage::WaitingDevice);
         shared.devices[device]
             .in_flight
