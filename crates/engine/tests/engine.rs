@@ -658,3 +658,91 @@ fn randomized_thousand_jobs() {
     assert!(faults > 0, "seed {seed}: faults were injected");
     assert!(status.jobs_completed > n_jobs as u64 / 2, "seed {seed}");
 }
+
+/// A circuit that holds a charge, as a daemon's parsed witness does.
+#[derive(Clone)]
+struct Holding {
+    inner: MimcChain,
+    _charge: Arc<memory_budget::Reservation>,
+}
+
+impl Circuit<Scalar> for Holding {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        self.inner.synthesize(cs)
+    }
+}
+
+#[test]
+fn job_end_hook_devices_counts_and_witnesses_dropped_at_the_end() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let budget = Budget::fixed(1 << 30);
+    let gate = Gate::closed();
+    let _open = OpenOnDrop(Arc::clone(&gate));
+    let mut dev = TestDevice::new(&budget, 7);
+    dev.gate = Some(Arc::clone(&gate));
+    let ended = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut cfg = config(&budget, vec![device("sim0", Arc::new(dev))]);
+    let seen = Arc::clone(&ended);
+    cfg.on_job_end = Some(Arc::new(move |id| seen.lock().unwrap().push(id)));
+    // A small memory to keep finished jobs in: the witnesses must go anyway.
+    cfg.keep_finished = 1000;
+    let engine = Engine::start(cfg).unwrap();
+    let dir = TempDir::new("hook");
+    let pces = pce_cache();
+    let base = MimcChain::new(30, rng.random());
+    register(&engine, &pces, &dir, "mimc", base.clone(), &mut rng);
+    let witnesses = Budget::fixed(1 << 20);
+    let job = |rng: &mut rand::rngs::StdRng| {
+        let charge = witnesses
+            .try_reserve(1000, Category::WorkingSet, "witness")
+            .unwrap();
+        engine
+            .submit(JobSpec::single(
+                "mimc",
+                Partition::circuit(Holding {
+                    inner: chain_like(&base, rng),
+                    _charge: Arc::new(charge),
+                }),
+            ))
+            .unwrap()
+    };
+    let a = job(&mut rng);
+    gate.wait_arrivals(1);
+    assert_eq!(engine.job_devices(a).unwrap(), ["sim0"]);
+    let b = job(&mut rng);
+    let c = job(&mut rng);
+    // Every live partition is counted once: not yet admitted, or in progress.
+    let start = std::time::Instant::now();
+    loop {
+        let st = engine.status();
+        let m = &st.circuits[0];
+        if m.queued + m.in_progress == 3 && m.in_progress >= 1 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "seed {seed}: {m:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(witnesses.used_bytes(), 3000);
+    assert!(engine.cancel(c).unwrap());
+    gate.open();
+    for id in [a, b, c] {
+        engine.await_job(id, Some(Duration::from_secs(60))).unwrap();
+    }
+    // The jobs are remembered, their witnesses are not.
+    assert_eq!(
+        witnesses.used_bytes(),
+        0,
+        "seed {seed}: a finished job kept its witness"
+    );
+    assert!(engine.outcome(a).unwrap().is_some());
+    let m = &engine.status().circuits[0];
+    assert_eq!((m.queued, m.in_progress), (0, 0));
+    engine.shutdown(Shutdown::Graceful);
+    let mut got = ended.lock().unwrap().clone();
+    got.sort();
+    assert_eq!(got, [a, b, c], "the hook runs once per job");
+}
