@@ -1,5 +1,6 @@
 //! `pinion`: prove, verify and set up Groth16 over BLS12-381 from circom's `.r1cs`/`.wtns`,
-//! run the SHA-256 demo, inspect parameter files and PCEs, and probe memory.
+//! run the SHA-256 demo, inspect parameter files and PCEs, probe memory, and serve the
+//! engine as a daemon (`serve`) with its client (`submit`, `await`, `status`, `cancel`).
 //!
 //! Results go to stdout (`--json` where it applies); progress and log lines to stderr.
 //! Every failure is one line on stderr (`pinion: error: ...` with its cause chain) and

@@ -106,6 +106,9 @@ pub struct Daemon {
     accepting: AtomicBool,
     state_dir: StateDir,
     _device_evictors: Vec<EvictorRegistration>,
+    /// Refreshes the drift reading (the measured series of /metrics) and wakes waiters
+    /// whose evictable entries came due, for as long as the daemon lives.
+    _monitor: memory_budget::MonitorHandle,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -237,6 +240,7 @@ impl Daemon {
                 state_dir.path.display()
             ))
         })?;
+        let budget_monitor = budget.spawn_monitor(Duration::from_secs(1));
         let queue_room_kib =
             (config.max_queued.resolve(budget.total_bytes()) / 1024).clamp(1, u64::from(u32::MAX));
         let daemon = Arc::new(Daemon {
@@ -256,6 +260,7 @@ impl Daemon {
             accepting: AtomicBool::new(true),
             state_dir,
             _device_evictors: device_evictors,
+            _monitor: budget_monitor,
         });
         let weak = Arc::downgrade(&daemon);
         tokio::spawn(forward_job_ends(weak, ended_rx));
