@@ -6,7 +6,7 @@
 //!   Filecoin proof kind)
 //! - `pinion_daemon_jobs_ended_total{outcome}`: completed, failed, cancelled
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
@@ -17,6 +17,10 @@ static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 /// Installs the process's Prometheus recorder (once; later calls return the same
 /// handle). Call it before creating budgets: their metric handles are taken then.
 pub fn install() -> Result<PrometheusHandle, DaemonError> {
+    // Two first calls at once (tests starting daemons side by side): one installs, the
+    // other waits and gets its handle (a second recorder would be refused).
+    static INSTALLING: Mutex<()> = Mutex::new(());
+    let _one = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(h) = HANDLE.get() {
         return Ok(h.clone());
     }
