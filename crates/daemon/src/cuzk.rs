@@ -5,17 +5,16 @@
 //! EvictSRS evicts, AwaitProof honours `timeout_ms`, `assigned_gpu` names the device.
 //! A Prove whose client goes away cancels its job.
 //!
-//! The Filecoin proof kinds need Filecoin's circuits (issue "Filecoin circuits"): until
-//! they are wired in, a request is checked (kind, priority, sector size, the fields its
-//! kind needs, a C1 output that is JSON) and then answered UNIMPLEMENTED; bad fields are
-//! INVALID_ARGUMENT naming the field. Jobs of `pinion.v1` can be awaited and cancelled
-//! here too: job ids are shared.
+//! A request is checked here (kind, priority, sector size, the fields its kind needs, a
+//! C1 output that is JSON), then by pinion-filecoin (`filecoin.rs`: the inputs parsed and
+//! verified with filecoin-proofs' own code): bad fields are INVALID_ARGUMENT naming the
+//! field and the reason; missing parameters FAILED_PRECONDITION. Jobs of `pinion.v1` can
+//! be awaited and cancelled here too: job ids are shared.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use engine::{JobOutcome, JobStatus, Priority};
-use memory_budget::Category;
 use tonic::{Request, Response, Status};
 
 use crate::daemon::{Daemon, Waited};
@@ -203,25 +202,39 @@ impl CuzkService {
 
     async fn submit(
         &self,
-        req: &pb::SubmitProofRequest,
+        req: pb::SubmitProofRequest,
     ) -> Result<pb::SubmitProofResponse, DaemonError> {
-        let _charge = self
-            .daemon
-            .charge(
-                request_bytes(req),
-                Category::Transient,
-                "a SubmitProof request",
-            )
-            .await?;
-        let checked = check_submit(req)?;
+        let checked = check_submit(&req)?;
         if !self.daemon.is_accepting() {
             return Err(DaemonError::ShuttingDown);
         }
-        Err(DaemonError::Unimplemented {
-            kind: format!("{:?}", checked.kind),
-            reason: "Filecoin circuits are not wired into this daemon yet (issue \"Filecoin circuits\"); \
-                     the request's fields were checked and are well-formed"
-                .into(),
+        let name = match self.daemon.by_request_id(&req.request_id) {
+            Some(name) => name,
+            None => {
+                // The request's bytes stay charged (as a queued job's input, under
+                // `max_queued_bytes`) until its job ends: the parsed inputs live as long.
+                let held = self.daemon.witness_charge(request_bytes(&req)).await?;
+                let daemon = Arc::clone(&self.daemon);
+                let (spec, req) = tokio::task::spawn_blocking(move || {
+                    let spec = crate::filecoin::job_spec(&daemon, &req, checked, held);
+                    (spec, req)
+                })
+                .await
+                .map_err(|e| DaemonError::Internal(format!("filecoin job task: {e}")))?;
+                let kind = format!("{:?}", checked.kind);
+                self.daemon
+                    .submit(spec?, kind, Vec::new(), &req.request_id)?
+                    .0
+            }
+        };
+        let queue_position = match self.daemon.state(&name) {
+            Ok(crate::daemon::JobState::Queued(n)) => n as u32,
+            _ => 0,
+        };
+        Ok(pb::SubmitProofResponse {
+            assigned_gpu: self.daemon.assigned_device(&name),
+            job_id: name,
+            queue_position,
         })
     }
 
@@ -257,7 +270,7 @@ impl ProvingEngine for CuzkService {
         &self,
         request: Request<pb::SubmitProofRequest>,
     ) -> Result<Response<pb::SubmitProofResponse>, Status> {
-        answer("cuzk.SubmitProof", self.submit(request.get_ref()).await)
+        answer("cuzk.SubmitProof", self.submit(request.into_inner()).await)
     }
 
     async fn await_proof(
@@ -275,9 +288,8 @@ impl ProvingEngine for CuzkService {
     ) -> Result<Response<pb::ProveResponse>, Status> {
         let result = async {
             let submit = request
-                .get_ref()
+                .into_inner()
                 .submit
-                .as_ref()
                 .ok_or_else(|| DaemonError::invalid("submit", "missing"))?;
             let submitted = self.submit(submit).await?;
             let mut guard = CancelOnDrop {

@@ -100,6 +100,13 @@ pub struct Daemon {
     jobs: Mutex<Jobs>,
     circuits: Mutex<HashMap<String, Arc<Circuit>>>,
     registering: tokio::sync::Mutex<()>,
+    /// Filecoin circuits' PCEs, recorded once into the state folder and loaded on demand.
+    pub(crate) filecoin_pces: Arc<PceCache>,
+    /// One Filecoin circuit registration at a time (held while a circuit is recorded:
+    /// only blocking threads take it).
+    pub(crate) filecoin_registering: Mutex<()>,
+    /// The registered Filecoin circuits' parameters, by circuit id.
+    pub(crate) filecoin_circuits: Mutex<HashMap<String, SrsSpec>>,
     /// Room for queued witnesses, in KiB (`[daemon] max_queued_bytes`).
     queue_room: Arc<tokio::sync::Semaphore>,
     queue_room_kib: u64,
@@ -240,6 +247,16 @@ impl Daemon {
                 state_dir.path.display()
             ))
         })?;
+        let filecoin_pces = Arc::new(
+            PceCache::new(
+                budget.clone(),
+                CacheConfig {
+                    min_idle: config.eviction_min_idle,
+                    ..CacheConfig::with_dir(state_dir.path.join("pce"))
+                },
+            )
+            .map_err(|e| DaemonError::Start(e.to_string()))?,
+        );
         let budget_monitor = budget.spawn_monitor(Duration::from_secs(1));
         let queue_room_kib =
             (config.max_queued.resolve(budget.total_bytes()) / 1024).clamp(1, u64::from(u32::MAX));
@@ -255,6 +272,9 @@ impl Daemon {
             jobs: Mutex::new(Jobs::default()),
             circuits: Mutex::new(HashMap::new()),
             registering: tokio::sync::Mutex::new(()),
+            filecoin_pces,
+            filecoin_registering: Mutex::new(()),
+            filecoin_circuits: Mutex::new(HashMap::new()),
             queue_room: Arc::new(tokio::sync::Semaphore::new(queue_room_kib as usize)),
             queue_room_kib,
             accepting: AtomicBool::new(true),
@@ -410,6 +430,16 @@ impl Daemon {
             ended(&mut jobs, id, self.config.keep_finished);
         }
         Ok((name, true))
+    }
+
+    /// The job a client's request id names, if it was submitted before.
+    pub(crate) fn by_request_id(&self, request_id: &str) -> Option<String> {
+        if request_id.is_empty() {
+            return None;
+        }
+        let jobs = self.jobs();
+        let e = jobs.by_name.get(request_id)?;
+        e.from_request_id.then(|| request_id.to_string())
     }
 
     /// The engine id of a job name.
@@ -687,10 +717,22 @@ impl Daemon {
         Ok((bytes, charge))
     }
 
+    /// The parameters of a registered Filecoin circuit.
+    pub(crate) fn filecoin_params(&self, circuit_id: &str) -> Option<SrsSpec> {
+        self.filecoin_circuits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(circuit_id)
+            .cloned()
+    }
+
     /// Loads a registered circuit's parameters now; whether they were loaded already and
     /// how long the load took.
     pub(crate) async fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), DaemonError> {
-        let c = self.circuit(circuit_id)?;
+        let spec = match self.circuit(circuit_id) {
+            Ok(c) => c.params.clone(),
+            Err(e) => self.filecoin_params(circuit_id).ok_or(e)?,
+        };
         let store = self.engine.store().clone();
         let already = matches!(
             store.tier_of(circuit_id),
@@ -700,7 +742,6 @@ impl Daemon {
             return Ok((true, Duration::ZERO));
         }
         let t = Instant::now();
-        let spec = c.params.clone();
         tokio::task::spawn_blocking(move || store.preload(&spec))
             .await
             .map_err(|e| DaemonError::Internal(format!("preload task: {e}")))?
@@ -725,7 +766,9 @@ impl Daemon {
         let was_loaded = match store.tier_of(circuit_id) {
             None => {
                 // Registered but never loaded, or not a circuit at all.
-                self.circuit(circuit_id)?;
+                if self.filecoin_params(circuit_id).is_none() {
+                    self.circuit(circuit_id)?;
+                }
                 return Ok((false, 0));
             }
             Some(t) => matches!(t, Tier::Device | Tier::Pinned | Tier::Host),

@@ -45,14 +45,6 @@ pub enum DaemonError {
         /// What is wrong, with what was found.
         reason: String,
     },
-    /// A proof kind this daemon cannot prove yet.
-    #[error("{kind}: {reason}")]
-    Unimplemented {
-        /// The kind asked for.
-        kind: String,
-        /// Why, and what would make it work.
-        reason: String,
-    },
     /// No such job (never submitted, or forgotten after it finished).
     #[error("unknown job {job:?}")]
     UnknownJob {
@@ -94,6 +86,15 @@ pub enum DaemonError {
         /// The parser's or the prover's reason.
         reason: String,
     },
+    /// Something the daemon needs for a request is missing or wrong on its side (a
+    /// parameter file in `[srs] param_cache`).
+    #[error("{what}: {reason}")]
+    Unavailable {
+        /// What is missing.
+        what: String,
+        /// Why, with the path.
+        reason: String,
+    },
     /// The daemon is stopping and takes no new work.
     #[error("the daemon is shutting down")]
     ShuttingDown,
@@ -122,8 +123,7 @@ impl DaemonError {
             DaemonError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 Code::NotFound
             }
-            DaemonError::Read { .. } => Code::FailedPrecondition,
-            DaemonError::Unimplemented { .. } => Code::Unimplemented,
+            DaemonError::Read { .. } | DaemonError::Unavailable { .. } => Code::FailedPrecondition,
             DaemonError::UnknownJob { .. } | DaemonError::UnknownCircuit { .. } => Code::NotFound,
             DaemonError::Budget { .. } => Code::ResourceExhausted,
             DaemonError::ShuttingDown => Code::Unavailable,

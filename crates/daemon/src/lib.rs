@@ -53,6 +53,13 @@
 //! - **Memory**: a request's bytes are charged to the budget as soon as a handler sees
 //!   them (a refusal is RESOURCE_EXHAUSTED); parsed witnesses, circuits' PCEs and keys are
 //!   charged by the front end, pce-cache and srs-store.
+//! - **Filecoin kinds** ([`filecoin`]): a request's inputs are parsed and verified by
+//!   pinion-filecoin (filecoin-proofs' own checks) before a job exists, so garbage is
+//!   INVALID_ARGUMENT with the reason; a circuit is recorded once into the state folder
+//!   and registered with its parameters from `[srs] param_cache` (filecoin-proofs' file
+//!   names; missing ones are FAILED_PRECONDITION); each partition's public inputs are
+//!   checked against filecoin-proofs' before it is proved, and the engine verifies every
+//!   proof with them.
 //! - **Stop**: the first SIGTERM/SIGINT stops taking jobs (UNAVAILABLE) and lets the
 //!   submitted ones finish while clients can still await them; the second (or `--abort`)
 //!   cancels them. Once every job has ended the gRPC server closes, then the status
@@ -67,9 +74,12 @@
 //! Per request: one decode by tonic, one budget charge, a few map lookups; waiting is a
 //! `watch` channel per job. The work is the engine's.
 //!
-//! # Known gap
+//! # Known gaps
 //! tonic decodes a message before a handler sees it: up to `max_message_size` bytes per
-//! concurrent upload exist for a moment before they are charged.
+//! concurrent upload exist for a moment before they are charged. A Filecoin circuit is
+//! registered by its first request: PreloadSRS/EvictSRS take the ids GetStatus lists
+//! (filecoin-proofs' cache ids), not before. `registered_proof` is read for PoSt and
+//! SnapDeals (Go's `abi` numbers); a PoRep's proof type comes from its C1 output.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -78,6 +88,7 @@ pub mod config;
 pub mod cuzk;
 mod daemon;
 mod error;
+pub mod filecoin;
 pub mod frontend;
 mod http;
 pub mod metrics;

@@ -400,35 +400,96 @@ async fn register_submit_await_and_cuzk_sees_the_same_jobs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cuzk_requests_are_checked_and_filecoin_kinds_answer_unimplemented() {
+async fn cuzk_requests_are_checked_and_garbage_filecoin_inputs_refused_with_the_reason() {
+    let seed = seed();
+    let mut rng = StdRng::seed_from_u64(seed);
     let server = tcp_server().await;
     let mut c = cuzk(&server).await;
+    let mut bytes = |n: usize| -> Vec<u8> { (0..n).map(|_| rng.random()).collect() };
+    // Fresh garbage of the right shapes: random vanilla proofs, randomness and
+    // commitments; C1 outputs that are JSON but not a C1 (Go's wrapper around random
+    // base64, and a bare object).
+    let vanilla: Vec<Vec<u8>> = (0..3).map(|i| bytes(1 + 97 * i)).collect();
+    let (randomness, comm_r_old, comm_r_new, comm_d_new) =
+        (bytes(32), bytes(32), bytes(32), bytes(32));
+    let hex: String = bytes(40).iter().map(|b| format!("{b:02x}")).collect();
+    let c1s = [
+        format!(r#"{{"SectorNum": 1, "Phase1Out": "{hex}", "SectorSize": 2048}}"#),
+        format!(r#"{{"registered_proof": "StackedDrg2KiBV1_1", "comm_r": "{hex}"}}"#),
+    ];
     let good = |kind: cuzk::ProofKind| cuzk::SubmitProofRequest {
         request_id: "r1".into(),
         proof_kind: kind as i32,
         sector_size: 2048,
-        vanilla_proof: br#"{"SectorNum": 1}"#.to_vec(),
-        vanilla_proofs: vec![vec![1, 2, 3]],
-        randomness: vec![7; 32],
-        comm_r_old: vec![1; 32],
-        comm_r_new: vec![2; 32],
-        comm_d_new: vec![3; 32],
+        vanilla_proof: c1s[0].clone().into_bytes(),
+        vanilla_proofs: vanilla.clone(),
+        randomness: randomness.clone(),
+        comm_r_old: comm_r_old.clone(),
+        comm_r_new: comm_r_new.clone(),
+        comm_d_new: comm_d_new.clone(),
+        sector_number: 1,
+        miner_id: 1000,
         ..Default::default()
     };
     let code = |r: Result<tonic::Response<cuzk::SubmitProofResponse>, tonic::Status>| {
         let e = r.unwrap_err();
         (e.code(), e.message().to_string())
     };
-    for kind in [
-        cuzk::ProofKind::PorepSealCommit,
-        cuzk::ProofKind::SnapDealsUpdate,
-        cuzk::ProofKind::WindowPostPartition,
-        cuzk::ProofKind::WinningPost,
+    // Well-formed fields, garbage inside: pinion-filecoin's parsers and filecoin-proofs'
+    // verifiers refuse them, naming the field and the reason.
+    let bare_c1 = cuzk::SubmitProofRequest {
+        vanilla_proof: c1s[1].clone().into_bytes(),
+        ..good(cuzk::ProofKind::PorepSealCommit)
+    };
+    for (req, registered, field) in [
+        (good(cuzk::ProofKind::PorepSealCommit), 0, "vanilla_proof"),
+        (bare_c1, 0, "vanilla_proof"),
+        (good(cuzk::ProofKind::SnapDealsUpdate), 0, "vanilla_proofs"),
+        (
+            good(cuzk::ProofKind::WindowPostPartition),
+            10,
+            "vanilla_proofs",
+        ),
+        (good(cuzk::ProofKind::WinningPost), 0, "vanilla_proofs"),
+        // A Winning PoSt proof type for a Window PoSt.
+        (
+            good(cuzk::ProofKind::WindowPostPartition),
+            0,
+            "vanilla_proofs",
+        ),
+        (good(cuzk::ProofKind::WinningPost), 99, "registered_proof"),
+        (
+            good(cuzk::ProofKind::SnapDealsUpdate),
+            5,
+            "registered_proof",
+        ),
     ] {
-        let (c_, m) = code(c.submit_proof(good(kind)).await);
-        assert_eq!(c_, tonic::Code::Unimplemented, "{kind:?}: {m}");
-        assert!(m.contains("Filecoin"), "{m}");
+        let kind = req.proof_kind;
+        let req = cuzk::SubmitProofRequest {
+            registered_proof: registered,
+            ..req
+        };
+        let (c_, m) = code(c.submit_proof(req).await);
+        eprintln!("kind {kind}, registered_proof {registered}: {m}");
+        assert_eq!(c_, tonic::Code::InvalidArgument, "kind {kind}: {m}");
+        assert!(m.starts_with(field), "kind {kind}: {m}");
+        assert!(m.len() > field.len() + 2, "a reason follows the field: {m}");
     }
+    // Prove answers the same, and the refused requests left no job and no byte.
+    let e = c
+        .prove(cuzk::ProveRequest {
+            submit: Some(good(cuzk::ProofKind::WinningPost)),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+    assert_eq!(server.daemon().budget().used_bytes(), 0);
+    let status = server.daemon().engine().status();
+    assert_eq!(
+        (status.jobs_failed, status.jobs_completed),
+        (0, 0),
+        "no job was made"
+    );
     let cases: Vec<(cuzk::SubmitProofRequest, &str)> = vec![
         (
             cuzk::SubmitProofRequest {
