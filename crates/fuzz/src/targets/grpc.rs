@@ -1,5 +1,6 @@
 //! The daemon's gRPC requests, decoded as tonic decodes them (prost) and checked as the
-//! daemon checks them before any work: cuzk.v1 SubmitProof (and Prove's inner request),
+//! daemon checks them before any work: cuzk.v1 SubmitProof (and Prove's inner request:
+//! the field checks, then pinion-filecoin's parsing and filecoin-proofs' verification),
 //! pinion.v1 RegisterCircuit and SubmitWitness. The first byte picks the message type, so
 //! a mutation can also hand one message's bytes to another's decoder.
 
@@ -61,6 +62,18 @@ fn cuzk_submit(req: &cuzk::SubmitProofRequest, body: &[u8]) -> Verdict {
         }
         Ok(checked) => {
             assert_ne!(checked.kind, cuzk::ProofKind::Unspecified);
+            // Then what the daemon does next: pinion-filecoin parses the inputs and
+            // filecoin-proofs verifies them. The seeds carry no real sector's inputs (a
+            // C1 output needs a sealed sector), so this stage refuses them all: what is
+            // checked here is that it refuses without a panic, naming the field. The
+            // verdict stays the field checks'.
+            match daemon::filecoin::partition_job(req, checked) {
+                Err(daemon::DaemonError::InvalidArgument { field, reason }) => {
+                    assert!(!field.is_empty() && !reason.is_empty());
+                }
+                Err(e) => panic!("a request's inputs refused as other than invalid: {e}"),
+                Ok(job) => assert!(job.n_partitions() > 0),
+            }
             Verdict::Accepted
         }
     }
