@@ -17,9 +17,10 @@ mod tests {
         ("groth16-prover", 4),
         ("pinion-engine", 5),
         ("pinion-filecoin", 5),
-        ("pinion", 6),
+        ("pinion-daemon", 6),
         ("pinion-stress", 6),
-        ("pinion-fuzz", 7),
+        ("pinion", 7),
+        ("pinion-fuzz", 8),
     ];
 
     fn layer(name: &str) -> Option<u32> {

@@ -1,5 +1,6 @@
 //! `pinion`: prove, verify and set up Groth16 over BLS12-381 from circom's `.r1cs`/`.wtns`,
-//! run the SHA-256 demo, inspect parameter files and PCEs, and probe memory.
+//! run the SHA-256 demo, inspect parameter files and PCEs, probe memory, and serve the
+//! engine as a daemon (`serve`) with its client (`submit`, `await`, `status`, `cancel`).
 //!
 //! Results go to stdout (`--json` where it applies); progress and log lines to stderr.
 //! Every failure is one line on stderr (`pinion: error: ...` with its cause chain) and
@@ -32,7 +33,9 @@ Examples:
   pinion srs inspect c.params --check full --json
   pinion pce extract --r1cs c.r1cs --out c.pce && pinion pce inspect c.pce
   pinion filecoin c2 --c1 c1.json --miner-id 1000 --params-dir DIR --out proof.bin
-  pinion memprobe --probe";
+  pinion memprobe --probe
+  pinion serve --listen unix:///run/pinion.sock --status-listen 127.0.0.1:9821
+  pinion submit --addr unix:///run/pinion.sock --params c.params --r1cs c.r1cs --witness w.wtns --out proof.bin";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -219,6 +222,114 @@ enum Command {
         /// Probe step.
         #[arg(long, default_value = "1GiB", value_name = "SIZE")]
         step: String,
+    },
+    /// The engine as a daemon: gRPC cuzk.v1 (Curio's cuzk protocol) and pinion.v1 (any
+    /// circom circuit), Prometheus /metrics and /status over HTTP. Flags override the
+    /// config file; SIGTERM/SIGINT stops (running jobs finish; twice: they are cancelled).
+    #[command(
+        after_help = "Examples:\n  pinion serve --listen 127.0.0.1:9820 --status-listen 127.0.0.1:9821\n  pinion serve --config pinion.toml --listen unix:///run/pinion/pinion.sock --cpu\n  pinion --memory-budget 64GiB serve --abort"
+    )]
+    Serve {
+        /// TOML settings (cuzk's keys where they mean the same; see the README).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// gRPC address: HOST:PORT or unix:///PATH (default 127.0.0.1:9820).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// HTTP address of /metrics, /status and /healthz (default: off).
+        #[arg(long, value_name = "HOST:PORT")]
+        status_listen: Option<String>,
+        #[command(flatten)]
+        backend: BackendArgs,
+        /// The first SIGTERM/SIGINT cancels running jobs instead of letting them finish.
+        #[arg(long)]
+        abort: bool,
+    },
+    /// Prove through a daemon: registers the circuit (idempotent), submits the witness,
+    /// waits with a progress display and writes the 192-byte proof.
+    #[command(
+        after_help = "Examples:\n  pinion submit --addr 127.0.0.1:9820 --params c.params --r1cs c.r1cs --witness w.wtns --out proof.bin\n  pinion submit --addr unix:///run/pinion.sock ... --priority high --no-wait   # prints the job id"
+    )]
+    Submit {
+        /// The daemon: HOST:PORT or unix:///PATH.
+        #[arg(long, value_name = "ADDR")]
+        addr: String,
+        /// Parameters (sent as a path the daemon reads, or with --upload as bytes).
+        #[arg(long, value_name = "FILE")]
+        params: PathBuf,
+        /// The circuit.
+        #[arg(long, value_name = "FILE")]
+        r1cs: PathBuf,
+        /// The witness (`.wtns` version 2; always sent as bytes).
+        #[arg(long, value_name = "FILE")]
+        witness: PathBuf,
+        /// Where to write the proof (required unless --no-wait).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Also write the public values as a JSON array of decimals.
+        #[arg(long, value_name = "FILE")]
+        public_out: Option<PathBuf>,
+        /// low, normal, high or critical.
+        #[arg(long, default_value = "normal", value_parser = cmd::client::parse_priority_name)]
+        priority: String,
+        /// Print the job id and return at once.
+        #[arg(long)]
+        no_wait: bool,
+        /// Send the circuit and parameters as bytes (the daemon cannot read the paths).
+        #[arg(long)]
+        upload: bool,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Wait for a daemon's job and write its proof.
+    #[command(
+        after_help = "Example:\n  pinion await --addr 127.0.0.1:9820 --job job-3 --out proof.bin"
+    )]
+    Await {
+        /// The daemon: HOST:PORT or unix:///PATH.
+        #[arg(long, value_name = "ADDR")]
+        addr: String,
+        /// The job id (`pinion submit --no-wait` prints it).
+        #[arg(long)]
+        job: String,
+        /// Where to write the proof.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Also write the public values as a JSON array of decimals.
+        #[arg(long, value_name = "FILE")]
+        public_out: Option<PathBuf>,
+        /// Give up after this many seconds (the job goes on).
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<u64>,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A daemon's state (devices, circuits, budget), or one job's.
+    #[command(
+        after_help = "Examples:\n  pinion status --addr 127.0.0.1:9820\n  pinion status --addr 127.0.0.1:9820 --job job-3 --json"
+    )]
+    Status {
+        /// The daemon: HOST:PORT or unix:///PATH.
+        #[arg(long, value_name = "ADDR")]
+        addr: String,
+        /// One job instead of the daemon.
+        #[arg(long)]
+        job: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cancel a daemon's job (queued: it leaves; running: it stops at its next phase).
+    #[command(after_help = "Example:\n  pinion cancel --addr 127.0.0.1:9820 --job job-3")]
+    Cancel {
+        /// The daemon: HOST:PORT or unix:///PATH.
+        #[arg(long, value_name = "ADDR")]
+        addr: String,
+        /// The job id.
+        #[arg(long)]
+        job: String,
     },
     /// The probe's child process (internal).
     #[command(hide = true)]
@@ -554,6 +665,61 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             max_bytes,
             step_bytes,
         } => cmd::memprobe::child(max_bytes, step_bytes),
+        Command::Serve {
+            config,
+            listen,
+            status_listen,
+            backend,
+            abort,
+        } => cmd::serve::run(cmd::serve::ServeArgs {
+            config,
+            listen,
+            status_listen,
+            memory_budget: budget.map(str::to_string),
+            cpu: backend.cpu,
+            gpu: backend.gpu,
+            abort,
+        }),
+        Command::Submit {
+            addr,
+            params,
+            r1cs,
+            witness,
+            out,
+            public_out,
+            priority,
+            no_wait,
+            upload,
+            json,
+        } => cmd::client::submit(cmd::client::SubmitArgs {
+            addr,
+            params,
+            r1cs,
+            witness,
+            out,
+            public_out,
+            priority,
+            no_wait,
+            upload,
+            json,
+        }),
+        Command::Await {
+            addr,
+            job,
+            out,
+            public_out,
+            timeout,
+            json,
+        } => cmd::client::await_job(cmd::client::AwaitArgs {
+            addr,
+            job,
+            out,
+            public_out,
+            timeout,
+            json,
+        }),
+        Command::Status { addr, job, json } => cmd::client::status(&addr, job.as_deref(), json),
+        Command::Cancel { addr, job } => cmd::client::cancel(&addr, &job),
     }
 }
 

@@ -72,7 +72,14 @@ pub struct EngineConfig {
     pub self_check: bool,
     /// Finished jobs remembered for `await` (the oldest are forgotten first).
     pub keep_finished: usize,
+    /// Called once per job when it ends, after its outcome is recorded (from an engine
+    /// thread, under the job's lock: it must return quickly and must not call the engine;
+    /// a daemon forwards the id to a channel).
+    pub on_job_end: Option<JobEndHook>,
 }
+
+/// See [`EngineConfig::on_job_end`].
+pub type JobEndHook = Arc<dyn Fn(JobId) + Send + Sync>;
 
 impl EngineConfig {
     /// Defaults on `budget` and `devices`.
@@ -85,6 +92,7 @@ impl EngineConfig {
             max_synthesis: None,
             self_check: true,
             keep_finished: 4096,
+            on_job_end: None,
         }
     }
 }
@@ -122,6 +130,10 @@ pub(crate) struct CircuitRt {
     pub(crate) id: String,
     pub(crate) key: Arc<ProvingKey>,
     pce: PceSource,
+    /// Partitions admitted and not yet done.
+    in_progress: AtomicUsize,
+    /// Partitions taken from the queue and waiting in admission.
+    pub(crate) admitting: AtomicUsize,
 }
 
 impl CircuitRt {
@@ -168,7 +180,10 @@ pub(crate) type QueueKey = (std::cmp::Reverse<Priority>, i64);
 pub(crate) struct JobRt {
     pub(crate) id: JobId,
     pub(crate) circuit: Arc<CircuitRt>,
-    pub(crate) partitions: Vec<Partition>,
+    /// The partitions' witness sources, dropped when the job ends (a finished job is
+    /// remembered for `await` without its witnesses).
+    partitions: Mutex<Vec<Partition>>,
+    pub(crate) n_partitions: usize,
     pub(crate) priority: Priority,
     pub(crate) randomness: Vec<Randomness>,
     pub(crate) submitted: Instant,
@@ -184,6 +199,8 @@ pub(crate) struct JobRt {
 pub(crate) struct Progress {
     proofs: Vec<Option<groth16::Proof<Bls12>>>,
     devices: Vec<String>,
+    /// The device each admitted partition went to (in admission order, once each).
+    assigned: Vec<usize>,
     remaining: usize,
     pub(crate) timings: JobTimings,
     first_admitted: Option<Instant>,
@@ -191,6 +208,15 @@ pub(crate) struct Progress {
 }
 
 impl JobRt {
+    /// Partition `index`'s witness source, `None` once the job has ended.
+    pub(crate) fn partition(&self, index: usize) -> Option<Partition> {
+        self.partitions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(index)
+            .cloned()
+    }
+
     /// Whether the job has ended or been cancelled (its partitions stop).
     pub(crate) fn is_stopped(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
@@ -243,6 +269,11 @@ pub struct CircuitStatus {
     pub id: String,
     /// Where its parameters are (`None`: not loaded yet).
     pub tier: Option<Tier>,
+    /// Its partitions not yet admitted (queued, or waiting in admission for a synthesis
+    /// slot, the key or memory).
+    pub queued: usize,
+    /// Its partitions admitted and not yet done.
+    pub in_progress: usize,
 }
 
 /// A snapshot of the engine.
@@ -293,6 +324,7 @@ pub(crate) struct Shared {
     /// Stage gauges: admitting, synthesizing, waiting_device, on_device, assembling.
     pub(crate) stages: [AtomicI64; 5],
     pub(crate) stage_cv: (Mutex<()>, Condvar),
+    on_job_end: Option<JobEndHook>,
     completed: AtomicU64,
     failed: AtomicU64,
     cancelled: AtomicU64,
@@ -340,13 +372,15 @@ impl Drop for InStage<'_> {
 }
 
 /// A partition's claim on the engine's resources: while it lives the partition counts as
-/// in flight (graceful shutdown waits for it).
+/// in flight (graceful shutdown waits for it) and in progress for its circuit.
 pub(crate) struct InFlight {
     shared: Arc<Shared>,
+    circuit: Arc<CircuitRt>,
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
+        self.circuit.in_progress.fetch_sub(1, Ordering::AcqRel);
         let mut n = self
             .shared
             .in_flight
@@ -377,10 +411,12 @@ impl Shared {
         cv.notify_all();
     }
 
-    pub(crate) fn in_flight(self: &Arc<Self>) -> InFlight {
+    pub(crate) fn in_flight(self: &Arc<Self>, circuit: &Arc<CircuitRt>) -> InFlight {
         *self.in_flight.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        circuit.in_progress.fetch_add(1, Ordering::AcqRel);
         InFlight {
             shared: Arc::clone(self),
+            circuit: Arc::clone(circuit),
         }
     }
 
@@ -460,9 +496,13 @@ impl Shared {
         }
     }
 
-    /// Records the first admission of a partition of `job` (for its queue wait).
-    pub(crate) fn admitted(&self, job: &JobRt) {
+    /// Records the admission of a partition of `job` to `device` (the first one's time is
+    /// the job's queue wait).
+    pub(crate) fn admitted(&self, job: &JobRt, device: usize) {
         let mut p = job.progress();
+        if !p.assigned.contains(&device) {
+            p.assigned.push(device);
+        }
         if p.first_admitted.is_none() {
             p.first_admitted = Some(Instant::now());
             p.timings.queue_wait = job.submitted.elapsed();
@@ -493,7 +533,11 @@ impl Shared {
                 "cancelled"
             }
         };
-        metrics::job_finished(&job.circuit.id, label, job.partitions.len(), &p.timings);
+        metrics::job_finished(&job.circuit.id, label, job.n_partitions, &p.timings);
+        // Partitions still running hold their own clone until their next phase boundary.
+        drop(std::mem::take(
+            &mut *job.partitions.lock().unwrap_or_else(|e| e.into_inner()),
+        ));
         p.outcome = Some(JobOutcome {
             id: job.id,
             status,
@@ -512,6 +556,9 @@ impl Shared {
         }
         drop(table);
         self.jobs_cv.notify_all();
+        if let Some(hook) = &self.on_job_end {
+            hook(job.id);
+        }
     }
 
     fn cancel_job(&self, job: &JobRt) -> bool {
@@ -627,6 +674,7 @@ impl Engine {
             in_flight_cv: Condvar::new(),
             stages: std::array::from_fn(|_| AtomicI64::new(0)),
             stage_cv: (Mutex::new(()), Condvar::new()),
+            on_job_end: config.on_job_end,
             completed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
@@ -662,6 +710,8 @@ impl Engine {
                 id: spec.id,
                 key: Arc::new(key),
                 pce: spec.pce,
+                in_progress: AtomicUsize::new(0),
+                admitting: AtomicUsize::new(0),
             }),
         );
         Ok(())
@@ -713,7 +763,8 @@ impl Engine {
         let job = Arc::new(JobRt {
             id,
             circuit,
-            partitions: spec.partitions,
+            partitions: Mutex::new(spec.partitions),
+            n_partitions: n,
             priority: spec.priority,
             randomness,
             submitted: Instant::now(),
@@ -796,6 +847,23 @@ impl Engine {
         Ok(outcome)
     }
 
+    /// The names of the devices the job's partitions were admitted to so far (admission
+    /// order, each once; empty while every partition is queued).
+    pub fn job_devices(&self, id: JobId) -> Result<Vec<String>, EngineError> {
+        let job = self
+            .shared
+            .jobs()
+            .jobs
+            .get(&id)
+            .cloned()
+            .ok_or(EngineError::UnknownJob { id })?;
+        let assigned = job.progress().assigned.clone();
+        Ok(assigned
+            .into_iter()
+            .map(|d| self.shared.devices[d].name.clone())
+            .collect())
+    }
+
     /// Partitions queued ahead of the job's first queued partition (0 when it runs or
     /// has ended).
     pub fn queue_position(&self, id: JobId) -> usize {
@@ -824,8 +892,12 @@ impl Engine {
     /// A snapshot of queues, stages, devices, circuits, counters and the budget.
     pub fn status(&self) -> EngineStatus {
         let mut queued = [0usize; 4];
-        for ((std::cmp::Reverse(p), _), _) in self.shared.queue().items.iter() {
+        let mut queued_by_circuit: HashMap<String, usize> = HashMap::new();
+        for ((std::cmp::Reverse(p), _), q) in self.shared.queue().items.iter() {
             queued[p.index()] += 1;
+            *queued_by_circuit
+                .entry(q.job.circuit.id.clone())
+                .or_default() += 1;
         }
         let s = &self.shared;
         let stages = StageCounts {
@@ -854,6 +926,9 @@ impl Engine {
             .map(|c| CircuitStatus {
                 id: c.id.clone(),
                 tier: c.key.tier(),
+                queued: queued_by_circuit.get(&c.id).copied().unwrap_or(0)
+                    + c.admitting.load(Ordering::Acquire),
+                in_progress: c.in_progress.load(Ordering::Acquire),
             })
             .collect();
         circuits.sort_by(|a, b| a.id.cmp(&b.id));

@@ -158,6 +158,7 @@ fn choose_device(shared: &Shared, q: &Queued) -> usize {
 fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
     let _stage = shared.enter(Stage::Admitting);
     let job = Arc::clone(&q.job);
+    let _admitting = Admitting::new(&job.circuit);
     // A synthesis slot first (the ceiling on top of the budget).
     {
         let (lock, cv) = &shared.stage_cv;
@@ -267,7 +268,7 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
         Err(Polled::Other(e)) => return shared.fail(&job, format!("partition {}: {e}", q.index)),
     };
     metrics::admitted(bytes, t.elapsed());
-    shared.admitted(&job);
+    shared.admitted(&job, device);
     dev.in_flight.fetch_add(1, Ordering::AcqRel);
     let work = Work {
         job,
@@ -278,7 +279,7 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
         _pce: pce,
         _hold: hold,
         synthesized: None,
-        _in_flight: shared.in_flight(),
+        _in_flight: shared.in_flight(&circuit),
     };
     let s = Arc::clone(shared);
     let job = Arc::clone(&work.job);
@@ -295,6 +296,22 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
             .in_flight
             .fetch_sub(1, Ordering::AcqRel);
         shared.fail(&job, format!("cannot start a synthesis thread: {e}"));
+    }
+}
+
+/// Counts a partition in its circuit's admission while it lives.
+struct Admitting(Arc<crate::engine::CircuitRt>);
+
+impl Admitting {
+    fn new(circuit: &Arc<crate::engine::CircuitRt>) -> Admitting {
+        circuit.admitting.fetch_add(1, Ordering::AcqRel);
+        Admitting(Arc::clone(circuit))
+    }
+}
+
+impl Drop for Admitting {
+    fn drop(&mut self) {
+        self.0.admitting.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -349,10 +366,13 @@ fn synthesize(shared: &Arc<Shared>, mut work: Work, reservation: Reservation) {
         return;
     }
     let t = Instant::now();
-    let partition = &work.job.partitions[work.index];
+    let Some(partition) = work.job.partition(work.index) else {
+        return;
+    };
     let circuit = Arc::clone(&work.job.circuit);
     let pce = work._pce.clone();
     let result = partition.run(&work.prover, &pce, reservation);
+    drop(partition);
     let elapsed = t.elapsed();
     work.job.progress().timings.synthesis += elapsed;
     metrics::phase("synthesis", elapsed);

@@ -658,3 +658,169 @@ fn randomized_thousand_jobs() {
     assert!(faults > 0, "seed {seed}: faults were injected");
     assert!(status.jobs_completed > n_jobs as u64 / 2, "seed {seed}");
 }
+
+/// A circuit that holds a charge, as a daemon's parsed witness does.
+#[derive(Clone)]
+struct Holding {
+    inner: MimcChain,
+    _charge: Arc<memory_budget::Reservation>,
+}
+
+impl Circuit<Scalar> for Holding {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        self.inner.synthesize(cs)
+    }
+}
+
+#[test]
+fn job_end_hook_devices_counts_and_witnesses_dropped_at_the_end() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let budget = Budget::fixed(1 << 30);
+    let gate = Gate::closed();
+    let _open = OpenOnDrop(Arc::clone(&gate));
+    let mut dev = TestDevice::new(&budget, 7);
+    dev.gate = Some(Arc::clone(&gate));
+    let ended = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut cfg = config(&budget, vec![device("sim0", Arc::new(dev))]);
+    let seen = Arc::clone(&ended);
+    cfg.on_job_end = Some(Arc::new(move |id| seen.lock().unwrap().push(id)));
+    // A small memory to keep finished jobs in: the witnesses must go anyway.
+    cfg.keep_finished = 1000;
+    let engine = Engine::start(cfg).unwrap();
+    let dir = TempDir::new("hook");
+    let pces = pce_cache();
+    let base = MimcChain::new(30, rng.random());
+    register(&engine, &pces, &dir, "mimc", base.clone(), &mut rng);
+    let witnesses = Budget::fixed(1 << 20);
+    let job = |rng: &mut rand::rngs::StdRng| {
+        let charge = witnesses
+            .try_reserve(1000, Category::WorkingSet, "witness")
+            .unwrap();
+        engine
+            .submit(JobSpec::single(
+                "mimc",
+                Partition::circuit(Holding {
+                    inner: chain_like(&base, rng),
+                    _charge: Arc::new(charge),
+                }),
+            ))
+            .unwrap()
+    };
+    let a = job(&mut rng);
+    gate.wait_arrivals(1);
+    assert_eq!(engine.job_devices(a).unwrap(), ["sim0"]);
+    let b = job(&mut rng);
+    let c = job(&mut rng);
+    // Every live partition is counted once: not yet admitted, or in progress.
+    let start = std::time::Instant::now();
+    loop {
+        let st = engine.status();
+        let m = &st.circuits[0];
+        if m.queued + m.in_progress == 3 && m.in_progress >= 1 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "seed {seed}: {m:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(witnesses.used_bytes(), 3000);
+    assert!(engine.cancel(c).unwrap());
+    gate.open();
+    for id in [a, b, c] {
+        engine.await_job(id, Some(Duration::from_secs(60))).unwrap();
+    }
+    // The jobs are remembered, their witnesses are not.
+    assert_eq!(
+        witnesses.used_bytes(),
+        0,
+        "seed {seed}: a finished job kept its witness"
+    );
+    assert!(engine.outcome(a).unwrap().is_some());
+    // A partition stops counting when it lets go of its resources, just after its job's
+    // outcome is recorded (what await returns on).
+    let start = std::time::Instant::now();
+    loop {
+        let m = &engine.status().circuits[0];
+        if (m.queued, m.in_progress) == (0, 0) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "seed {seed}: {m:?} after every job ended"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    engine.shutdown(Shutdown::Graceful);
+    let mut got = ended.lock().unwrap().clone();
+    got.sort();
+    assert_eq!(got, [a, b, c], "the hook runs once per job");
+}
+
+#[test]
+fn shutdowns_and_awaits_racing_job_ends_never_deadlock() {
+    // A job's end records its outcome under the job's lock, then takes the job table;
+    // shutdown and await wait holding the table. Both stops at once (graceful, and abort
+    // a moment later) and awaiting threads, while jobs end, must all return.
+    let seed = seed();
+    let mut rng = rng(seed);
+    let dir = TempDir::new("stop-race");
+    let pces = pce_cache();
+    let base = MimcChain::new(8, rng.random());
+    for round in 0..24 {
+        let budget = Budget::fixed(1 << 30);
+        let dev = TestDevice::new(&budget, rng.random());
+        let engine = Engine::start(config(&budget, vec![device("sim0", Arc::new(dev))])).unwrap();
+        register(&engine, &pces, &dir, "mimc", base.clone(), &mut rng);
+        let jobs: Vec<JobId> = (0..6)
+            .map(|_| {
+                let c = chain_like(&base, &mut rng);
+                engine
+                    .submit(JobSpec::single("mimc", Partition::circuit(c)))
+                    .unwrap()
+            })
+            .collect();
+        let abort_after = Duration::from_micros(rng.random_range(0..3000));
+        let (done, finished) = std::sync::mpsc::channel::<&str>();
+        std::thread::scope(|s| {
+            let engine = &engine;
+            let jobs = &jobs;
+            let d = done.clone();
+            s.spawn(move || {
+                for &id in jobs {
+                    let _ = engine.await_job(id, None);
+                }
+                d.send("await").unwrap();
+            });
+            let d = done.clone();
+            s.spawn(move || {
+                engine.shutdown(Shutdown::Graceful);
+                d.send("graceful").unwrap();
+            });
+            let d = done.clone();
+            s.spawn(move || {
+                std::thread::sleep(abort_after);
+                engine.shutdown(Shutdown::Abort);
+                d.send("abort").unwrap();
+            });
+            for _ in 0..3 {
+                if finished.recv_timeout(Duration::from_secs(60)).is_err() {
+                    eprintln!(
+                        "seed {seed}, round {round}: deadlocked (abort after {abort_after:?})"
+                    );
+                    // The stuck threads cannot be joined: end the process with the failure.
+                    std::process::exit(101);
+                }
+            }
+        });
+        for &id in &jobs {
+            let o = engine.outcome(id).unwrap();
+            assert!(
+                o.is_some_and(|o| matches!(o.status, JobStatus::Completed | JobStatus::Cancelled)),
+                "seed {seed}, round {round}: job {id} did not end as it should"
+            );
+        }
+    }
+}

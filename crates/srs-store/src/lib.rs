@@ -56,5 +56,7 @@ pub use load::{
     Bases, Destination, LoadOptions, LoadPlan, LoadStats, LoadedParams, PageCache, ParamsFile,
     PointCheck, VerifyingKeyRepr, DEFAULT_CHUNK_BYTES,
 };
-pub use store::{read_verifying_key, SrsHandle, SrsSpec, SrsStore, StoreConfig, StoreStats, Tier};
+pub use store::{
+    read_verifying_key, EntryStatus, SrsHandle, SrsSpec, SrsStore, StoreConfig, StoreStats, Tier,
+};
 pub use zkey::{ZkeyFile, ZkeyLayout, ZkeyParams, ZkeySection};

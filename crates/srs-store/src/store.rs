@@ -306,6 +306,20 @@ pub struct StoreStats {
     pub n_entries: usize,
 }
 
+/// One entry as [`SrsStore::entries`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryStatus {
+    /// Its key.
+    pub circuit_id: String,
+    /// Where its data is.
+    pub tier: Tier,
+    /// Device tier: VRAM bytes; pinned and host: charged host bytes; mapped: file bytes;
+    /// disk: 0.
+    pub bytes: u64,
+    /// Handles holding it now (proofs using it); 0 for mapped and disk entries.
+    pub n_holders: usize,
+}
+
 /// The store. Cheap to clone; clones share entries.
 #[derive(Clone)]
 pub struct SrsStore {
@@ -705,6 +719,34 @@ impl SrsStore {
             Slot::Disk => Some(Tier::Disk),
             Slot::Loading(_) => None,
         })
+    }
+
+    /// Every known entry: its tier, bytes and holders (loads in flight are left out).
+    pub fn entries(&self) -> Vec<EntryStatus> {
+        let st = self.inner.lock();
+        let mut out: Vec<EntryStatus> = st
+            .entries
+            .iter()
+            .filter_map(|(id, e)| {
+                let (tier, bytes, n_holders) = match &e.slot {
+                    Slot::Resident(r) if r.tier == Tier::Device => {
+                        (r.tier, r.params.device_bytes(), r.usage.n_holders())
+                    }
+                    Slot::Resident(r) => (r.tier, r.params.charged_bytes(), r.usage.n_holders()),
+                    Slot::Mapped(f) => (Tier::Mapped, f.layout().file_bytes(), 0),
+                    Slot::Disk => (Tier::Disk, 0, 0),
+                    Slot::Loading(_) => return None,
+                };
+                Some(EntryStatus {
+                    circuit_id: id.clone(),
+                    tier,
+                    bytes,
+                    n_holders,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
+        out
     }
 
     /// Bytes per tier and entry count.

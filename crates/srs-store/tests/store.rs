@@ -204,6 +204,39 @@ fn explicit_evict_frees_when_the_last_handle_drops() {
 }
 
 #[test]
+fn entries_report_tier_bytes_and_holders() {
+    let seed = seed();
+    let dir = TempDir::new("entries");
+    let (a, b, _, steady) = two_files(&dir, seed);
+    let budget = Budget::fixed(GIB);
+    let store = SrsStore::new(budget.clone(), cfg(Duration::from_secs(3600)));
+    assert!(store.entries().is_empty());
+    let h = store.get_or_load(&a).unwrap();
+    let h2 = h.clone();
+    store.preload(&b).unwrap();
+    store.evict("b", false).unwrap();
+    let file_b = std::fs::metadata(&b.path).unwrap().len();
+    let entries = store.entries();
+    let want = |id: &str, tier, bytes, n_holders| srs_store::EntryStatus {
+        circuit_id: id.to_string(),
+        tier,
+        bytes,
+        n_holders,
+    };
+    assert_eq!(
+        entries,
+        vec![
+            want("a", Tier::Host, steady, 2),
+            want("b", Tier::Mapped, file_b, 0)
+        ]
+    );
+    drop((h, h2));
+    assert_eq!(store.entries()[0].n_holders, 0);
+    store.evict("a", true).unwrap();
+    assert_eq!(store.entries()[0], want("a", Tier::Disk, 0, 0));
+}
+
+#[test]
 fn verifying_key_without_loading() {
     let seed = seed();
     let dir = TempDir::new("vk-store");

@@ -1,12 +1,14 @@
 //! The subcommands, one module each, and what they share: reading inputs with the path in
 //! every error, the host budget, atomic writes.
 
+pub mod client;
 pub mod demo;
 pub mod filecoin;
 pub mod memory;
 pub mod memprobe;
 pub mod pce;
 pub mod prove;
+pub mod serve;
 pub mod setup;
 pub mod srs;
 pub mod verify;

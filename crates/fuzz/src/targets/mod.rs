@@ -10,6 +10,7 @@
 
 mod canary;
 mod circom;
+mod grpc;
 mod params;
 mod pce;
 mod statement;
@@ -77,6 +78,7 @@ pub fn registry(fx: &Arc<Fixtures>) -> Vec<Box<dyn Target>> {
         Box::new(pce::PceFile::new(fx)),
         Box::new(statement::ProofFile::new(fx)),
         Box::new(statement::PublicJson::new(fx)),
+        Box::new(grpc::GrpcMessages),
     ]
 }
 
