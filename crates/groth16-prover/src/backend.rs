@@ -11,7 +11,7 @@ use gpu_msm::{CpuMsm, DensityMask, GpuCurve, MsmBase};
 use gpu_ntt::{AbcEvaluations, CpuNtt, NttBackend};
 use memory_budget::{Budget, Category, Reservation};
 
-use crate::key::{G1Query, QueryBases};
+use crate::key::{G1Query, KeyView, QueryBases};
 use crate::{GpuBackend, ProverError, ProvingKey};
 
 /// Which kind of engine a backend is.
@@ -418,12 +418,22 @@ pub trait ProverBackend: Send + Sync {
     /// [`ProverBackend::staging_bytes`]).
     fn msms_within(
         &self,
-        key: &ProvingKey,
+        bases: &KeyView<'_>,
         h: HPoly,
         inputs: &MsmInputs<'_>,
         _from: &mut Reservation,
     ) -> Result<MsmOutputs, ProverError> {
-        self.msms(key, h, inputs)
+        self.msms(bases, h, inputs)
+    }
+
+    /// The key's bases where this backend reads them best, held for one proof: the CPU
+    /// backend's in host memory ([`ProvingKey::view_host`], the default); the GPU
+    /// backend's on its device when there is room ([`ProvingKey::view_for_gpu`]). May
+    /// load or move a stored key (charged, and waiting on the budget as the store is
+    /// configured). A proof whose admission already holds its key reads it through
+    /// [`ProvingKey::view_held`] instead and never comes here.
+    fn view_key<'k>(&self, key: &'k ProvingKey) -> Result<KeyView<'k>, ProverError> {
+        key.view_host()
     }
 
     /// [`ProverBackend::h_poly`] from buffers this backend's
@@ -433,11 +443,13 @@ pub trait ProverBackend: Send + Sync {
         self.h_poly(abc.into_host()?, &mut || {})
     }
 
-    /// The five MSMs of one proof over `key`'s bases, sliced as groth16 slices them; `h`
-    /// is what this backend's [`ProverBackend::h_poly`] returned (or host coefficients).
+    /// The five MSMs of one proof over the key's `bases` (a view from
+    /// [`ProverBackend::view_key`] or [`ProvingKey::view_held`]), sliced as groth16 slices
+    /// them; `h` is what this backend's [`ProverBackend::h_poly`] returned (or host
+    /// coefficients). Reads the bases where the view has them: nothing is loaded here.
     fn msms(
         &self,
-        key: &ProvingKey,
+        bases: &KeyView<'_>,
         h: HPoly,
         inputs: &MsmInputs<'_>,
     ) -> Result<MsmOutputs, ProverError>;
@@ -615,13 +627,13 @@ impl ProverBackend for CpuBackend {
 
     fn msms(
         &self,
-        key: &ProvingKey,
+        bases: &KeyView<'_>,
         h: HPoly,
         x: &MsmInputs<'_>,
     ) -> Result<MsmOutputs, ProverError> {
         let start = Instant::now();
         let h = h.into_host()?;
-        let mut out = self.msms_serial(key, &h, x)?;
+        let mut out = self.msms_serial(bases, &h, x)?;
         out.timings.wall = start.elapsed();
         Ok(out)
     }
@@ -678,12 +690,11 @@ impl CpuBackend {
     /// The five MSMs one after another, over the key's bases where they are.
     fn msms_serial(
         &self,
-        key: &ProvingKey,
+        view: &KeyView<'_>,
         h: &[Scalar],
         x: &MsmInputs<'_>,
     ) -> Result<MsmOutputs, ProverError> {
         let msm = &self.msm;
-        let view = key.view_host()?;
         let mut timings = MsmTimings::default();
         let g1 =
             |q: G1Query, parts: &[Part<'_>]| timed(|| cpu_sum(msm, q.name(), &view.g1(q), parts));

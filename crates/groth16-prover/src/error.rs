@@ -135,6 +135,14 @@ pub enum ProverError {
         /// Why it cannot run.
         reason: &'static str,
     },
+    /// A [`crate::KeyHold`] of one key used to read another's bases.
+    #[error("the key hold belongs to key {found}, the proof's key is {expected}")]
+    HoldMismatch {
+        /// The proof's key id.
+        expected: u64,
+        /// The hold's key id.
+        found: u64,
+    },
     /// A partition of a batch has another shape than the first.
     #[error("partition {partition}: {what} is {found}, partition 0 has {expected}")]
     ShapeMismatch {

@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use bls12_381::{Bls12, G1Affine, G2Affine};
 use bls_repr::{G1AffineRepr, G2AffineRepr};
@@ -137,21 +138,40 @@ impl std::fmt::Debug for KeyView<'_> {
 
 /// What a proof in flight holds of its key, owned (no borrow of the key): the store
 /// entry, so it is not evicted until the hold drops. Empty for keys that own their bases.
+/// [`ProvingKey::view_held`] reads the bases through it again without asking the store
+/// (no load, no promotion, no wait): what a proof's compute phase does with the hold its
+/// admission took.
 #[derive(Debug)]
 #[must_use = "the entry is held only while this lives"]
-pub struct KeyHold(Option<SrsHandle>);
+pub struct KeyHold {
+    key_id: u64,
+    held: Option<SrsHandle>,
+}
 
 impl KeyHold {
     /// The tier held (`None` when the key owns its bases).
     pub fn tier(&self) -> Option<Tier> {
-        self.0.as_ref().map(SrsHandle::tier)
+        self.held.as_ref().map(SrsHandle::tier)
+    }
+
+    /// The [`ProvingKey::id`] of the key it holds.
+    pub fn key_id(&self) -> u64 {
+        self.key_id
     }
 }
 
-impl KeyView<'_> {
+impl<'k> KeyView<'k> {
     /// Keeps holding the entry without borrowing the key.
     pub fn into_hold(self) -> KeyHold {
-        KeyHold(self.held)
+        KeyHold {
+            key_id: self.key.id,
+            held: self.held,
+        }
+    }
+
+    /// The key whose bases these are.
+    pub fn key(&self) -> &'k ProvingKey {
+        self.key
     }
 
     fn loaded(&self) -> Option<&LoadedParams> {
@@ -235,7 +255,8 @@ fn tier_of(d: &Destination) -> Tier {
 pub enum GpuPlacement {
     /// On the device when the VRAM budget admits the whole key plus `headroom_bytes`;
     /// else in pinned host memory; else where they are (host memory, streamed by each
-    /// MSM).
+    /// MSM). A key a host reader ([`ProvingKey::view_host`]) viewed in the last minute
+    /// is placed as with `Pinned`: one copy both read, not one moved back and forth.
     #[default]
     Auto,
     /// Pinned host memory, else where they are (never the device tier).
@@ -262,7 +283,15 @@ struct Stored {
     spec: SrsSpec,
     /// Where the last view found room: what the next one asks for first.
     destination: Mutex<Destination>,
+    /// When a host reader (the CPU backend) last viewed the key: while that is recent,
+    /// GPU views leave the bases in pinned memory, which both read, instead of trading
+    /// one copy back and forth between the device tier and host memory (each trade a
+    /// load from the file, and two copies while the last holder finishes).
+    host_read_at: Mutex<Option<Instant>>,
 }
+
+/// How long after a host reader's view GPU views keep a shared key in pinned memory.
+const HOST_SHARE_WINDOW: Duration = Duration::from_secs(60);
 
 enum KeyParams {
     Parameters(ParamVectors),
@@ -415,6 +444,7 @@ impl ProvingKey {
                 store: store.clone(),
                 spec,
                 destination,
+                host_read_at: Mutex::new(None),
             }),
             id: next_key_id(),
             h_step: HStep::Coefficients,
@@ -479,6 +509,16 @@ impl ProvingKey {
         }
     }
 
+    /// Bytes a load of the key's bases in bls-repr's layout takes (what a stored key's
+    /// entry holds once loaded; its load's peak is a few read windows more). 0 for a key
+    /// that owns its bases (nothing to load).
+    pub fn load_bytes(&self) -> u64 {
+        match &self.params {
+            KeyParams::Stored(_) => bulk_bytes(&self.lens),
+            KeyParams::Loaded(_) | KeyParams::Parameters(_) => 0,
+        }
+    }
+
     /// Host bytes the key itself holds charged (0 for in-memory `groth16::Parameters` and
     /// for a stored key, whose entry the store owns and reports).
     pub fn charged_bytes(&self) -> u64 {
@@ -488,9 +528,27 @@ impl ProvingKey {
         }
     }
 
+    /// The bases `hold` holds (taken from a view of this key), read again without asking
+    /// the store: nothing is loaded, promoted or waited for. A hold of another key is
+    /// [`ProverError::HoldMismatch`].
+    pub fn view_held(&self, hold: &KeyHold) -> Result<KeyView<'_>, ProverError> {
+        if hold.key_id != self.id {
+            return Err(ProverError::HoldMismatch {
+                expected: self.id,
+                found: hold.key_id,
+            });
+        }
+        Ok(KeyView {
+            key: self,
+            held: hold.held.clone(),
+        })
+    }
+
     /// The bases where the host can read them. A stored key on the device is brought
-    /// back to host memory first (a load from its file, charged at its peak; the device
-    /// copy is dropped once no proof holds it). A key that owns device-only bases is
+    /// to pinned memory (host memory when pinned memory is refused) first: a load from
+    /// its file, charged at its peak; the device copy is dropped once no proof holds it.
+    /// For a minute after, GPU views of the key leave it pinned (both read it there)
+    /// instead of moving it back to the device. A key that owns device-only bases is
     /// [`ProverError::BackendUnavailable`].
     pub fn view_host(&self) -> Result<KeyView<'_>, ProverError> {
         let view = match &self.params {
@@ -512,10 +570,25 @@ impl ProvingKey {
             }
             KeyParams::Stored(s) => {
                 let mut destination = lock(&s.destination);
-                if matches!(*destination, Destination::Device(_)) {
-                    *destination = Destination::Host;
-                }
+                *s.host_read_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
                 let mut spec = s.spec.clone();
+                if let Destination::Device(gpu) = &*destination {
+                    // Pinned memory, which the host reads in place and the device streams
+                    // from, so the GPU's next proofs need no copy of their own; host
+                    // memory when pinned memory is refused.
+                    spec.options.destination = Destination::Pinned(gpu.clone());
+                    match s.store.get_or_load(&spec) {
+                        Ok(handle) => {
+                            *destination = spec.options.destination;
+                            return Ok(KeyView {
+                                key: self,
+                                held: Some(handle),
+                            });
+                        }
+                        Err(e) if refused_for_memory(&e) => *destination = Destination::Host,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
                 spec.options.destination = destination.clone();
                 KeyView {
                     key: self,
@@ -549,6 +622,16 @@ impl ProvingKey {
             _ => false,
         };
         let is_pinned = matches!(*destination, Destination::Pinned(_));
+        let host_reads = s
+            .host_read_at
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|t| t.elapsed() < HOST_SHARE_WINDOW);
+        let placement = match placement {
+            // Shared with a host reader: pinned memory serves both.
+            GpuPlacement::Auto if host_reads => GpuPlacement::Pinned,
+            p => p,
+        };
         let targets: &[Tier] = match placement {
             _ if on_this_device => &[],
             GpuPlacement::Auto if is_pinned => &[Tier::Device],

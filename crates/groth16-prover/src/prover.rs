@@ -19,7 +19,7 @@ use crate::backend::{
     backend_for, BackendChoice, MsmInputs, ProverBackend, QueryPlacement, StagedAbc,
 };
 use crate::charge::{Charge, SCALAR_BYTES};
-use crate::key::HStep;
+use crate::key::{HStep, KeyHold};
 use crate::{plain, ProverError, ProvingKey};
 
 /// How a proof gets its witness and its a, b, c.
@@ -737,7 +737,35 @@ impl Prover {
     /// Phase 2, on the backend (the device): H and the five MSMs over the key's bases.
     /// The working set shrinks as the phase goes (a, b and c once H has them; the witness
     /// once the MSMs are done) and only the public inputs stay charged.
+    ///
+    /// The key's bases are viewed by the backend right before the MSMs
+    /// ([`ProverBackend::view_key`]), which may load or promote a stored key; a caller
+    /// that took the key's bases at admission passes them with [`Prover::compute_held`].
     pub fn compute(&self, synthesized: Synthesized) -> Result<Computed, ProverError> {
+        self.compute_over(synthesized, None)
+    }
+
+    /// [`Prover::compute`] over the bases `hold` holds (a view of this prover's key taken
+    /// earlier, e.g. when the proof was admitted): nothing is loaded, moved or waited for
+    /// in the store, so a proof on a device never waits there for memory that proofs
+    /// queued behind it hold. A hold of another key is [`ProverError::HoldMismatch`].
+    pub fn compute_held(
+        &self,
+        synthesized: Synthesized,
+        hold: &KeyHold,
+    ) -> Result<Computed, ProverError> {
+        self.compute_over(synthesized, Some(hold))
+    }
+
+    fn compute_over(
+        &self,
+        synthesized: Synthesized,
+        hold: Option<&KeyHold>,
+    ) -> Result<Computed, ProverError> {
+        if let Some(h) = hold {
+            // Checked before any work: a wrong hold must not cost an H step.
+            self.key.view_held(h)?;
+        }
         let Synthesized {
             ev,
             mut charge,
@@ -780,8 +808,15 @@ impl Prover {
             "groth16 proof msm phase",
         )?;
 
+        // The key's bases, held until the sums are done.
+        let t = Instant::now();
+        let view = match hold {
+            Some(h) => self.key.view_held(h)?,
+            None => self.backend.view_key(&self.key)?,
+        };
+        let view_time = t.elapsed();
         let mut sums = self.backend.msms_within(
-            &self.key,
+            &view,
             h,
             &MsmInputs {
                 inputs: &inputs,
@@ -792,6 +827,7 @@ impl Prover {
             },
             charge.reservation_mut(),
         )?;
+        drop(view);
         drop(aux);
         charge.set(inputs.capacity() as u64 * SCALAR_BYTES, "public inputs")?;
         timings.msm_h = sums.timings.h;
@@ -800,7 +836,7 @@ impl Prover {
         timings.msm_b_g1 = sums.timings.b_g1;
         timings.msm_b_g2 = sums.timings.b_g2;
         timings.msm_wall = sums.timings.wall;
-        timings.bases_upload = sums.timings.bases_upload;
+        timings.bases_upload = view_time + sums.timings.bases_upload;
         timings.msm_transfers = sums.timings.scalar_transfers;
         timings.msm_staging_wait = sums.timings.staging_wait;
         timings.h_device = sums.timings.h_device;

@@ -404,7 +404,7 @@ fn backend_slices_queries_without_panicking() {
         b_input: &empty_in,
         b_aux: &empty_aux,
     };
-    match backend.msms(&key, HPoly::Host(h), &x) {
+    match backend.msms(&backend.view_key(&key).unwrap(), HPoly::Host(h), &x) {
         Err(ProverError::KeyTooSmall {
             query: "h_query",
             needed,

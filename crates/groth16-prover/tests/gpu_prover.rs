@@ -456,8 +456,12 @@ fn gpu_msms_from_host_h_match_cpu() {
         b_input: &b_input,
         b_aux: &b_aux,
     };
-    let got = backend.msms(&key, HPoly::Host(h.clone()), &x).unwrap();
-    let want = cpu.msms(&key, HPoly::Host(h.clone()), &x).unwrap();
+    let got = backend
+        .msms(&backend.view_key(&key).unwrap(), HPoly::Host(h.clone()), &x)
+        .unwrap();
+    let want = cpu
+        .msms(&cpu.view_key(&key).unwrap(), HPoly::Host(h.clone()), &x)
+        .unwrap();
     assert_eq!(
         (got.h, got.l, got.a, got.b_g1, got.b_g2),
         (want.h, want.l, want.a, want.b_g1, want.b_g2)
@@ -467,7 +471,9 @@ fn gpu_msms_from_host_h_match_cpu() {
     let tiny = gpu_device::Gpu::open(0).expect("second handle on device 0");
     tiny.vram_budget().set_total_bytes(4096);
     let starved = GpuBackend::with_gpu(tiny, budget.clone());
-    let got = starved.msms(&key, HPoly::Host(h), &x).unwrap();
+    let got = starved
+        .msms(&starved.view_key(&key).unwrap(), HPoly::Host(h), &x)
+        .unwrap();
     assert_eq!(
         (got.h, got.l, got.a, got.b_g1, got.b_g2),
         (want.h, want.l, want.a, want.b_g1, want.b_g2)

@@ -178,3 +178,52 @@ fn two_keys_alternate_and_a_held_key_is_never_evicted() {
         .expect("once released, the idle key makes room");
     assert_eq!(store.tier_of("key-0"), Some(Tier::Mapped));
 }
+
+/// A proof's compute phase reads the bases its admission holds and asks the store
+/// nothing: it finishes even when the store could not serve the key again (here the
+/// parameter file is gone, so any lookup fails), with the proof the reference gives. A
+/// hold of another key is refused before any work.
+#[test]
+fn compute_over_a_hold_never_asks_the_store() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let circuit = MimcChain::new(300, rng.random());
+    let params = generate(circuit.clone(), &mut rng);
+    let budget = big_budget();
+    let store = SrsStore::new(budget.clone(), StoreConfig::default());
+    let dir = TempDir::new("held-compute");
+    let path = write(&params, &dir);
+    let key = ProvingKey::from_store(&store, spec("held", &path)).unwrap();
+    let other = ProvingKey::from_store(&store, spec("held-other", &path)).unwrap();
+    let p = cpu_prover(key, &budget);
+    let (_cache, pce) = record(&budget, "held-compute", circuit.clone());
+
+    let hold = p.key().view_host().unwrap().into_hold();
+    assert_eq!(hold.key_id(), p.key().id());
+    let other_hold = other.view_host().unwrap().into_hold();
+    std::fs::remove_file(&path).unwrap();
+    assert!(
+        p.key().view_host().is_err(),
+        "seed {seed}: the store cannot serve the key once its file is gone"
+    );
+
+    let s = p
+        .synthesize(Synthesis::Pce(&pce), circuit.clone(), None)
+        .unwrap();
+    match p.compute_held(s, &other_hold) {
+        Err(ProverError::HoldMismatch { expected, found }) => {
+            assert_eq!((expected, found), (p.key().id(), other.id()))
+        }
+        other => panic!("seed {seed}: expected HoldMismatch, got {other:?}"),
+    }
+    let rs = Randomness::random(&mut rng);
+    let s = p
+        .synthesize(Synthesis::Pce(&pce), circuit.clone(), None)
+        .unwrap();
+    let computed = p
+        .compute_held(s, &hold)
+        .unwrap_or_else(|e| panic!("seed {seed}: a held key must not be looked up again: {e}"));
+    let out = p.assemble(computed, rs, true, 0).unwrap();
+    let want = groth16::create_proof(circuit, &params, rs.r, rs.s).unwrap();
+    assert_eq!(bytes(&out.proof), bytes(&want), "seed {seed}");
+}

@@ -13,8 +13,8 @@ use engine::{CircuitSpec, DeviceConfig, Engine, EngineConfig, PceSource};
 use gpu_ntt::AbcEvaluations;
 use groth16::Parameters;
 use groth16_prover::{
-    BackendKind, CpuBackend, HOutput, HPoly, MsmInputs, MsmOutputs, ProverBackend, ProverError,
-    ProvingKey, StagedAbc,
+    BackendKind, CpuBackend, HOutput, HPoly, KeyView, MsmInputs, MsmOutputs, ProverBackend,
+    ProverError, ProvingKey, StagedAbc,
 };
 use memory_budget::Budget;
 use pce_cache::{CacheConfig, CircuitKey, PceCache};
@@ -205,9 +205,12 @@ impl ProverBackend for TestDevice {
     fn h_poly_staged(&self, abc: StagedAbc) -> Result<HOutput, ProverError> {
         self.inner.h_poly_staged(abc)
     }
+    fn view_key<'k>(&self, key: &'k ProvingKey) -> Result<KeyView<'k>, ProverError> {
+        self.inner.view_key(key)
+    }
     fn msms(
         &self,
-        key: &ProvingKey,
+        bases: &KeyView<'_>,
         h: HPoly,
         x: &MsmInputs<'_>,
     ) -> Result<MsmOutputs, ProverError> {
@@ -225,7 +228,7 @@ impl ProverBackend for TestDevice {
                 },
             });
         }
-        self.inner.msms(key, h, x)
+        self.inner.msms(bases, h, x)
     }
 }
 

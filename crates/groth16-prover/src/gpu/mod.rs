@@ -329,12 +329,20 @@ impl ProverBackend for GpuBackend {
 
     fn msms_within(
         &self,
-        key: &ProvingKey,
+        bases: &KeyView<'_>,
         h: HPoly,
         x: &MsmInputs<'_>,
         from: &mut Reservation,
     ) -> Result<MsmOutputs, ProverError> {
-        self.msms_from(key, h, x, from)
+        self.msms_from(bases, h, x, from)
+    }
+
+    fn view_key<'k>(&self, key: &'k ProvingKey) -> Result<KeyView<'k>, ProverError> {
+        key.view_for_gpu(
+            &self.gpu,
+            self.placement,
+            GpuBackend::headroom_bytes(&key.lens()),
+        )
     }
 
     fn h_host_bytes(&self, _domain_size: usize) -> u64 {
@@ -388,7 +396,7 @@ impl ProverBackend for GpuBackend {
 
     fn msms(
         &self,
-        key: &ProvingKey,
+        bases: &KeyView<'_>,
         h: HPoly,
         x: &MsmInputs<'_>,
     ) -> Result<MsmOutputs, ProverError> {
@@ -401,7 +409,7 @@ impl ProverBackend for GpuBackend {
                 requested_bytes: 0,
                 source,
             })?;
-        self.msms_from(key, h, x, &mut none)
+        self.msms_from(bases, h, x, &mut none)
     }
 }
 
@@ -410,20 +418,13 @@ impl GpuBackend {
     /// it; the pool asks the budget itself once `from` is spent).
     fn msms_from(
         &self,
-        key: &ProvingKey,
+        view: &KeyView<'_>,
         h: HPoly,
         x: &MsmInputs<'_>,
         from: &mut Reservation,
     ) -> Result<MsmOutputs, ProverError> {
         let start = Instant::now();
         let mut timings = MsmTimings::default();
-        // The key's bases on (or as close as possible to) this device, held for the proof.
-        let view = key.view_for_gpu(
-            &self.gpu,
-            self.placement,
-            GpuBackend::headroom_bytes(&key.lens()),
-        )?;
-        timings.bases_upload = start.elapsed();
 
         let n_in = x.inputs.len();
         let (k_in, k_aux) = (x.b_input.count_ones(), x.b_aux.count_ones());
@@ -523,7 +524,7 @@ impl GpuBackend {
             // G2 on its own stream while the device does the G1 sums.
             let g2 = scope.spawn(|| {
                 let t = Instant::now();
-                self.msm_b_g2(&view, x).map(|p| (p, t.elapsed()))
+                self.msm_b_g2(view, x).map(|p| (p, t.elapsed()))
             });
             // The device thread runs the MSMs in order while this thread stages the next
             // one's scalars (at most one staged ahead in the channel). An MSM the VRAM
