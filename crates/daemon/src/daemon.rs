@@ -190,8 +190,9 @@ impl Daemon {
             budget.clone(),
             StoreConfig {
                 min_idle: config.eviction_min_idle,
-                // Loads wait for room like every other charge.
-                reserve_timeout: None,
+                // Loads wait for room like every other charge, one short attempt at a
+                // time, so admission can poll between them.
+                reserve_timeout: Some(engine::KEY_LOAD_WAIT),
                 ..StoreConfig::default()
             },
         );

@@ -382,7 +382,7 @@ fn run_child(mode: &str, opts: &Opts, budget_bytes: Option<u64>) {
     let store = SrsStore::new(
         budget.clone(),
         StoreConfig {
-            reserve_timeout: None,
+            reserve_timeout: Some(engine::KEY_LOAD_WAIT),
             ..StoreConfig::default()
         },
     );

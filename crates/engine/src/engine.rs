@@ -53,13 +53,22 @@ pub enum Shutdown {
     Abort,
 }
 
+/// How long one attempt to load a key in admission should wait for the budget (the
+/// `reserve_timeout` to give an [`SrsStore`] shared with an engine): admission polls
+/// between attempts.
+pub const KEY_LOAD_WAIT: Duration = Duration::from_millis(20);
+
 /// Engine settings.
 pub struct EngineConfig {
     /// The host memory budget every large allocation is charged to.
     pub budget: Budget,
     /// The devices, one worker each.
     pub devices: Vec<DeviceConfig>,
-    /// The parameter store (`None`: one on `budget` whose loads wait for room).
+    /// The parameter store (`None`: one on `budget` whose loads wait for room, one
+    /// [`KEY_LOAD_WAIT`] per attempt). Its `reserve_timeout` is how long one attempt to
+    /// load a key waits for the budget; admission tries again at each poll, so a waiting
+    /// load can still step back for a more urgent job, end with its job, or be found
+    /// never to fit. `None` there waits inside the store, where none of that happens.
     pub store: Option<SrsStore>,
     /// Synthesized partitions queued for a busy device, per device (the hand-off; each
     /// holds its working set while it waits).
@@ -76,6 +85,12 @@ pub struct EngineConfig {
     /// thread, under the job's lock: it must return quickly and must not call the engine;
     /// a daemon forwards the id to a channel).
     pub on_job_end: Option<JobEndHook>,
+    /// How long a partition waits in admission while it can never fit before its job
+    /// fails (default 10 s): no other partition runs, so none will free memory, and what
+    /// stays charged plus what it asks for is above the budget's ceiling (lowered by
+    /// what the kernel charges beyond the charges). The wait lets that untracked usage
+    /// fall back; the job's error gives the sizes.
+    pub never_fits_after: Duration,
 }
 
 /// See [`EngineConfig::on_job_end`].
@@ -93,6 +108,7 @@ impl EngineConfig {
             self_check: true,
             keep_finished: 4096,
             on_job_end: None,
+            never_fits_after: Duration::from_secs(10),
         }
     }
 }
@@ -317,6 +333,7 @@ pub(crate) struct Shared {
     pub(crate) stopping: AtomicBool,
     pub(crate) self_check: bool,
     pub(crate) max_synthesis: usize,
+    pub(crate) never_fits_after: Duration,
     keep_finished: usize,
     /// Partitions admitted whose resources are not yet returned.
     in_flight: Mutex<usize>,
@@ -610,7 +627,7 @@ impl Engine {
             SrsStore::new(
                 budget.clone(),
                 StoreConfig {
-                    reserve_timeout: None,
+                    reserve_timeout: Some(KEY_LOAD_WAIT),
                     ..StoreConfig::default()
                 },
             )
@@ -670,6 +687,7 @@ impl Engine {
             self_check: config.self_check,
             max_synthesis: max_synthesis.max(1),
             keep_finished: config.keep_finished.max(1),
+            never_fits_after: config.never_fits_after,
             in_flight: Mutex::new(0),
             in_flight_cv: Condvar::new(),
             stages: std::array::from_fn(|_| AtomicI64::new(0)),

@@ -99,7 +99,7 @@ mod pipeline;
 
 pub use engine::{
     CircuitSpec, CircuitStatus, DeviceConfig, DeviceStatus, Engine, EngineConfig, EngineStatus,
-    JobEndHook, PceSource, Shutdown, StageCounts,
+    JobEndHook, PceSource, Shutdown, StageCounts, KEY_LOAD_WAIT,
 };
 pub use error::EngineError;
 pub use job::{JobId, JobOutcome, JobSpec, JobStatus, JobTimings, Partition, Priority};

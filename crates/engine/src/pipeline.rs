@@ -34,7 +34,7 @@ pub(crate) struct Work {
     device: usize,
     prover: Prover,
     _pce: PceHandle,
-    _hold: KeyHold,
+    hold: KeyHold,
     synthesized: Option<Synthesized>,
     _in_flight: InFlight,
 }
@@ -193,27 +193,51 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
     );
     // The key first, held for the partition's life: its load is charged (and waits) like
     // any other, and the working sets admitted after it can never evict it mid-proof.
+    // A load the budget cannot admit yet is tried again at each poll (as long as the
+    // store's `reserve_timeout` lets one attempt wait), so the partition can still step
+    // back, leave, or be found never to fit.
     let t = Instant::now();
-    let hold = match (&dev.gpu, attempt) {
-        (Some(gpu), 0) => circuit
-            .key
-            .view_for_gpu(
+    // What the last refused load asked for (its peak: the bases and its read windows).
+    let key_need = std::cell::Cell::new(circuit.key.load_bytes());
+    let hold = poll_budget(shared, &key, &job, &key_need, "its key", |_| {
+        let view = match (&dev.gpu, attempt) {
+            (Some(gpu), 0) => circuit.key.view_for_gpu(
                 gpu,
                 GpuPlacement::Auto,
                 GpuBackend::headroom_bytes(&circuit.lens()),
-            )
-            .map(|v| v.into_hold()),
-        (Some(gpu), 1) => circuit
-            .key
-            .view_for_gpu(gpu, GpuPlacement::Pinned, 0)
-            .map(|v| v.into_hold()),
-        _ => circuit.key.view_host().map(|v| v.into_hold()),
-    };
+            ),
+            (Some(gpu), 1) => circuit.key.view_for_gpu(gpu, GpuPlacement::Pinned, 0),
+            _ => circuit.key.view_host(),
+        };
+        match view {
+            Ok(v) => Ok(v.into_hold()),
+            Err(ProverError::Srs(srs_store::SrsError::Budget {
+                source,
+                requested_bytes,
+                ..
+            })) if matches!(
+                source,
+                BudgetError::Timeout { .. } | BudgetError::WouldBlock { .. }
+            ) =>
+            {
+                key_need.set(requested_bytes);
+                Err(Polled::Budget(source))
+            }
+            Err(e) => Err(Polled::Other(format!("key: {e}"))),
+        }
+    });
+    job.progress().timings.key_load += t.elapsed();
     let hold = match hold {
         Ok(h) => h,
-        Err(e) => return shared.fail(&job, format!("partition {}: key: {e}", q.index)),
+        Err(Polled::Leave) => return,
+        Err(Polled::Yield) => return shared.requeue(key, q),
+        Err(Polled::Budget(e)) => {
+            return shared.fail(&job, format!("partition {}: key: {e}", q.index))
+        }
+        Err(Polled::Other(e) | Polled::Never(e)) => {
+            return shared.fail(&job, format!("partition {}: {e}", q.index))
+        }
     };
-    job.progress().timings.key_load += t.elapsed();
     let pce = match circuit.pce() {
         Ok(p) => p,
         Err(e) => return shared.fail(&job, format!("partition {}: pce: {e}", q.index)),
@@ -226,16 +250,22 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
     // The backend's long-lived tables for this circuit's domain (the CPU backend's
     // twiddles), then the working set: each waits in the budget's queue at the job's
     // priority, and a request that can never fit fails the job at once.
-    let prepared = poll_budget(shared, &key, &job, |wait| {
-        match prover.prepare_backend(&pce, Some(wait)) {
+    let ws_need = std::cell::Cell::new(bytes);
+    let prepared = poll_budget(
+        shared,
+        &key,
+        &job,
+        &ws_need,
+        "its working set",
+        |wait| match prover.prepare_backend(&pce, Some(wait)) {
             Ok(()) => Ok(()),
             Err(ProverError::Budget { source, .. }) => Err(Polled::Budget(source)),
             Err(e) => Err(Polled::Other(e.to_string())),
-        }
-    });
+        },
+    );
     let label = format!("{} partition {}", job.id, q.index);
     let admitted = prepared.and_then(|()| {
-        poll_budget(shared, &key, &job, |wait| {
+        poll_budget(shared, &key, &job, &ws_need, "its working set", |wait| {
             shared
                 .budget
                 .request(bytes, Category::WorkingSet)
@@ -265,7 +295,9 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
             )
         }
         Err(Polled::Budget(e)) => return shared.fail(&job, format!("partition {}: {e}", q.index)),
-        Err(Polled::Other(e)) => return shared.fail(&job, format!("partition {}: {e}", q.index)),
+        Err(Polled::Other(e) | Polled::Never(e)) => {
+            return shared.fail(&job, format!("partition {}: {e}", q.index))
+        }
     };
     metrics::admitted(bytes, t.elapsed());
     shared.admitted(&job, device);
@@ -277,7 +309,7 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
         device,
         prover,
         _pce: pce,
-        _hold: hold,
+        hold,
         synthesized: None,
         _in_flight: shared.in_flight(&circuit),
     };
@@ -325,19 +357,42 @@ enum Polled {
     Leave,
     /// A more urgent partition is queued: step back.
     Yield,
+    /// It can never be admitted (see [`never_fits`]); why.
+    Never(String),
 }
 
 /// Retries `attempt` (a budget request waiting at most the poll interval) until it
-/// succeeds, fails for good, or the partition should leave or step back.
+/// succeeds, fails for good, or the partition should leave or step back. `need` bytes
+/// (`what`) are what the attempt asks for (the attempt may update them); a partition
+/// that can never get them (see
+/// [`never_fits`]) for the engine's `never_fits_after` gives up with [`Polled::Never`].
 fn poll_budget<T>(
     shared: &Shared,
     key: &crate::engine::QueueKey,
     job: &JobRt,
+    need: &std::cell::Cell<u64>,
+    what: &str,
     mut attempt: impl FnMut(Duration) -> Result<T, Polled>,
 ) -> Result<T, Polled> {
+    let mut never_since: Option<Instant> = None;
     loop {
+        let t = Instant::now();
         match attempt(ADMISSION_POLL) {
-            Err(Polled::Budget(BudgetError::Timeout { .. })) => {
+            Err(Polled::Budget(BudgetError::Timeout { .. } | BudgetError::WouldBlock { .. })) => {
+                // An attempt that does not wait (a store whose loads never wait) must
+                // not make this a busy loop.
+                if let Some(rest) = ADMISSION_POLL.checked_sub(t.elapsed()) {
+                    std::thread::sleep(rest);
+                }
+                match never_fits(shared, need.get(), what) {
+                    None => never_since = None,
+                    Some(why) => {
+                        let since = *never_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= shared.never_fits_after {
+                            return Err(Polled::Never(why));
+                        }
+                    }
+                }
                 match after_poll(shared, key, job) {
                     Waited::Stay => {}
                     Waited::Leave => return Err(Polled::Leave),
@@ -347,6 +402,48 @@ fn poll_budget<T>(
             other => return other,
         }
     }
+}
+
+/// Why `need` more bytes can never be admitted now, or `None` while they might be: no
+/// other partition is anywhere in the pipeline (so none will release memory), and what
+/// stays charged (resident keys that a partition holds, PCEs, backend tables, this
+/// partition's own key; idle store entries are left out, the budget evicts those) plus
+/// `need` is above the budget's ceiling (its total, lowered by what the kernel charges
+/// beyond the charges). Only the kernel's untracked usage falling could change that.
+fn never_fits(shared: &Shared, need: u64, what: &str) -> Option<String> {
+    let busy = [
+        Stage::Synthesizing,
+        Stage::WaitingDevice,
+        Stage::OnDevice,
+        Stage::Assembling,
+    ]
+    .into_iter()
+    .any(|s| shared.stage_count(s) > 0);
+    if busy {
+        return None;
+    }
+    let snap = shared.budget.snapshot();
+    let idle: u64 = shared
+        .store
+        .entries()
+        .iter()
+        .filter(|e| {
+            e.n_holders == 0 && matches!(e.tier, srs_store::Tier::Host | srs_store::Tier::Pinned)
+        })
+        .map(|e| e.bytes)
+        .sum();
+    let fixed = snap.used_bytes.saturating_sub(idle);
+    if fixed.saturating_add(need) <= snap.cap_bytes {
+        return None;
+    }
+    let lowered = snap.total_bytes.saturating_sub(snap.cap_bytes);
+    Some(format!(
+        "can never be admitted: it needs {need} bytes for {what} while {fixed} bytes stay \
+         charged (keys held, PCEs, backend tables), under a ceiling of {} bytes (the \
+         budget's {} bytes lowered by {lowered} for what the kernel charges beyond the \
+         charges), and no other partition is running to free memory",
+        snap.cap_bytes, snap.total_bytes
+    ))
 }
 
 /// Synthesis of one admitted partition on its own thread.
@@ -473,7 +570,7 @@ fn device_worker(
             continue;
         };
         let t = Instant::now();
-        let result = work.prover.compute(s);
+        let result = work.prover.compute_held(s, &work.hold);
         let elapsed = t.elapsed();
         drop(on);
         *dev.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -508,7 +605,7 @@ fn compute_and_assemble(shared: &Arc<Shared>, mut work: Work) {
         return;
     };
     let t = Instant::now();
-    let result = work.prover.compute(s);
+    let result = work.prover.compute_held(s, &work.hold);
     work.job.progress().timings.gpu += t.elapsed();
     match result {
         Ok(c) => {

@@ -48,6 +48,18 @@ fn working_set(budget: &Budget, engine: &Engine, reg: &Registered, pce: &pce_cac
     p.working_set_bytes(pce).unwrap()
 }
 
+/// Why job `id` failed (it must fail within a minute).
+fn failure(engine: &Engine, id: JobId) -> String {
+    match engine
+        .await_job(id, Some(Duration::from_secs(60)))
+        .unwrap()
+        .status
+    {
+        JobStatus::Failed(reason) => reason,
+        other => panic!("job {id}: expected a failure, got {other:?}"),
+    }
+}
+
 #[test]
 fn proofs_equal_the_reference_on_two_devices() {
     let seed = seed();
@@ -179,17 +191,11 @@ fn bad_jobs_are_refused_or_fail_with_the_reason() {
             randomness: None,
         })
         .unwrap();
-    match engine
-        .await_job(id, Some(Duration::from_secs(60)))
-        .unwrap()
-        .status
-    {
-        JobStatus::Failed(reason) => assert!(
-            reason.contains("partition 1") && reason.contains("does not satisfy"),
-            "{reason}"
-        ),
-        other => panic!("expected a failure, got {other:?}"),
-    }
+    let reason = failure(&engine, id);
+    assert!(
+        reason.contains("partition 1") && reason.contains("does not satisfy"),
+        "{reason}"
+    );
     // A working set larger than the whole budget fails at once, naming both sizes.
     let pce = pces
         .get_or_extract(&pce_cache::CircuitKey::new("r1cs"), || base.clone())
@@ -199,19 +205,93 @@ fn bad_jobs_are_refused_or_fail_with_the_reason() {
     let id = engine
         .submit(JobSpec::single("r1cs", Partition::circuit(base.clone())))
         .unwrap();
-    match engine
-        .await_job(id, Some(Duration::from_secs(60)))
-        .unwrap()
-        .status
-    {
-        JobStatus::Failed(reason) => {
-            assert!(reason.contains("can never fit"), "{reason}");
-            assert!(reason.contains("bytes"), "{reason}");
-        }
-        other => panic!("expected a refusal, got {other:?}"),
-    }
+    let reason = failure(&engine, id);
+    assert!(reason.contains("can never fit"), "{reason}");
+    assert!(reason.contains("bytes"), "{reason}");
     engine.shutdown(Shutdown::Graceful);
     assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
+}
+
+/// A partition whose key and working set fit the budget each alone but never together,
+/// with no other partition running to free memory, fails after the engine's
+/// `never_fits_after` with the sizes, instead of waiting for good; the engine is not
+/// wedged: with room again the same job proves.
+#[test]
+fn a_partition_that_can_never_fit_fails_instead_of_waiting() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let budget = Budget::fixed(1 << 30);
+    let mut cfg = config(
+        &budget,
+        vec![device("sim0", Arc::new(TestDevice::new(&budget, 5)))],
+    );
+    cfg.never_fits_after = Duration::from_millis(300);
+    let engine = Engine::start(cfg).unwrap();
+    let dir = TempDir::new("never-fits");
+    let pces = pce_cache();
+    let base = MimcChain::new(200, rng.random());
+    let reg = register(&engine, &pces, &dir, "mimc", base.clone(), &mut rng);
+    // One proof with room: the key is loaded (then idle in the store), tables charged.
+    let id = engine
+        .submit(JobSpec::single(
+            "mimc",
+            Partition::circuit(chain_like(&base, &mut rng)),
+        ))
+        .unwrap();
+    let out = engine.await_job(id, Some(Duration::from_secs(60))).unwrap();
+    assert_eq!(out.status, JobStatus::Completed, "seed {seed}");
+    let pce = pces
+        .get_or_extract(&pce_cache::CircuitKey::new("mimc"), || base.clone())
+        .unwrap();
+    let ws = working_set(&budget, &engine, &reg, &pce);
+    let key = groth16_prover::ProvingKey::from_store(
+        engine.store(),
+        srs_store::SrsSpec::new(&reg.id, &reg.path),
+    )
+    .unwrap();
+    let key_bytes = key.load_bytes();
+    let resident: u64 = engine.store().entries().iter().map(|e| e.bytes).sum();
+    let others = budget.used_bytes() - resident;
+    // Room for the working set and half the key beside everything else charged.
+    budget.set_total_bytes(others + ws + key_bytes / 2);
+    let t = std::time::Instant::now();
+    let id = engine
+        .submit(JobSpec::single(
+            "mimc",
+            Partition::circuit(chain_like(&base, &mut rng)),
+        ))
+        .unwrap();
+    let reason = failure(&engine, id);
+    assert!(
+        reason.contains("can never be admitted"),
+        "seed {seed}: {reason}"
+    );
+    assert!(
+        reason.contains("no other partition"),
+        "seed {seed}: {reason}"
+    );
+    assert!(t.elapsed() >= Duration::from_millis(300), "it waited first");
+    assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
+    budget.set_total_bytes(1 << 30);
+    let c = chain_like(&base, &mut rng);
+    let rs = Randomness::random(&mut rng);
+    let id = engine
+        .submit(JobSpec {
+            circuit: "mimc".into(),
+            partitions: vec![Partition::circuit(c.clone())],
+            priority: Priority::Normal,
+            randomness: Some(vec![rs]),
+        })
+        .unwrap();
+    let out = engine.await_job(id, Some(Duration::from_secs(60))).unwrap();
+    assert_eq!(out.status, JobStatus::Completed, "seed {seed}");
+    let want = groth16::create_proof(c, &reg.params, rs.r, rs.s).unwrap();
+    assert_eq!(
+        proof_bytes(&out.proofs[0]),
+        proof_bytes(&want),
+        "seed {seed}"
+    );
+    engine.shutdown(Shutdown::Graceful);
 }
 
 /// Setup for the ordering and cancellation tests: one gated device, a budget that holds
@@ -510,7 +590,7 @@ fn randomized_thousand_jobs() {
         budget.clone(),
         srs_store::StoreConfig {
             min_idle: Duration::ZERO,
-            reserve_timeout: None,
+            reserve_timeout: Some(engine::KEY_LOAD_WAIT),
             ..srs_store::StoreConfig::default()
         },
     ));
