@@ -67,8 +67,8 @@
 //!
 //! # Cost model
 //! A sample reads three small kernel files and takes the budget's lock once (tens of
-//! microseconds). The quick run (three circuits of 2^12–2^13 rows, 24 jobs, four runs)
-//! takes about 2 minutes on 2 cores, 6 s of it making parameters the first time.
+//! microseconds). The quick run (three circuits of 2^14 rows, 24 jobs, two CPU devices,
+//! four runs) takes about 2 minutes on 2 cores, 7 s of it making parameters the first time.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 

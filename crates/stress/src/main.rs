@@ -49,7 +49,7 @@ struct Cli {
 enum Command {
     /// One run of the workload in this process (what the supervisor starts).
     #[command(hide = true)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Runs a command alone in a new memory cgroup without a limit and prints the peaks of
     /// what the kernel charged it (`anon + kernel + shmem`, sampled every 50 ms), e.g.
     /// `pinion-stress measure -- pinion demo --json`, to set beside the charged peak the
@@ -67,7 +67,7 @@ enum Command {
 /// The workload, shared by the supervisor and its runs.
 #[derive(Args, Debug, Clone)]
 struct WorkloadArgs {
-    /// Circuit sizes: quick (2^13 rows, CI) or full (2^16 rows).
+    /// Circuit sizes: quick (2^14 rows, CI) or full (2^16 rows).
     #[arg(long, value_enum)]
     preset: Option<Preset>,
     /// Jobs per run (default: 24 with --quick, else 100).
@@ -80,9 +80,10 @@ struct WorkloadArgs {
     /// holds the largest key's load).
     #[arg(long)]
     submitters: Option<usize>,
-    /// CPU devices beside the GPU.
-    #[arg(long, default_value_t = 1)]
-    cpu_devices: usize,
+    /// CPU devices beside the GPU (default: 2 with --quick, which has no GPU, so that
+    /// the unconstrained run holds working sets of two devices at once; else 1).
+    #[arg(long)]
+    cpu_devices: Option<usize>,
     /// Leave GPU 0 out even when it opens.
     #[arg(long)]
     no_gpu: bool,
@@ -183,7 +184,7 @@ fn main() -> ExitCode {
 fn real_main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Run(args)) => run(args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Run(args)) => run(*args).map(|()| ExitCode::SUCCESS),
         Some(Command::Measure { json, command }) => measure(json, &command),
         None => stress(cli.stress),
     }
@@ -216,7 +217,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         params_dir: params_dir(w),
         proofs: w.proofs.unwrap_or(100),
         submitters: w.submitters.unwrap_or(12),
-        cpu_devices: w.cpu_devices,
+        cpu_devices: w.cpu_devices.unwrap_or(1),
         gpu: !w.no_gpu,
         require_gpu: std::env::var("PINION_REQUIRE_GPU").is_ok_and(|v| v == "1"),
         seed: seed(w),
@@ -283,6 +284,7 @@ fn stress(mut args: StressArgs) -> anyhow::Result<ExitCode> {
         args.workload.preset.get_or_insert(Preset::Quick);
         args.workload.proofs.get_or_insert(24);
         args.workload.margin.get_or_insert_with(|| "4MiB".into());
+        args.workload.cpu_devices.get_or_insert(2);
         args.workload
             .submitters
             .get_or_insert(args.workload.proofs.unwrap_or(24));
@@ -314,7 +316,7 @@ fn stress(mut args: StressArgs) -> anyhow::Result<ExitCode> {
         "--submitters".into(),
         w.submitters.unwrap_or(12).to_string(),
         "--cpu-devices".into(),
-        w.cpu_devices.to_string(),
+        w.cpu_devices.unwrap_or(1).to_string(),
         "--seed".into(),
         seed.to_string(),
         "--dir".into(),
