@@ -280,6 +280,14 @@ pub(crate) struct AffineBuckets<G: ReprCurve> {
 }
 
 impl<G: ReprCurve> AffineBuckets<G> {
+    /// Host bytes [`AffineBuckets::new`] allocates for `n_buckets` (all of it touched).
+    pub(crate) fn bytes(n_buckets: usize) -> u64 {
+        use std::mem::size_of;
+        let per_bucket = 2 * size_of::<G::F>() + size_of::<Slot>() + size_of::<G>() + 1;
+        let per_pending = size_of::<Pending<G::F>>() + 2 * size_of::<G::F>();
+        (n_buckets * per_bucket + affine_flush_at(n_buckets) * per_pending) as u64
+    }
+
     pub(crate) fn new(n_buckets: usize) -> Self {
         let flush_at = affine_flush_at(n_buckets);
         Self {

@@ -5,7 +5,7 @@ use ff::Field;
 use group::{Curve, Group};
 use rayon::prelude::*;
 
-use crate::affine::{affine_flush_at, neg_y, AffineBuckets, MsmBase, ReprCurve};
+use crate::affine::{affine_flush_at, neg_y, AffineBuckets, BaseField, MsmBase, ReprCurve};
 use crate::{check_batch, check_shapes, DensityMask, MsmBackend, MsmError};
 
 /// Largest window a [`CpuMsmConfig`] accepts. Buckets per window are `2^(c-1)`.
@@ -97,6 +97,57 @@ impl CpuMsm {
         self.run::<B>(bases, scalars, density)
     }
 
+    /// The most host bytes one [`CpuMsm::msm`] call over `n_scalars` G1 scalars allocates
+    /// beside its inputs (classified terms, their coordinates on the batch-affine path,
+    /// one set of buckets per busy thread of the rayon pool it runs on), from the same
+    /// plan the call makes; an upper bound, since scalars 0 and 1 make no term. What a
+    /// caller charges before the call.
+    pub fn scratch_bytes_g1(&self, n_scalars: usize) -> u64 {
+        self.scratch_bytes::<G1Projective>(n_scalars)
+    }
+
+    /// [`CpuMsm::scratch_bytes_g1`] for a G2 MSM.
+    pub fn scratch_bytes_g2(&self, n_scalars: usize) -> u64 {
+        self.scratch_bytes::<G2Projective>(n_scalars)
+    }
+
+    fn scratch_bytes<G: ReprCurve>(&self, n_scalars: usize) -> u64 {
+        use std::mem::size_of;
+        if n_scalars == 0 {
+            return 0;
+        }
+        let n = n_scalars.min(self.slice_len());
+        let (c, affine) = plan(n, &self.config);
+        let term = size_of::<Term>();
+        // Classification: the per-block lists and the joined list.
+        let classify = 2 * term * n;
+        // The windows: the joined list, and on the batch-affine path each term again with
+        // its base's coordinates (both alive while the second is built).
+        let terms = if affine {
+            (term + size_of::<AffineTerm<G::F>>()) * n
+        } else {
+            term * n
+        };
+        let n_buckets = 1usize << (c - 1);
+        let buckets = if affine {
+            AffineBuckets::<G>::bytes(n_buckets)
+        } else {
+            (n_buckets * (size_of::<G>() + 1)) as u64
+        };
+        let threads = rayon::current_num_threads().max(1) as u64;
+        classify.max(terms) as u64 + threads * buckets
+    }
+
+    /// Scalars classified and bucketed at once (see [`CpuMsmConfig::scalars_in_flight`]).
+    fn slice_len(&self) -> usize {
+        self.config
+            .scalars_in_flight
+            .unwrap_or(DEFAULT_SCALARS_IN_FLIGHT)
+            .div_ceil(CLASSIFY_BLOCK)
+            .max(1)
+            * CLASSIFY_BLOCK
+    }
+
     fn run<B: MsmBase>(
         &self,
         bases: &[B],
@@ -109,13 +160,7 @@ impl CpuMsm {
         if let Some(index) = bases.par_iter().position_any(|b| !b.is_valid()) {
             return Err(MsmError::BaseNotReduced { index });
         }
-        let slice_len = self
-            .config
-            .scalars_in_flight
-            .unwrap_or(DEFAULT_SCALARS_IN_FLIGHT)
-            .div_ceil(CLASSIFY_BLOCK)
-            .max(1)
-            * CLASSIFY_BLOCK;
+        let slice_len = self.slice_len();
         Ok(pippenger::<B>(
             bases,
             scalars,
@@ -317,16 +362,25 @@ fn windowed<B: MsmBase>(bases: &[B], terms: Vec<Term>, config: &CpuMsmConfig) ->
     let n_win = n_windows(c);
     if affine {
         // Each term carries its base's coordinates: window passes then read memory in
-        // order, and bases at infinity (which add nothing) are dropped here.
+        // order. A base at infinity (which adds nothing) keeps its slot with a zero
+        // scalar, whose digit is 0 in every window: an indexed map collects straight into
+        // one list of the right length (a filtering collect would hold its pieces and the
+        // joined list at once, twice the bytes).
         let aff: Vec<AffineTerm<F<B>>> = terms
             .par_iter()
-            .filter_map(|t| {
-                bases[t.base as usize].xy().map(|(x, y)| AffineTerm {
+            .map(|t| match bases[t.base as usize].xy() {
+                Some((x, y)) => AffineTerm {
                     limbs: t.limbs,
                     base: t.base,
                     x,
                     y,
-                })
+                },
+                None => AffineTerm {
+                    limbs: [0; 4],
+                    base: t.base,
+                    x: <F<B> as BaseField>::ZERO,
+                    y: <F<B> as BaseField>::ZERO,
+                },
             })
             .collect();
         drop(terms);

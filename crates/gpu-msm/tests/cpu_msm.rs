@@ -7,20 +7,11 @@ use gpu_msm::reference::naive_msm;
 use gpu_msm::{BucketArith, CpuMsm, CpuMsmConfig, DensityMask, MsmBackend, MsmError};
 use group::Curve;
 use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 
-fn rng() -> StdRng {
-    let seed = std::env::var("PINION_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
-    eprintln!("seed = {seed}");
-    StdRng::seed_from_u64(seed)
-}
+mod common;
+
+use common::rng;
 
 /// Random points cheaply: a few random points, then running sums of them.
 fn points<G: Curve>(rng: &mut StdRng, n: usize) -> Vec<G::Affine> {

@@ -13,20 +13,11 @@ use gpu_msm::{
 };
 use group::{Curve, Group};
 use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 
-fn rng() -> StdRng {
-    let seed = std::env::var("PINION_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
-    eprintln!("seed = {seed}");
-    StdRng::seed_from_u64(seed)
-}
+mod common;
+
+use common::rng;
 
 /// What the generic checks need of a curve besides [`GpuCurve`]: the CPU oracle.
 trait TestCurve: GpuCurve<Projective = Self::P, Affine = <Self::P as Curve>::Affine> {

@@ -13,18 +13,9 @@ use pce_cache::reference::FullSynthesis;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-fn seed() -> u64 {
-    let seed = std::env::var("PINION_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
-    eprintln!("seed = {seed}");
-    seed
-}
+mod common;
+
+use common::seed;
 
 /// A random satisfiable circuit: public inputs, witness values that are often 0 or 1,
 /// product constraints over random linear combinations, and some variables that only
