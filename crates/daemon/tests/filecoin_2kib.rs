@@ -5,191 +5,33 @@
 //! circuit's parameters in GetStatus, PreloadSRS and EvictSRS, and missing parameters
 //! answered FAILED_PRECONDITION naming the file.
 //!
-//! Parameters are insecure ones from groth16-prover's generator (pinion-filecoin's
-//! `params::generate_insecure`, seed 0x5eed as pinion-filecoin's tests use, made once and
-//! shared with them under `target/pinion-filecoin-params/`).
+//! Sealing, parameters and the C1 wrapper come from `pinion_filecoin::testing` (its
+//! `test-support` feature), which pinion-filecoin's own tests use too: insecure parameters
+//! from groth16-prover's generator, made once and shared under
+//! `target/pinion-filecoin-params/`.
 //!
 //! Slow (sealing, parameter generation the first time, a proof): runs when
 //! `PINION_FILECOIN_TESTS=1` (`.ci/run` sets it), else says it is skipped.
 
-use std::io::{Cursor, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use daemon::frontend::{Frontend, FrontendCircuit};
 use daemon::proto::cuzk::v1 as cuzk;
 use daemon::{Config, DaemonError, Server, Stop};
-use filecoin_proofs_api::seal::{
-    add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2, verify_seal,
-    SealCommitPhase1Output,
-};
-use filecoin_proofs_api::{RegisteredSealProof, SectorId, UnpaddedBytesAmount};
+use filecoin_proofs_api::seal::verify_seal;
+use filecoin_proofs_api::SectorId;
 use groth16_prover::testing::{test_seed, SplitMix};
 use memory_budget::Budget;
-use pinion_filecoin::{params, porep, PartitionJob};
+use pinion_filecoin::porep;
+use pinion_filecoin::testing::{
+    self, insecure_params, params_dir, seal, wrapped, TempDir, MINER, PROOF, SECTOR,
+};
 use tonic::transport::Channel;
 
-const PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
-const MINER: u64 = 1000;
-const SECTOR: u64 = 7;
-
 fn enabled() -> bool {
-    if std::env::var("PINION_FILECOIN_TESTS").as_deref() == Ok("1") {
-        return true;
-    }
-    eprintln!("skipped: set PINION_FILECOIN_TESTS=1 to seal a 2 KiB sector and prove its C2 through the daemon");
-    false
-}
-
-/// pinion-filecoin's shared parameter folder; filecoin-proofs reads its settings from the
-/// environment once per process (this file has one test, so nothing races the setting).
-fn params_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    let dir = target.join("pinion-filecoin-params");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-    std::env::set_var("FIL_PROOFS_PARENT_CACHE", dir.join("parents"));
-    dir
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str, g: &mut SplitMix) -> TempDir {
-        let p = std::env::temp_dir().join(format!(
-            "pinion-daemon-fil-{tag}-{}-{:x}",
-            std::process::id(),
-            g.next_u64()
-        ));
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The insecure 2 KiB PoRep parameters (and `.vk`) in `dir`, generated once: into a
-/// private folder, then renamed into place, so a test process of pinion-filecoin making
-/// the same files at the same time never sees or writes a partial one.
-fn insecure_params(job: &dyn PartitionJob, dir: &Path, g: &mut SplitMix) {
-    let id = job.circuit_id();
-    let (params, vk) = (dir.join(id.params_file_name()), dir.join(id.vk_file_name()));
-    if params.is_file() && vk.is_file() {
-        eprintln!("reusing {}", params.display());
-        return;
-    }
-    let private = TempDir(dir.join(format!(".daemon-test-{:x}", g.next_u64())));
-    let t = Instant::now();
-    let made = params::generate_insecure(job, &private.0, 0x5eed, &Budget::fixed(8 << 30))
-        .expect("insecure parameters");
-    std::fs::rename(&made.vk, &vk).unwrap();
-    std::fs::rename(&made.params, &params).unwrap();
-    eprintln!(
-        "INSECURE parameters for {id} generated in {:?}: {}",
-        t.elapsed(),
-        params.display()
-    );
-}
-
-/// A field element's 32 bytes (the top bits cleared).
-fn bytes32(g: &mut SplitMix) -> [u8; 32] {
-    let mut b = [0u8; 32];
-    for c in b.chunks_mut(8) {
-        c.copy_from_slice(&g.next_u64().to_le_bytes());
-    }
-    b[31] &= 0x3f;
-    b
-}
-
-struct Sealed {
-    c1: SealCommitPhase1Output,
-    ticket: [u8; 32],
-    seed: [u8; 32],
-    _dir: TempDir,
-}
-
-/// Seals a 2 KiB sector of random data and runs commit phase 1.
-fn seal(g: &mut SplitMix) -> Sealed {
-    let dir = TempDir::new("seal", g);
-    let piece_bytes = 2032usize;
-    let data: Vec<u8> = (0..piece_bytes).map(|_| g.next_u64() as u8).collect();
-    let (staged, sealed, cache) = (
-        dir.0.join("staged"),
-        dir.0.join("sealed"),
-        dir.0.join("cache"),
-    );
-    std::fs::create_dir_all(&cache).unwrap();
-    let mut staged_file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&staged)
-        .unwrap();
-    let (piece, _) = add_piece(
-        PROOF,
-        Cursor::new(&data),
-        &mut staged_file,
-        UnpaddedBytesAmount(piece_bytes as u64),
-        &[],
-    )
-    .expect("add piece");
-    staged_file.flush().unwrap();
-    staged_file.seek(SeekFrom::Start(0)).unwrap();
-    std::fs::File::create(&sealed).unwrap();
-    let prover_id = porep::prover_id(MINER);
-    let (ticket, seed) = (bytes32(g), bytes32(g));
-    let pieces = [piece];
-    let t = Instant::now();
-    let pc1 = seal_pre_commit_phase1(
-        PROOF,
-        &cache,
-        &staged,
-        &sealed,
-        prover_id,
-        SectorId::from(SECTOR),
-        ticket,
-        &pieces,
-    )
-    .expect("pre-commit 1");
-    let pc2 = seal_pre_commit_phase2(pc1, &cache, &sealed).expect("pre-commit 2");
-    let c1 = seal_commit_phase1(
-        &cache,
-        &sealed,
-        prover_id,
-        SectorId::from(SECTOR),
-        ticket,
-        seed,
-        pc2,
-        &pieces,
-    )
-    .expect("commit 1");
-    eprintln!("sealed a 2 KiB sector (pc1, pc2, c1) in {:?}", t.elapsed());
-    Sealed {
-        c1,
-        ticket,
-        seed,
-        _dir: dir,
-    }
-}
-
-/// Go's wrapper around the C1 JSON, as Curio sends it.
-fn wrapped(c1: &SealCommitPhase1Output, sector_size: u64) -> Vec<u8> {
-    use base64::Engine as _;
-    let json = serde_json::to_vec(c1).unwrap();
-    serde_json::to_vec(&serde_json::json!({
-        "SectorNum": SECTOR,
-        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(json),
-        "SectorSize": sector_size,
-    }))
-    .unwrap()
+    testing::enabled("seal a 2 KiB sector and prove its C2 through the daemon")
 }
 
 /// Changes the low bit of the first array of 32 small numbers (a serialized domain
@@ -257,7 +99,7 @@ async fn porep_c2_of_a_2kib_sector_through_cuzk_v1() {
     let dir = params_dir();
     let blank = porep::blank_job(PROOF).unwrap();
     let circuit_id = blank.circuit_id().cache_id.clone();
-    insecure_params(blank.as_ref(), &dir, &mut g);
+    insecure_params(blank.as_ref(), &dir, &Budget::fixed(8 << 30));
     let sealed = tokio::task::spawn_blocking({
         let mut g = SplitMix::new(g.next_u64());
         move || seal(&mut g)

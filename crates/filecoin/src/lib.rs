@@ -45,6 +45,8 @@ pub mod params;
 pub mod porep;
 pub mod post;
 pub mod snap;
+#[cfg(feature = "test-support")]
+pub mod testing;
 
 pub use error::FilecoinError;
 pub use job::{CircuitId, PartitionJob, ProofKind, ProveOptions, PARTITION_PROOF_BYTES};

@@ -27,18 +27,6 @@ mod common;
 
 use common::*;
 
-/// Go's wrapper around the C1 JSON, as Curio sends it.
-fn wrapped(c1: &SealCommitPhase1Output, sector_size: u64) -> Vec<u8> {
-    use base64::Engine as _;
-    let json = serde_json::to_vec(c1).unwrap();
-    serde_json::to_vec(&serde_json::json!({
-        "SectorNum": SECTOR,
-        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(json),
-        "SectorSize": sector_size,
-    }))
-    .unwrap()
-}
-
 /// The insecure 2 KiB PoRep parameters, generated once.
 fn porep_params(dir: &std::path::Path, budget: &Budget) -> PathBuf {
     insecure_params(porep::blank_job(PROOF).unwrap().as_ref(), dir, budget)
