@@ -330,8 +330,9 @@ pub trait ProverBackend: Send + Sync {
     /// points; the prover charges them with the working set.
     fn h_scratch_bytes(&self, domain_size: usize) -> u64;
 
-    /// Host bytes the MSMs need at most, when the largest has `n_max_terms` scalars.
-    fn msm_scratch_bytes(&self, n_max_terms: usize) -> u64;
+    /// Host bytes the MSMs need at most, when the largest G1 MSM has `n_g1_max` scalars
+    /// and the G2 MSM `n_g2`.
+    fn msm_scratch_bytes(&self, n_g1_max: usize, n_g2: usize) -> u64;
 
     /// Host bytes h holds once the H step returns (the CPU backend: `m − 1` scalars; a
     /// backend that keeps h on the device: 0).
@@ -538,20 +539,6 @@ impl CpuBackend {
     }
 }
 
-/// Largest per-term scratch of `gpu_msm::CpuMsm` (G2, batch-affine buckets).
-const MSM_TERM_BYTES: u64 = 224;
-
-/// Bytes of one projective G2 point (the larger group bounds both).
-const G2_PROJECTIVE_BYTES: u64 = std::mem::size_of::<G2Projective>() as u64;
-
-/// The window `gpu_msm::CpuMsm` picks for `n` terms (its documented cost model:
-/// ⌈256/c⌉·(n + 2^c) additions, minimised).
-fn cpu_window(n_terms: usize) -> u32 {
-    (1..=gpu_msm::MAX_WINDOW_BITS)
-        .min_by_key(|&c| 256u128.div_ceil(c as u128) * (n_terms as u128 + (1u128 << c)))
-        .unwrap_or(1)
-}
-
 pub(crate) fn msm_err(query: &'static str) -> impl FnOnce(gpu_msm::MsmError) -> ProverError {
     move |source| ProverError::Msm { query, source }
 }
@@ -594,8 +581,11 @@ impl ProverBackend for CpuBackend {
         self.charge_twiddles_within(domain_size, wait)
     }
 
-    fn msm_scratch_bytes(&self, n_max_terms: usize) -> u64 {
-        cpu_msm_scratch_bytes(n_max_terms)
+    fn msm_scratch_bytes(&self, n_g1_max: usize, n_g2: usize) -> u64 {
+        // One MSM at a time, each charged from gpu-msm's own plan for its curve.
+        self.msm
+            .scratch_bytes_g1(n_g1_max)
+            .max(self.msm.scratch_bytes_g2(n_g2))
     }
 
     fn h_poly(
@@ -637,18 +627,6 @@ impl ProverBackend for CpuBackend {
         out.timings.wall = start.elapsed();
         Ok(out)
     }
-}
-
-/// Host scratch of `gpu_msm::CpuMsm` for MSMs of at most `n_max_terms` scalars.
-pub(crate) fn cpu_msm_scratch_bytes(n_max_terms: usize) -> u64 {
-    // Upper bound from gpu-msm's cost model: per classified term at most 224 bytes
-    // (G2 with batch-affine buckets; 40 projective, 128 G1 batch-affine), at most
-    // DEFAULT_SCALARS_IN_FLIGHT terms at once, plus 2^(c-1) buckets (bounded by a
-    // projective G2 point each) per busy thread.
-    let terms = MSM_TERM_BYTES * n_max_terms.min(gpu_msm::DEFAULT_SCALARS_IN_FLIGHT) as u64;
-    let c = cpu_window(n_max_terms);
-    let buckets = (1u64 << (c - 1)) * G2_PROJECTIVE_BYTES * rayon::current_num_threads() as u64;
-    terms + buckets
 }
 
 /// Scalars of one part of an MSM, filtered by the mask when there is one.

@@ -451,7 +451,9 @@ impl Prover {
     fn msm_phase_bytes(&self, witness_bytes: u64, h_bytes: u64, shape: &ProofShape) -> u64 {
         let n = n_max_terms(shape);
         let (_, msm_staging) = self.backend.staging_bytes(shape.domain_size, n);
-        witness_bytes + h_bytes + self.backend.msm_scratch_bytes(n) + msm_staging
+        // The G2 MSM sums b_g2_query's bases (inputs and aux dense in B), no more.
+        let n_g2 = self.key.lens().b_g2.min(n);
+        witness_bytes + h_bytes + self.backend.msm_scratch_bytes(n, n_g2) + msm_staging
     }
 
     /// The shape of a PCE-path proof and its density masks, checked against the key.

@@ -415,5 +415,10 @@ fn backend_slices_queries_without_panicking() {
         other => panic!("expected KeyTooSmall, got {other:?}"),
     }
     // Scratch estimates grow with the MSM size.
-    assert!(backend.msm_scratch_bytes(1 << 16) > backend.msm_scratch_bytes(1 << 10));
+    assert!(
+        backend.msm_scratch_bytes(1 << 16, 1 << 10) > backend.msm_scratch_bytes(1 << 10, 1 << 10)
+    );
+    assert!(
+        backend.msm_scratch_bytes(1 << 10, 1 << 16) > backend.msm_scratch_bytes(1 << 10, 1 << 10)
+    );
 }

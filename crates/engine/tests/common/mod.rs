@@ -181,8 +181,8 @@ impl ProverBackend for TestDevice {
     fn h_scratch_bytes(&self, m: usize) -> u64 {
         self.inner.h_scratch_bytes(m)
     }
-    fn msm_scratch_bytes(&self, n: usize) -> u64 {
-        self.inner.msm_scratch_bytes(n)
+    fn msm_scratch_bytes(&self, n_g1: usize, n_g2: usize) -> u64 {
+        self.inner.msm_scratch_bytes(n_g1, n_g2)
     }
     fn prepare(&self, domain_size: usize, wait: Option<Duration>) -> Result<(), ProverError> {
         self.inner.prepare(domain_size, wait)

@@ -55,8 +55,8 @@ use h_step::DeviceH;
 use staging::{write_parts, PinnedAbc, SCALAR_LIMBS};
 
 use crate::backend::{
-    cpu_msm_scratch_bytes, cpu_sum, BackendKind, BasesKind, HOutput, HPoly, MsmInputs, MsmOutputs,
-    MsmTimings, Part, ProverBackend, QueryPlacement, StagedAbc,
+    cpu_sum, BackendKind, BasesKind, HOutput, HPoly, MsmInputs, MsmOutputs, MsmTimings, Part,
+    ProverBackend, QueryPlacement, StagedAbc,
 };
 use crate::key::{G1Query, GpuPlacement, KeyView, QueryLens};
 use crate::{ProverError, ProvingKey};
@@ -256,14 +256,14 @@ impl GpuBackend {
             }
         }
         metrics::counter!("pinion_groth16_prover_gpu_query_on_cpu_total").increment(1);
-        let _scratch = self.cpu_fallback_charge(n)?;
+        let _scratch = self.cpu_fallback_charge(n, self.cpu.scratch_bytes_g2(n))?;
         Ok((cpu_sum(&self.cpu, query, &bases, &parts)?, BasesKind::Cpu))
     }
 
     /// Host scratch of a CPU fallback sum of `n` terms, charged as transient; a refusal
     /// is reported as the device being unusable for this proof.
-    fn cpu_fallback_charge(&self, n: usize) -> Result<Reservation, ProverError> {
-        let bytes = GPU_TERM_BYTES * n as u64 + cpu_msm_scratch_bytes(n);
+    fn cpu_fallback_charge(&self, n: usize, scratch: u64) -> Result<Reservation, ProverError> {
+        let bytes = GPU_TERM_BYTES * n as u64 + scratch;
         self.budget
             .request(bytes, Category::Transient)
             .label("groth16-prover gpu: cpu fallback scratch")
@@ -299,11 +299,11 @@ impl ProverBackend for GpuBackend {
         0
     }
 
-    fn msm_scratch_bytes(&self, n_max_terms: usize) -> u64 {
+    fn msm_scratch_bytes(&self, _n_g1_max: usize, n_g2: usize) -> u64 {
         // The G1 scalars are staged in the pool (see `staging_bytes`); on the host b_g2's
         // canonical scalars while they upload. A query that falls back to the CPU charges
         // its scratch when it does (rare: the VRAM budget refused it).
-        32 * n_max_terms as u64
+        32 * n_g2 as u64
     }
 
     fn staging_bytes(&self, m: usize, n_max_terms: usize) -> (u64, u64) {
@@ -620,7 +620,8 @@ impl GpuBackend {
         for q in cpu_queries {
             let t = Instant::now();
             metrics::counter!("pinion_groth16_prover_gpu_query_on_cpu_total").increment(1);
-            let _scratch = self.cpu_fallback_charge(used_terms(q, n_h, x))?;
+            let n = used_terms(q, n_h, x);
+            let _scratch = self.cpu_fallback_charge(n, self.cpu.scratch_bytes_g1(n))?;
             let parts: Vec<Part<'_>> = match q {
                 G1Query::H => vec![(h_host_or_err(&h_host)?, None)],
                 _ => jobs_parts(&jobs, q),
