@@ -142,9 +142,15 @@ const PENDING: u8 = 0;
 const GRANTED: u8 = 1;
 const TOO_LARGE: u8 = 2;
 
-/// How many admissions pass between two looks at the clock for a drift refresh; keeps the
-/// clock read (and the rare kernel read) off the common path.
+/// How many small admissions pass between two looks at the clock for a drift refresh; keeps
+/// the clock read (and the rare kernel read) off the common path.
 const OPS_PER_CLOCK_CHECK: u32 = 256;
+
+/// Admissions of at least this many bytes look at the clock every time, and a drift reading
+/// older than the refresh interval is renewed *before* they are admitted: memory no
+/// reservation covers (threads starting, a caller's buffers) may have grown since, and a large
+/// admission on a stale ceiling is how a process crosses its cgroup limit.
+pub(crate) const LARGE_ADMISSION_BYTES: u64 = 1 << 20;
 
 /// Most eligibility deadlines remembered at once.
 const MAX_DEADLINES: usize = 4096;
@@ -820,21 +826,21 @@ impl Budget {
         priority: Priority,
     ) -> Result<(), BudgetError> {
         let mut st = self.inner.lock();
+        if self.inner.drift.is_some() {
+            st.ops_since_clock += 1;
+            if bytes >= LARGE_ADMISSION_BYTES || st.ops_since_clock >= OPS_PER_CLOCK_CHECK {
+                st.ops_since_clock = 0;
+                if st.next_refresh.is_none_or(|t| Instant::now() >= t) {
+                    // Stale reading: renew it (outside the lock) before deciding.
+                    drop(st);
+                    let _ = self.inner.refresh(false);
+                    st = self.inner.lock();
+                }
+            }
+        }
         if bytes <= st.cap.saturating_sub(st.used) && st.queue_allows(priority) {
             st.charge(bytes, category);
             self.inner.publish_one(&st, category);
-            let mut check_clock = false;
-            if self.inner.drift.is_some() {
-                st.ops_since_clock += 1;
-                if st.ops_since_clock >= OPS_PER_CLOCK_CHECK {
-                    st.ops_since_clock = 0;
-                    check_clock = true;
-                }
-            }
-            drop(st);
-            if check_clock {
-                let _ = self.inner.refresh(false);
-            }
             return Ok(());
         }
         if bytes > st.total {

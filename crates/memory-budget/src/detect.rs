@@ -137,7 +137,7 @@ pub struct DetectOptions {
     pub budget: Option<SizeSpec>,
     /// Explicit safety margin ("2GiB", "10%"); default [`default_safety_margin`].
     pub safety_margin: Option<SizeSpec>,
-    /// Minimum time between kernel reads for the drift check (default 250 ms).
+    /// Minimum time between kernel reads for the drift check (default 100 ms).
     pub refresh_interval: Duration,
     /// Whether to run the drift check (default true).
     pub drift_check: bool,
@@ -155,7 +155,7 @@ impl Default for DetectOptions {
             root: PathBuf::from("/"),
             budget: None,
             safety_margin: None,
-            refresh_interval: Duration::from_millis(250),
+            refresh_interval: Duration::from_millis(100),
             drift_check: true,
             name: "host".into(),
             rlimits: None,

@@ -112,7 +112,10 @@
 //! ns with a `String` label through [`Budget::try_reserve`] (it allocates), measured by
 //! `examples/budget_bench.rs` on a 2-core VM. The kernel is read only on the slow path (a
 //! request that does not fit) and, for detected budgets, when at least the refresh interval
-//! has passed, which is checked once per 256 admissions: never on every call. A waiter costs
+//! (100 ms by default) has passed, which small admissions check once per 256 calls and
+//! admissions of 1 MiB or more on every call, renewing a stale reading before they are
+//! admitted (a large admission on a stale ceiling is how a process crosses its cgroup limit
+//! while untracked memory grows). A waiter costs
 //! one small allocation and a queue insertion.
 #![warn(missing_docs)]
 // `getrlimit` (module `rlimit`) and `mallopt` (module `allocator`) are the unsafe calls.

@@ -538,6 +538,16 @@ fn kernel_is_not_read_on_every_admission() {
     }
     // The interval (an hour) has not passed: no reading beyond the first.
     assert_eq!(probe.reads.load(Ordering::SeqCst), after_create);
+    // Large admissions look at the clock every time, but read the kernel only when due.
+    let (big, big_probe) = drift_budget(1 << 30, 2 << 30, 1 << 20, 0, Duration::from_secs(3600));
+    let after_create = big_probe.reads.load(Ordering::SeqCst);
+    for _ in 0..1_000 {
+        drop(
+            big.try_reserve(1 << 20, Category::Other, "x")
+                .expect("fits"),
+        );
+    }
+    assert_eq!(big_probe.reads.load(Ordering::SeqCst), after_create);
 
     let (b, probe) = drift_budget(1000, 2000, 100, 0, Duration::ZERO);
     let before = probe.reads.load(Ordering::SeqCst);
@@ -551,6 +561,32 @@ fn kernel_is_not_read_on_every_admission() {
         "{reads} readings for 10000 admissions"
     );
     assert!(reads >= 1);
+}
+
+#[test]
+fn a_large_admission_renews_a_stale_reading_first() {
+    let mut rng = seeded_rng("a_large_admission_renews_a_stale_reading_first");
+    const MIB: u64 = 1 << 20;
+    let limit = rng.random_range(64..512) * MIB;
+    let margin = 4 * MIB;
+    let interval = Duration::from_millis(20);
+    let (b, probe) = drift_budget(limit - margin, limit, margin, 0, interval);
+    assert_eq!(b.snapshot().cap_bytes, limit - margin);
+    // Memory no reservation covers grows while requests still fit the old ceiling.
+    let untracked = limit - margin - rng.random_range(2..16) * MIB;
+    probe.hard.store(untracked, Ordering::SeqCst);
+    std::thread::sleep(interval * 2);
+    let headroom = limit - margin - untracked;
+    // Fits the stale ceiling, not the real one: refused, not admitted on the old reading.
+    assert!(matches!(
+        b.try_reserve(headroom + MIB, Category::WorkingSet, "large"),
+        Err(BudgetError::WouldBlock { .. })
+    ));
+    assert_eq!(b.snapshot().cap_bytes, headroom);
+    let r = b
+        .try_reserve(headroom, Category::WorkingSet, "fits")
+        .expect("fits the renewed ceiling");
+    drop(r);
 }
 
 #[test]
