@@ -125,7 +125,16 @@ pub struct DriftConfig {
     pub probe: Arc<dyn UsageProbe>,
     /// Minimum time between two kernel reads on the admission path.
     pub refresh_interval: Duration,
+    /// Half-life of the untracked estimate. A reading shows `hard − charged`, which
+    /// understates untracked memory whenever reservations are charged before they are
+    /// touched (a working set charged at its peak): the ceiling therefore keeps the largest
+    /// recent reading, decaying by half every `untracked_half_life`, unless a new reading
+    /// shows more. `Duration::ZERO` uses each reading as it is.
+    pub untracked_half_life: Duration,
 }
+
+/// Default [`DriftConfig::untracked_half_life`].
+pub const DEFAULT_UNTRACKED_HALF_LIFE: Duration = Duration::from_secs(60);
 
 impl std::fmt::Debug for DriftConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -133,8 +142,21 @@ impl std::fmt::Debug for DriftConfig {
             .field("limit_bytes", &self.limit_bytes)
             .field("safety_margin_bytes", &self.safety_margin_bytes)
             .field("refresh_interval", &self.refresh_interval)
+            .field("untracked_half_life", &self.untracked_half_life)
             .finish_non_exhaustive()
     }
+}
+
+/// `bytes` after `elapsed` of halving every `half_life` (zero half-life: gone at once).
+fn decayed(bytes: u64, elapsed: Duration, half_life: Duration) -> u64 {
+    if half_life.is_zero() || bytes == 0 {
+        return 0;
+    }
+    let halvings = elapsed.as_secs_f64() / half_life.as_secs_f64();
+    if halvings >= 64.0 {
+        return 0;
+    }
+    (bytes as f64 * (-halvings).exp2()) as u64
 }
 
 /// Waiter outcome codes (stored in an `AtomicU8` shared by the queue and the waiting future).
@@ -183,7 +205,12 @@ pub(crate) struct State {
     eligible_at: std::collections::BTreeSet<Instant>,
     ops_since_clock: u32,
     // drift check
+    /// The untracked estimate the ceiling uses (see `DriftConfig::untracked_half_life`).
     untracked_bytes: u64,
+    /// `hard − charged` at the last reading.
+    untracked_reading_bytes: u64,
+    /// When `untracked_bytes` was last set.
+    untracked_at: Option<Instant>,
     measured_hard_bytes: Option<u64>,
     measured_own_hard_bytes: Option<u64>,
     charged_at_measure: u64,
@@ -373,8 +400,17 @@ impl Inner {
                     st.charged_at_measure = st.used;
                     // Memory the kernel charges that no reservation covers. Reservations made
                     // after this reading are counted in `used`, so the ceiling stays right
-                    // between readings.
-                    st.untracked_bytes = m.hard_bytes.saturating_sub(st.used);
+                    // between readings. Charged-but-untouched reservations hide untracked
+                    // memory from a reading, so the estimate keeps recent larger readings.
+                    let reading = m.hard_bytes.saturating_sub(st.used);
+                    st.untracked_reading_bytes = reading;
+                    st.untracked_bytes = reading.max(decayed(
+                        st.untracked_bytes,
+                        st.untracked_at
+                            .map_or(Duration::MAX, |t| now.saturating_duration_since(t)),
+                        drift.untracked_half_life,
+                    ));
+                    st.untracked_at = Some(now);
                     let own = m.own_hard_bytes();
                     self.metrics
                         .measured(m.hard_bytes, own as i64 - st.used as i64);
@@ -480,8 +516,12 @@ pub struct BudgetSnapshot {
     /// The part of it attributable to this budget's owner (the cgroup; for the host scope,
     /// this process).
     pub measured_own_hard_bytes: Option<u64>,
-    /// Bytes the kernel charges that no reservation covered at the last reading.
+    /// The untracked estimate that lowers the ceiling: the larger of the last reading's
+    /// `hard − charged` and earlier readings decayed by the drift check's half-life.
     pub untracked_bytes: u64,
+    /// `hard − charged` at the last reading (bytes the kernel charged that no reservation
+    /// covered then).
+    pub untracked_reading_bytes: u64,
     /// Own measured hard bytes minus charged bytes at the last reading: memory the budget never
     /// saw (positive) or reservations not yet touched (negative).
     pub drift_bytes: Option<i64>,
@@ -544,6 +584,8 @@ impl Budget {
             eligible_at: std::collections::BTreeSet::new(),
             ops_since_clock: 0,
             untracked_bytes: 0,
+            untracked_reading_bytes: 0,
+            untracked_at: None,
             measured_hard_bytes: None,
             measured_own_hard_bytes: None,
             charged_at_measure: 0,
@@ -620,6 +662,7 @@ impl Budget {
             measured_hard_bytes: st.measured_hard_bytes,
             measured_own_hard_bytes: st.measured_own_hard_bytes,
             untracked_bytes: st.untracked_bytes,
+            untracked_reading_bytes: st.untracked_reading_bytes,
             drift_bytes: st
                 .measured_own_hard_bytes
                 .map(|h| h as i64 - st.charged_at_measure as i64),

@@ -139,6 +139,10 @@ pub struct DetectOptions {
     pub safety_margin: Option<SizeSpec>,
     /// Minimum time between kernel reads for the drift check (default 100 ms).
     pub refresh_interval: Duration,
+    /// Half-life of the drift check's untracked estimate (default
+    /// [`DEFAULT_UNTRACKED_HALF_LIFE`](crate::DEFAULT_UNTRACKED_HALF_LIFE), 60 s; see
+    /// [`DriftConfig::untracked_half_life`](crate::DriftConfig::untracked_half_life)).
+    pub untracked_half_life: Duration,
     /// Whether to run the drift check (default true).
     pub drift_check: bool,
     /// Budget name for metrics (default `host`).
@@ -156,6 +160,7 @@ impl Default for DetectOptions {
             budget: None,
             safety_margin: None,
             refresh_interval: Duration::from_millis(100),
+            untracked_half_life: crate::budget::DEFAULT_UNTRACKED_HALF_LIFE,
             drift_check: true,
             name: "host".into(),
             rlimits: None,
@@ -678,6 +683,7 @@ impl Budget {
                 safety_margin_bytes: detection.safety_margin_bytes,
                 probe: Arc::new(KernelProbe::new(options.root.clone(), scope)),
                 refresh_interval: options.refresh_interval,
+                untracked_half_life: options.untracked_half_life,
             })
         } else {
             None

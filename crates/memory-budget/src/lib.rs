@@ -36,10 +36,14 @@
 //!   [`Budget::notify_eligible`] makes waiters try again when such an entry appears.
 //! - **Drift check**: budgets from [`Budget::detect`] read what the kernel charges (cgroup
 //!   `memory.current` + `memory.stat`, v1 `usage_in_bytes`, or the host's meminfo) and lower
-//!   the ceiling to `limit − margin − untracked`, where `untracked = hard − charged` at the last
-//!   reading (clean file cache is reclaimable; anonymous, shared, locked and kernel memory are
-//!   hard). Right after a reading this is exactly `min(budget headroom, limit − hard − margin)`;
-//!   between readings, new reservations are counted as they are made. The gap between own
+//!   the ceiling to `limit − margin − untracked`, where `untracked` is `hard − charged` at the
+//!   last reading (clean file cache is reclaimable; anonymous, shared, locked and kernel memory
+//!   are hard) or, if larger, an earlier reading decayed by half every
+//!   [`DriftConfig::untracked_half_life`] (60 s by default): a reservation charged at its peak
+//!   before its memory is touched hides untracked memory from a reading (measured on the H200,
+//!   2026-12-01: a stress run at 60% of its peak was OOM-killed while 77 MiB of working sets
+//!   hid 50 MiB of CUDA context and thread memory). Between readings, new reservations are
+//!   counted as they are made. The gap between own
 //!   measured hard bytes and charged bytes is exposed ([`BudgetSnapshot::drift_bytes`], metric
 //!   `pinion_budget_drift_bytes`).
 //! - **Reservations** are RAII ([`Reservation`], `#[must_use]`, `Send + Sync`, `'static`):
@@ -136,7 +140,7 @@ mod usage;
 pub use allocator::{tune_allocator, MMAP_THRESHOLD_BYTES};
 pub use budget::{
     Budget, BudgetConfig, BudgetSnapshot, Category, DriftConfig, MonitorHandle, Priority, Request,
-    Reservation, ReserveFuture,
+    Reservation, ReserveFuture, DEFAULT_UNTRACKED_HALF_LIFE,
 };
 pub use detect::{
     default_safety_margin, detect_limits, detect_limits_with, own_cgroups, CgroupDir,

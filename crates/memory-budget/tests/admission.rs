@@ -485,6 +485,7 @@ fn drift_budget(
             safety_margin_bytes: margin,
             probe: probe.clone(),
             refresh_interval: interval,
+            untracked_half_life: Duration::ZERO,
         }),
     });
     (b, probe)
@@ -587,6 +588,66 @@ fn a_large_admission_renews_a_stale_reading_first() {
         .try_reserve(headroom, Category::WorkingSet, "fits")
         .expect("fits the renewed ceiling");
     drop(r);
+}
+
+#[test]
+fn untracked_memory_hidden_by_untouched_charges_still_lowers_the_ceiling() {
+    let mut rng =
+        seeded_rng("untracked_memory_hidden_by_untouched_charges_still_lowers_the_ceiling");
+    const MIB: u64 = 1 << 20;
+    let limit = rng.random_range(256..1024) * MIB;
+    let margin = 8 * MIB;
+    let untracked = rng.random_range(16..64) * MIB;
+    let probe = Arc::new(FakeProbe {
+        hard: AtomicU64::new(untracked),
+        reads: AtomicUsize::new(0),
+    });
+    let half_life = Duration::from_millis(500);
+    let b = Budget::new(BudgetConfig {
+        name: "hold".into(),
+        total_bytes: limit - margin,
+        drift: Some(DriftConfig {
+            limit_bytes: limit,
+            safety_margin_bytes: margin,
+            probe: probe.clone(),
+            refresh_interval: Duration::ZERO,
+            untracked_half_life: half_life,
+        }),
+    });
+    assert_eq!(b.snapshot().untracked_bytes, untracked);
+    // A working set charged at its peak but not yet touched: the kernel sees the untracked
+    // memory and only part of the charge, so a reading shows no untracked memory at all.
+    let ws = rng.random_range(2 * untracked / MIB..4 * untracked / MIB) * MIB;
+    let r = b.try_reserve(ws, Category::WorkingSet, "ws").expect("fits");
+    probe
+        .hard
+        .store(untracked + ws - untracked, Ordering::SeqCst);
+    b.refresh_usage().expect("fake probe");
+    let s = b.snapshot();
+    assert_eq!(s.untracked_reading_bytes, 0);
+    // The estimate keeps the earlier reading (decayed by less than half unless this
+    // machine stalled for a half-life).
+    assert!(s.untracked_bytes > untracked / 2, "{s:?}");
+    assert!(s.cap_bytes < limit - margin - untracked / 2);
+    // The working set is touched: untracked + ws is resident, and the ceiling never let
+    // a second working set in beside it on the hidden reading.
+    probe.hard.store(untracked + ws, Ordering::SeqCst);
+    assert!(matches!(
+        b.try_reserve(
+            limit - margin - ws - untracked / 4,
+            Category::WorkingSet,
+            "second"
+        ),
+        Err(BudgetError::WouldBlock { .. })
+    ));
+    drop(r);
+    // Untracked memory that is really gone stops counting after a few half-lives.
+    probe.hard.store(0, Ordering::SeqCst);
+    std::thread::sleep(half_life * 6);
+    b.refresh_usage().expect("fake probe");
+    let s = b.snapshot();
+    assert!(s.untracked_bytes < untracked / 32, "{s:?}");
+    assert_eq!(s.cap_bytes, limit - margin - s.untracked_bytes);
 }
 
 #[test]

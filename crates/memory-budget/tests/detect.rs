@@ -522,6 +522,8 @@ mod usage {
             .meminfo(256 * GIB, 250 * GIB, 200 * GIB);
         let b = Budget::detect(&DetectOptions {
             refresh_interval: std::time::Duration::from_secs(3600),
+            // Each reading as it is (the decaying estimate is tested in admission.rs).
+            untracked_half_life: std::time::Duration::ZERO,
             rlimits: Some(ProcessLimits::UNLIMITED),
             ..DetectOptions::with_root(&t.root)
         })
