@@ -117,7 +117,8 @@ impl CpuMsm {
             return 0;
         }
         let n = n_scalars.min(self.slice_len());
-        let (c, affine) = plan(n, &self.config);
+        let threads = rayon::current_num_threads().max(1);
+        let Plan { c, affine, .. } = plan(n, &self.config, threads);
         let term = size_of::<Term>();
         // Classification: the per-block lists and the joined list.
         let classify = 2 * term * n;
@@ -134,8 +135,7 @@ impl CpuMsm {
         } else {
             (n_buckets * (size_of::<G>() + 1)) as u64
         };
-        let threads = rayon::current_num_threads().max(1) as u64;
-        classify.max(terms) as u64 + threads * buckets
+        classify.max(terms) as u64 + threads as u64 * buckets
     }
 
     /// Scalars classified and bucketed at once (see [`CpuMsmConfig::scalars_in_flight`]).
@@ -279,25 +279,44 @@ fn n_windows(c: usize) -> usize {
     SCALAR_BITS.div_ceil(c)
 }
 
-/// Estimated cost of the windowed part in base-field multiplications (measured on this
-/// project's 2-core box: a bls12_381 mixed addition ≈ 20, a projective addition ≈ 22,
-/// a batch-affine addition ≈ 8 plus its share of one ≈ 600-multiplication inversion).
-/// The running-sum reduction costs two additions per bucket, plus a conversion for
-/// affine buckets.
-fn estimated_cost(n_terms: usize, c: usize, affine: bool) -> u128 {
-    let m = n_terms as u128;
+/// Estimated cost of one unit of the windowed part, one window's bucket sums over
+/// `chunk_terms` terms, in base-field multiplications (measured on this project's 2-core
+/// box: a bls12_381 mixed addition ≈ 20, a projective addition ≈ 22, a batch-affine
+/// addition ≈ 8 plus its share of one ≈ 600-multiplication inversion). The running-sum
+/// reduction costs two additions per bucket, plus a conversion for affine buckets.
+fn unit_cost(chunk_terms: usize, c: usize, affine: bool) -> u128 {
+    let m = chunk_terms as u128;
     let n_buckets = 1u128 << (c - 1);
-    let per_window = if affine {
+    if affine {
         let add = 8 + 600 / affine_flush_at(1 << (c - 1)) as u128;
         m * add + n_buckets * (10 + 20 + 22)
     } else {
         m * 20 + n_buckets * 44
-    };
-    n_windows(c) as u128 * per_window
+    }
 }
 
-/// Window size and bucket arithmetic of least estimated cost, within what `config` fixes.
-pub(crate) fn plan(n_terms: usize, config: &CpuMsmConfig) -> (usize, bool) {
+/// How the windowed part runs: window bits, bucket arithmetic, and how many chunks each
+/// window's terms are cut into (one unit of work per window and chunk; each chunk costs one
+/// more bucket reduction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub(crate) c: usize,
+    pub(crate) affine: bool,
+    pub(crate) chunks: usize,
+}
+
+/// Estimated wall time of a plan on `threads` threads: the units run in rounds of
+/// `threads` (all units are the same size), each round as long as one unit.
+fn estimated_time(n_terms: usize, p: Plan, threads: usize) -> u128 {
+    let units = n_windows(p.c) * p.chunks;
+    units.div_ceil(threads.max(1)) as u128 * unit_cost(n_terms.div_ceil(p.chunks), p.c, p.affine)
+}
+
+/// The plan of least estimated wall time on `threads` threads, within what `config` fixes.
+/// Counting rounds matters on many cores: at 2^20 terms on 16 threads, 15-bit windows cut
+/// in two chunks make 36 units, three rounds for 2.25 rounds of work, where 16-bit windows
+/// make 16 units, one round.
+pub(crate) fn plan(n_terms: usize, config: &CpuMsmConfig, threads: usize) -> Plan {
     let modes: &[bool] = match config.buckets {
         BucketArith::Auto => &[false, true],
         BucketArith::Projective => &[false],
@@ -307,14 +326,23 @@ pub(crate) fn plan(n_terms: usize, config: &CpuMsmConfig) -> (usize, bool) {
         Some(c) => c as usize..=c as usize,
         None => 1..=MAX_WINDOW_BITS as usize,
     };
-    let mut best = (1, false);
-    let mut best_cost = u128::MAX;
+    let threads = threads.max(1);
+    let mut best = Plan {
+        c: 1,
+        affine: false,
+        chunks: 1,
+    };
+    let mut best_time = u128::MAX;
     for c in windows {
         for &affine in modes {
-            let cost = estimated_cost(n_terms, c, affine);
-            if cost < best_cost {
-                best_cost = cost;
-                best = (c, affine);
+            // More chunks than threads never shortens a round.
+            for chunks in 1..=threads.min(n_terms.max(1)) {
+                let p = Plan { c, affine, chunks };
+                let t = estimated_time(n_terms, p, threads);
+                if t < best_time {
+                    best_time = t;
+                    best = p;
+                }
             }
         }
     }
@@ -358,7 +386,7 @@ fn windowed<B: MsmBase>(bases: &[B], terms: Vec<Term>, config: &CpuMsmConfig) ->
     if terms.is_empty() {
         return B::Curve::identity();
     }
-    let (c, affine) = plan(terms.len(), config);
+    let Plan { c, affine, chunks } = plan(terms.len(), config, rayon::current_num_threads());
     let n_win = n_windows(c);
     if affine {
         // Each term carries its base's coordinates: window passes then read memory in
@@ -384,33 +412,29 @@ fn windowed<B: MsmBase>(bases: &[B], terms: Vec<Term>, config: &CpuMsmConfig) ->
             })
             .collect();
         drop(terms);
-        return split_windows::<B::Curve, _>(&aff, c, n_win, |chunk, w| {
+        return split_windows::<B::Curve, _>(&aff, c, n_win, chunks, |chunk, w| {
             window_sum_affine::<B>(bases, chunk, w, c)
         });
     }
-    split_windows::<B::Curve, _>(&terms, c, n_win, |chunk, w| {
+    split_windows::<B::Curve, _>(&terms, c, n_win, chunks, |chunk, w| {
         window_sum::<B>(bases, chunk, w, c)
     })
 }
 
-/// Runs `window(chunk, w)` for every window and chunk in parallel and combines the
-/// window sums by doubling.
+/// Runs `window(chunk, w)` for every window and each of `n_chunks` chunks of the terms in
+/// parallel and combines the window sums by doubling.
 fn split_windows<G, T>(
     terms: &[T],
     c: usize,
     n_win: usize,
+    n_chunks: usize,
     window: impl Fn(&[T], usize) -> G + Sync,
 ) -> G
 where
     G: Curve<Scalar = Scalar>,
     T: Sync,
 {
-    // Split each window's terms into chunks only when windows alone cannot keep every
-    // thread busy; each extra chunk costs one more bucket reduction.
-    let threads = rayon::current_num_threads().max(1);
-    let n_chunks = (2 * threads)
-        .div_ceil(n_win)
-        .min(terms.len().div_ceil(1 << c).max(1));
+    let n_chunks = n_chunks.clamp(1, terms.len().max(1));
     let chunk_len = terms.len().div_ceil(n_chunks);
 
     let partial: Vec<(usize, G)> = (0..n_win * n_chunks)
@@ -629,24 +653,37 @@ mod tests {
     #[test]
     fn plan_is_the_cheapest_choice() {
         let auto = CpuMsmConfig::default();
-        for log_n in 0..30 {
-            let m = 1usize << log_n;
-            let (c, affine) = plan(m, &auto);
-            assert!((1..=MAX_WINDOW_BITS as usize).contains(&c));
-            let chosen = estimated_cost(m, c, affine);
-            for c2 in 1..=MAX_WINDOW_BITS as usize {
-                for a2 in [false, true] {
-                    assert!(chosen <= estimated_cost(m, c2, a2), "2^{log_n}: {c2} {a2}");
+        for threads in [1, 2, 7, 16, 64] {
+            for log_n in (0..30).step_by(3) {
+                let m = 1usize << log_n;
+                let p = plan(m, &auto, threads);
+                assert!((1..=MAX_WINDOW_BITS as usize).contains(&p.c));
+                assert!((1..=threads).contains(&p.chunks));
+                let chosen = estimated_time(m, p, threads);
+                for c in 1..=MAX_WINDOW_BITS as usize {
+                    for affine in [false, true] {
+                        for chunks in 1..=2 * threads {
+                            let other = Plan { c, affine, chunks };
+                            assert!(
+                                chosen <= estimated_time(m, other, threads),
+                                "2^{log_n} on {threads} threads: {p:?} vs {other:?}"
+                            );
+                        }
+                    }
                 }
+                let fixed = CpuMsmConfig {
+                    window_bits: Some(7),
+                    buckets: BucketArith::Projective,
+                    ..Default::default()
+                };
+                let p = plan(m, &fixed, threads);
+                assert_eq!((p.c, p.affine), (7, false));
             }
-            let fixed = CpuMsmConfig {
-                window_bits: Some(7),
-                buckets: BucketArith::Projective,
-                ..Default::default()
-            };
-            assert_eq!(plan(m, &fixed), (7, false));
         }
         // Large MSMs amortise the inversions: batch-affine wins.
-        assert!(plan(1 << 16, &auto).1);
+        assert!(plan(1 << 16, &auto, 2).affine);
+        // 2^20 on 16 threads: one round of 16 units, not three rounds of 36.
+        let p = plan(1 << 20, &auto, 16);
+        assert_eq!(n_windows(p.c) * p.chunks % 16, 0, "{p:?}");
     }
 }

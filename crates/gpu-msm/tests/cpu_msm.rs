@@ -129,6 +129,27 @@ fn random_sizes_g1() {
 }
 
 #[test]
+fn pools_of_any_width_give_the_same_sum() {
+    // The plan cuts windows into chunks by the pool's thread count: every width must sum
+    // the same (widths that make 1, several and many chunks per window).
+    let mut rng = rng();
+    let n = rng.random_range(1000..2000);
+    let bases = points::<G1Projective>(&mut rng, n);
+    let scalars = groth16_shaped(&mut rng, n);
+    let want: G1Projective = naive_msm(&bases, &scalars, None);
+    for threads in [1, 4, 16] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool");
+        for b in backends() {
+            let got = pool.install(|| b.msm_g1(&bases, &scalars, None).unwrap());
+            assert_eq!(got, want, "{threads} threads, {:?}, n = {n}", b.config());
+        }
+    }
+}
+
+#[test]
 fn larger_default_window_g1() {
     let mut rng = rng();
     let n = 1 << 12;
