@@ -1,7 +1,7 @@
 //! CPU MSM timings: ours (`CpuMsm`) against bellman's `multiexp`, the routine that
 //! `groth16::create_proof` calls for every query.
 //!
-//! `cargo run --release -p gpu-msm --example msm_bench [-- max_log_n]`
+//! `cargo run --release -p gpu-msm --example msm_bench [-- max_log_n | --sweep log_n]`
 //! Prints one line per case: curve, n, scalar mix, then for ours with the default
 //! (batch-affine) buckets, ours with projective buckets, and bellman's: the best wall
 //! time of RUNS runs and the process CPU time (user + system, all threads) of that run.
@@ -142,7 +142,54 @@ fn case<G>(
     .emit();
 }
 
+/// `--sweep LOG_N`: G1 uniform at 2^LOG_N with every fixed window 10..=17 and both bucket
+/// kinds beside the automatic plan, to see what the plan leaves on this machine's cores.
+fn sweep(log_n: u32, rng: &mut StdRng) {
+    let n = 1usize << log_n;
+    let bases = points::<G1Projective>(rng, n);
+    let s = scalars(rng, n, false);
+    let run = |m: &CpuMsm| {
+        best_ms(|| {
+            std::hint::black_box(m.msm_g1(&bases, &s, None).expect("msm"));
+        })
+    };
+    let auto = run(&CpuMsm::new());
+    println!(
+        "sweep G1 2^{log_n} uniform | auto {:>8.1} ms wall {:>8.1} ms cpu",
+        auto.0, auto.1
+    );
+    for buckets in [BucketArith::BatchAffine, BucketArith::Projective] {
+        for c in 10..=17u32 {
+            let m = CpuMsm::with_config(CpuMsmConfig {
+                window_bits: Some(c),
+                buckets,
+                ..Default::default()
+            })
+            .expect("config");
+            let t = run(&m);
+            println!(
+                "sweep G1 2^{log_n} uniform | {buckets:?} c={c:<2} {:>8.1} ms wall {:>8.1} ms cpu",
+                t.0, t.1
+            );
+        }
+    }
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--sweep") {
+        let log_n: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20);
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        println!(
+            "seed = {seed}; threads = {}; best wall of {}",
+            rayon::current_num_threads(),
+            runs()
+        );
+        sweep(log_n, &mut StdRng::seed_from_u64(seed));
+        return;
+    }
     let max_log_n: u32 = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
