@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bls12_381::Bls12;
 use gpu_device::Gpu;
 use groth16_prover::{CpuBackend, GpuBackend, ProverBackend, ProvingKey, QueryLens, Randomness};
-use memory_budget::{Budget, BudgetSnapshot};
+use memory_budget::{Budget, BudgetSnapshot, Category};
 use pce_cache::{PceError, PceHandle};
 use srs_store::{SrsSpec, SrsStore, StoreConfig, Tier};
 
@@ -606,6 +606,8 @@ fn publish_queue(queue: &Queue) {
 pub struct Engine {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The host memory of the GPUs' contexts, charged while the engine runs.
+    _context_charges: Vec<memory_budget::Reservation>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -635,12 +637,28 @@ impl Engine {
         let cpu: Arc<dyn ProverBackend> = Arc::new(CpuBackend::new(budget.clone()));
         let mut devices = Vec::new();
         let mut receivers = Vec::new();
+        let mut contexts = Vec::new();
         let depth = config.handoff_depth.max(1);
         for d in config.devices {
             let (name, gpu, backends): (String, Option<Gpu>, Vec<Arc<dyn ProverBackend>>) = match d
             {
                 DeviceConfig::Gpu(gpu) => {
                     let ordinal = gpu.info().ordinal;
+                    // The host memory opening the device took is in use already: charge it
+                    // for the engine's life, so what the budget reports matches the kernel.
+                    let bytes = gpu.context_host_bytes();
+                    if bytes > 0 {
+                        let charge = budget
+                            .request(bytes, Category::Other)
+                            .label(format!("gpu{ordinal} context"))
+                            .try_reserve()
+                            .map_err(|source| EngineError::ContextMemory {
+                                name: format!("gpu{ordinal}"),
+                                bytes,
+                                source,
+                            })?;
+                        contexts.push(charge);
+                    }
                     let primary = GpuBackend::with_gpu(gpu.clone(), budget.clone());
                     let streamed = GpuBackend::with_gpu(gpu.clone(), budget.clone())
                         .with_placement(groth16_prover::GpuPlacement::Pinned);
@@ -702,6 +720,7 @@ impl Engine {
         Ok(Engine {
             shared,
             threads: Mutex::new(threads),
+            _context_charges: contexts,
         })
     }
 

@@ -33,6 +33,17 @@ pub enum EngineError {
         /// The id.
         circuit: String,
     },
+    /// The host memory a GPU's context took when it was opened does not fit the budget.
+    #[error("device {name}: its context's {bytes} bytes of host memory do not fit the memory budget: {source}")]
+    ContextMemory {
+        /// The device.
+        name: String,
+        /// Host bytes the context took ([`gpu_device::Gpu::context_host_bytes`]).
+        bytes: u64,
+        /// The budget's refusal.
+        #[source]
+        source: memory_budget::BudgetError,
+    },
     /// A circuit's parameters could not be opened.
     #[error("parameters of circuit {circuit:?}: {source}")]
     Key {

@@ -30,6 +30,12 @@ pub(crate) fn require_driver(present: bool) -> Result<(), GpuError> {
     }
 }
 
+/// This process's hard bytes now (`/proc/self/status`), `None` where unreadable.
+fn own_hard_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    memory_budget::ProcessUsage::parse(&text).hard_bytes()
+}
+
 /// Number of CUDA devices; `Err(NoDriver)` without a driver, `Ok(0)` when the driver finds
 /// no device.
 pub fn device_count() -> Result<usize, GpuError> {
@@ -96,6 +102,8 @@ struct GpuInner {
     ctx: Arc<CudaContext>,
     info: DeviceInfo,
     vram: Budget,
+    /// See [`Gpu::context_host_bytes`].
+    context_host_bytes: u64,
     modules: Mutex<HashMap<Module, Arc<CudaModule>>>,
     functions: Mutex<HashMap<Entry, CudaFunction>>,
 }
@@ -134,6 +142,7 @@ impl Gpu {
         if ordinal >= n_devices {
             return Err(GpuError::NoDevice { ordinal, n_devices });
         }
+        let host_before = own_hard_bytes();
         let ctx =
             CudaContext::new(ordinal).map_err(GpuError::driver("cuDevicePrimaryCtxRetain"))?;
         let name = ctx.name().map_err(GpuError::driver("cuDeviceGetName"))?;
@@ -165,6 +174,10 @@ impl Gpu {
         let stream = ctx
             .new_stream()
             .map_err(GpuError::driver("cuStreamCreate"))?;
+        let context_host_bytes = match (host_before, own_hard_bytes()) {
+            (Some(before), Some(after)) => after.saturating_sub(before),
+            _ => 0,
+        };
         let info = DeviceInfo {
             ordinal,
             name,
@@ -177,11 +190,22 @@ impl Gpu {
                 ctx,
                 info,
                 vram,
+                context_host_bytes,
                 modules: Mutex::new(HashMap::new()),
                 functions: Mutex::new(HashMap::new()),
             }),
             stream,
         })
+    }
+
+    /// Host memory this process gained while the device was opened (driver initialisation,
+    /// context, stream), measured from `/proc/self/status` (anonymous + shared + page
+    /// tables) before and after; 0 where that file cannot be read. No host budget sees this
+    /// memory unless its owner charges it: the engine charges it for as long as it runs
+    /// (22.3 MiB on the H200, driver 580). Allocations of other threads during the open are
+    /// counted too.
+    pub fn context_host_bytes(&self) -> u64 {
+        self.inner.context_host_bytes
     }
 
     /// Facts read when the device was opened.

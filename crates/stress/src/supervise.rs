@@ -360,7 +360,7 @@ pub fn table(report: &StressReport) -> String {
         }
         if let Some(b) = r.report.as_ref().and_then(|x| x.gpu_context_host_bytes) {
             s.push_str(&format!(
-                "{}: opening GPU 0 took {} MiB of host memory no reservation covers\n",
+                "{}: opening GPU 0 took {} MiB of host memory (the engine charges what the device measured)\n",
                 r.label,
                 mib(b)
             ));

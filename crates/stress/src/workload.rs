@@ -374,8 +374,9 @@ pub struct RunReport {
     /// The budget's total: the detected limit minus the margin (the drift check lowers
     /// its ceiling further by what the kernel charges beyond the charges).
     pub budget_bytes: u64,
-    /// Host memory (measured) that opening GPU 0 took: driver, context and modules, which
-    /// no reservation covers (`None` without a GPU).
+    /// Host memory (measured from the cgroup) that opening GPU 0 took: driver, context and
+    /// stream; the engine charges the device's own measurement of it
+    /// (`Gpu::context_host_bytes`) while it runs (`None` without a GPU).
     pub gpu_context_host_bytes: Option<u64>,
     /// Each circuit's key as loaded in host memory.
     pub key_bytes: BTreeMap<String, u64>,
