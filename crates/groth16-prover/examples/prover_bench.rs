@@ -25,10 +25,12 @@
 //!
 //! Real parameters are generated once (slow: groth16's generator) and cached under
 //! `$CARGO_TARGET_DIR/pinion-bench/` (or `target/pinion-bench/`); later runs reuse the
-//! file; fast parameters are written there too. Our provers read the key through one
-//! `SrsStore` (as `pinion prove` does): the GPU backend moves it to the store's device
-//! tier on its first proof. Every prover gets the same (r, s) and the bench fails if the
-//! proofs differ.
+//! file; fast parameters are written there too. Our CPU provers read the key through one
+//! `SrsStore` and the GPU prover through another (each as one `pinion prove` process does):
+//! the GPU backend moves its copy to the store's device tier on its first proof. (One store
+//! shared by CPU and GPU provers keeps the key in pinned memory for a minute after each host
+//! read, the engine's policy for mixed devices, and the GPU then streams its bases.) Every
+//! prover gets the same (r, s) and the bench fails if the proofs differ.
 
 use pinion_bench::{quick, BenchLine};
 use std::path::PathBuf;
@@ -159,7 +161,7 @@ fn parameters<C: Circuit<Scalar> + Clone>(
     params_name: &str,
     opts: Opts,
     budget: &Budget,
-) -> (ProvingKey, Parameters<Bls12>) {
+) -> (ProvingKey, Parameters<Bls12>, std::path::PathBuf) {
     if opts.fast_params {
         let t = Instant::now();
         let params = insecure_bench_parameters(ParamShape::of(pce), PARAMS_SEED);
@@ -169,7 +171,7 @@ fn parameters<C: Circuit<Scalar> + Clone>(
         );
         let path = params_path(&format!("{params_name}-fast"));
         write_params(&params, &path);
-        return (stored_key(&path, params_name, budget), params);
+        return (stored_key(&path, params_name, budget), params, path);
     }
     let path = params_path(params_name);
     if !path.exists() {
@@ -193,7 +195,7 @@ fn parameters<C: Circuit<Scalar> + Clone>(
         load_ours.as_secs_f64(),
         t.elapsed().as_secs_f64()
     );
-    (key, params)
+    (key, params, path)
 }
 
 /// Writes `params` to `path` (through a temporary file) unless it exists.
@@ -241,7 +243,7 @@ fn bench<C: Circuit<Scalar> + Clone>(
         record_time.as_secs_f64()
     );
     let budget = Budget::fixed(96 << 30);
-    let (key, params) = parameters(&circuit, &pce, params_name, opts, &budget);
+    let (key, params, key_path) = parameters(&circuit, &pce, params_name, opts, &budget);
     let key = Arc::new(key);
     let config = ProverConfig {
         self_check: SelfCheck::Never,
@@ -355,8 +357,16 @@ fn bench<C: Circuit<Scalar> + Clone>(
     } else {
         "pce path"
     };
-    let gpu_prover =
-        Prover::with_backend(Arc::clone(&key), budget.clone(), config, Box::new(backend));
+    // The GPU reads the key through its own store, as a `pinion prove --gpu` process does.
+    // Sharing the CPU provers' store would keep the key in pinned memory for a minute after
+    // their host reads (the policy for engines with CPU and GPU devices), so the GPU would
+    // stream its bases instead of reading them from its device tier.
+    let gpu_key = if opts.cpu {
+        Arc::new(stored_key(&key_path, params_name, &budget))
+    } else {
+        Arc::clone(&key)
+    };
+    let gpu_prover = Prover::with_backend(gpu_key, budget.clone(), config, Box::new(backend));
     // First proof: kernel modules, twiddles and the resident bases are set up here.
     let first = gpu_prover
         .prove(Synthesis::Pce(&pce), circuit.clone(), pairs[0])
