@@ -197,8 +197,9 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
     // store's `reserve_timeout` lets one attempt wait), so the partition can still step
     // back, leave, or be found never to fit.
     let t = Instant::now();
-    // What the last refused load asked for (its peak: the bases and its read windows).
-    let key_need = std::cell::Cell::new(circuit.key.load_bytes());
+    // What the last refused load asked for (its peak: the bases and its read windows); set
+    // by every refusal before `never_fits` reads it.
+    let key_need = std::cell::Cell::new(0);
     let hold = poll_budget(shared, &key, &job, &key_need, "its key", |_| {
         let view = match (&dev.gpu, attempt) {
             (Some(gpu), 0) => circuit.key.view_for_gpu(
@@ -229,14 +230,7 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
     job.progress().timings.key_load += t.elapsed();
     let hold = match hold {
         Ok(h) => h,
-        Err(Polled::Leave) => return,
-        Err(Polled::Yield) => return shared.requeue(key, q),
-        Err(Polled::Budget(e)) => {
-            return shared.fail(&job, format!("partition {}: key: {e}", q.index))
-        }
-        Err(Polled::Other(e) | Polled::Never(e)) => {
-            return shared.fail(&job, format!("partition {}: {e}", q.index))
-        }
+        Err(outcome) => return not_admitted(shared, key, q, "its key", outcome),
     };
     let pce = match circuit.pce() {
         Ok(p) => p,
@@ -277,26 +271,10 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
     });
     let reservation = match admitted {
         Ok(r) => r,
-        Err(Polled::Leave) => return,
-        Err(Polled::Yield) => {
+        Err(outcome) => {
+            // The key is let go before the partition steps back or its job fails.
             drop(hold);
-            return shared.requeue(key, q);
-        }
-        Err(Polled::Budget(BudgetError::TooLarge {
-            requested_bytes,
-            total_bytes,
-        })) => {
-            return shared.fail(
-                &job,
-                format!(
-                    "partition {}: its working set of {requested_bytes} bytes can never fit the memory budget of {total_bytes} bytes",
-                    q.index
-                ),
-            )
-        }
-        Err(Polled::Budget(e)) => return shared.fail(&job, format!("partition {}: {e}", q.index)),
-        Err(Polled::Other(e) | Polled::Never(e)) => {
-            return shared.fail(&job, format!("partition {}: {e}", q.index))
+            return not_admitted(shared, key, q, "its working set", outcome);
         }
     };
     metrics::admitted(bytes, t.elapsed());
@@ -359,6 +337,31 @@ enum Polled {
     Yield,
     /// It can never be admitted (see [`never_fits`]); why.
     Never(String),
+}
+
+/// Ends the admission of a partition whose wait for `what` ("its key", "its working set")
+/// ended without a grant: it leaves (its job ended), steps back into the queue (a more
+/// urgent partition came), or fails its job saying why.
+fn not_admitted(
+    shared: &Arc<Shared>,
+    key: crate::engine::QueueKey,
+    q: Queued,
+    what: &str,
+    outcome: Polled,
+) {
+    let why = match outcome {
+        Polled::Leave => return,
+        Polled::Yield => return shared.requeue(key, q),
+        Polled::Budget(BudgetError::TooLarge {
+            requested_bytes,
+            total_bytes,
+        }) => format!(
+            "{what} of {requested_bytes} bytes can never fit the memory budget of {total_bytes} bytes"
+        ),
+        Polled::Budget(e) => format!("{what}: {e}"),
+        Polled::Other(e) | Polled::Never(e) => e,
+    };
+    shared.fail(&q.job, format!("partition {}: {why}", q.index));
 }
 
 /// Retries `attempt` (a budget request waiting at most the poll interval) until it
