@@ -177,11 +177,11 @@ fn sweep(log_n: u32, rng: &mut StdRng) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
     if args.get(1).map(String::as_str) == Some("--sweep") {
         let log_n: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20);
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
         println!(
             "seed = {seed}; threads = {}; best wall of {}",
             rayon::current_num_threads(),
@@ -190,14 +190,11 @@ fn main() {
         sweep(log_n, &mut StdRng::seed_from_u64(seed));
         return;
     }
-    let max_log_n: u32 = std::env::args()
-        .nth(1)
+    let max_log_n: u32 = args
+        .get(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(if quick() { 16 } else { 18 });
     let (min_log_n, g2_log_n) = if quick() { (14, 12) } else { (12, 14) };
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
     println!(
         "seed = {seed}; threads = {}; best wall of {}; groth16 mix = 30% zeros, 30% ones, rest uniform; bellman multiexp with FullDensity",
         rayon::current_num_threads(),
