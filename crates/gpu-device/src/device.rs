@@ -202,8 +202,9 @@ impl Gpu {
     /// context, stream), measured from `/proc/self/status` (anonymous + shared + page
     /// tables) before and after; 0 where that file cannot be read. No host budget sees this
     /// memory unless its owner charges it: the engine charges it for as long as it runs
-    /// (22.3 MiB on the H200, driver 580). Allocations of other threads during the open are
-    /// counted too.
+    /// (18.6 MiB measured this way on the H200 with driver 580; the stress run's cgroup saw
+    /// 22.2 MiB for the same open). Allocations of other threads during the open are counted
+    /// too.
     pub fn context_host_bytes(&self) -> u64 {
         self.inner.context_host_bytes
     }
