@@ -69,7 +69,7 @@ pub struct BackendArgs {
 enum Command {
     /// Parameters for a circom circuit with random toxic waste (for testing only: insecure).
     #[command(
-        after_help = "Example:\n  pinion setup --r1cs circuit.r1cs --out circuit.params --seed 7"
+        after_help = "Examples:\n  pinion setup --r1cs circuit.r1cs --out circuit.params --seed 7\n  pinion setup --r1cs circuit.r1cs --out circuit.zkey     # snarkjs's format"
     )]
     Setup {
         /// The circuit (`circom --r1cs --prime bls12381`).
@@ -81,6 +81,11 @@ enum Command {
         /// Derive the toxic waste from this seed (reproducible files); default: random.
         #[arg(long)]
         seed: Option<u64>,
+        /// What to write: `params` (groth16/bellman layout, for --params) or `zkey`
+        /// (snarkjs's Groth16 proving key, for `snarkjs groth16 prove` and --zkey);
+        /// default: `zkey` when --out ends in `.zkey`, else `params`.
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        format: Option<cmd::setup::SetupFormat>,
     },
     /// Prove a circom circuit: from a parameter file and its .r1cs (writes the 192-byte
     /// `groth16::Proof::write` encoding), or from a snarkjs .zkey (writes snarkjs's
@@ -566,7 +571,12 @@ pub enum Outcome {
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
     let budget = cli.memory_budget.as_deref();
     match cli.command {
-        Command::Setup { r1cs, out, seed } => cmd::setup::run(&r1cs, &out, seed, budget),
+        Command::Setup {
+            r1cs,
+            out,
+            seed,
+            format,
+        } => cmd::setup::run(&r1cs, &out, seed, format, budget),
         Command::Prove {
             params,
             r1cs,

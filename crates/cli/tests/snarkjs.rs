@@ -218,6 +218,108 @@ fn pinion_and_snarkjs_accept_each_others_proofs() {
     }
 }
 
+/// `pinion setup --out x.zkey` writes a zkey that snarkjs proves with and exports the same
+/// key from, and that `pinion prove --zkey` proves with: each one's proof is accepted by
+/// both verifiers.
+#[test]
+fn a_zkey_from_pinion_setup_serves_snarkjs_and_pinion() {
+    let dir = TempDir::new("setup-zkey");
+    let seed = seed().to_string();
+    let (zkey, vk) = (dir.path("gen.zkey"), dir.path("vk.json"));
+    let out = pinion(&[
+        "setup".as_ref(),
+        "--r1cs".as_ref(),
+        fixture("example.r1cs").as_os_str(),
+        "--out".as_ref(),
+        zkey.as_os_str(),
+        "--seed".as_ref(),
+        seed.as_ref(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("insecure"), "{}", text(&out.stdout));
+    let out = pinion(&[
+        "zkey".as_ref(),
+        "export-vk".as_ref(),
+        zkey.as_os_str(),
+        vk.as_os_str(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let (proof, public) = (dir.path("proof.json"), dir.path("public.json"));
+    let out = pinion(&[
+        "prove".as_ref(),
+        "--zkey".as_ref(),
+        zkey.as_os_str(),
+        "--witness".as_ref(),
+        fixture("example.wtns").as_os_str(),
+        "--out".as_ref(),
+        proof.as_os_str(),
+        "--public-out".as_ref(),
+        public.as_os_str(),
+        "--seed".as_ref(),
+        seed.as_ref(),
+        "--cpu".as_ref(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let verify = |proof: &Path, public: &Path| {
+        code(&pinion(&[
+            "verify".as_ref(),
+            "--vk".as_ref(),
+            vk.as_os_str(),
+            "--proof".as_ref(),
+            proof.as_os_str(),
+            "--public".as_ref(),
+            public.as_os_str(),
+        ]))
+    };
+    assert_eq!(verify(&proof, &public), 0, "seed {seed}");
+    // The fixture's own key does not accept a proof made with the generated one.
+    let fixture_vk = code(&pinion(&[
+        "verify".as_ref(),
+        "--vk".as_ref(),
+        fixture("verification_key.json").as_os_str(),
+        "--proof".as_ref(),
+        proof.as_os_str(),
+        "--public".as_ref(),
+        public.as_os_str(),
+    ]));
+    assert_eq!(fixture_vk, 1, "seed {seed}");
+
+    let Some(snarkjs) = snarkjs() else { return };
+    let theirs_vk = dir.path("vk_snarkjs.json");
+    let out = Command::new(&snarkjs)
+        .args(["zkey", "export", "verificationkey"])
+        .args([&zkey, &theirs_vk])
+        .output()
+        .expect("run snarkjs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json = |p: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    assert_eq!(json(&vk), json(&theirs_vk), "seed {seed}");
+    let (their_proof, their_public) = (dir.path("sproof.json"), dir.path("spublic.json"));
+    let out = Command::new(&snarkjs)
+        .args(["groth16", "prove"])
+        .args([&zkey, &fixture("example.wtns"), &their_proof, &their_public])
+        .output()
+        .expect("run snarkjs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(json(&their_public), json(&public));
+    assert!(
+        snarkjs_verify(&snarkjs, &vk, &their_public, &their_proof),
+        "snarkjs rejects its own proof with a pinion zkey (seed {seed})"
+    );
+    assert_eq!(verify(&their_proof, &their_public), 0, "seed {seed}");
+    assert!(
+        snarkjs_verify(&snarkjs, &vk, &public, &proof),
+        "snarkjs rejects pinion's proof (seed {seed})"
+    );
+}
+
 #[test]
 fn verify_exit_codes_and_json_errors() {
     let dir = TempDir::new("exit");

@@ -111,3 +111,84 @@ fn gpu_and_cpu_give_the_same_zkey_proof() {
         other.backend
     );
 }
+
+/// A zkey written by `setup::generate_zkey` reads back through srs-store's zkey reader
+/// (the one that reads snarkjs's files), proves, and its proofs verify with the zkey's
+/// own key — for circuits with several public inputs, A/B density gaps and arbitrary
+/// coefficients. (That snarkjs proves with it is the CLI's interop test.)
+#[test]
+fn generated_zkeys_prove_and_verify() {
+    use groth16_prover::testing::{MimcChain, RandomR1cs};
+    let seed = common::seed();
+    let mut rng = common::rng(seed);
+    let dir = common::TempDir::new("generated-zkey");
+    let random = RandomR1cs {
+        n_inputs: 5,
+        n_constraints: 300,
+        shape_seed: seed,
+        value_seed: seed ^ 1,
+        corrupt: false,
+    };
+    let cases: Vec<(&str, pce_cache::Pce, pce_cache::Witness)> = vec![
+        {
+            let pce = pce_cache::Pce::record(MimcChain::new(40, seed)).unwrap();
+            let w = pce.synthesize_witness(MimcChain::new(40, seed)).unwrap();
+            ("mimc", pce, w)
+        },
+        {
+            let pce = pce_cache::Pce::record(random.clone()).unwrap();
+            let w = pce.synthesize_witness(random).unwrap();
+            ("random", pce, w)
+        },
+    ];
+    for (name, pce, witness) in cases {
+        let path = dir.0.join(format!("{name}.zkey"));
+        let report = groth16_prover::setup::generate_zkey(
+            &pce,
+            &mut rng,
+            &common::big_budget(),
+            std::io::BufWriter::new(std::fs::File::create(&path).unwrap()),
+        )
+        .unwrap();
+        assert_eq!(
+            report.bytes_written,
+            std::fs::metadata(&path).unwrap().len(),
+            "{name}"
+        );
+        let zk = ZkeyProver::open(
+            &path,
+            &common::big_budget(),
+            ProverConfig {
+                backend: BackendChoice::Cpu,
+                self_check: SelfCheck::Always,
+            },
+            PointCheck::Full,
+        )
+        .unwrap_or_else(|e| panic!("{name}, seed {seed}: {e}"));
+        assert_eq!(zk.n_public() as u32, report.n_public, "{name}");
+        assert_eq!(zk.n_vars() as u32, report.n_vars, "{name}");
+        let signals: Vec<Scalar> = witness
+            .inputs
+            .iter()
+            .chain(&witness.aux)
+            .copied()
+            .collect();
+        let out = zk
+            .prove(&signals, Randomness::random(&mut rng))
+            .unwrap_or_else(|e| panic!("{name}, seed {seed}: {e}"));
+        assert!(out.self_checked);
+        groth16::verify_proof(
+            zk.prover().key().prepared_vk(),
+            &out.proof,
+            &witness.inputs[1..],
+        )
+        .unwrap_or_else(|e| panic!("{name}, seed {seed}: {e}"));
+        // Another public value: the proof does not verify.
+        let mut wrong = witness.inputs[1..].to_vec();
+        wrong[0] += Scalar::ONE;
+        assert!(
+            groth16::verify_proof(zk.prover().key().prepared_vk(), &out.proof, &wrong).is_err(),
+            "{name}, seed {seed}"
+        );
+    }
+}

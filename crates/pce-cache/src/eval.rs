@@ -338,6 +338,61 @@ impl Pce {
     }
 }
 
+impl Pce {
+    /// Calls `f(row, column, coefficient)` for every stored term of one matrix, rows in
+    /// order (groth16's input rows included), columns as the circuit wrote them (inputs,
+    /// then aux). Exactly [`Pce::n_nonzeros_of`] calls. For writers of other formats
+    /// (snarkjs's zkey lists the A and B terms one by one).
+    ///
+    /// ```
+    /// use pce_cache::{MatrixId, Pce};
+    /// # use bellman::{Circuit, ConstraintSystem, SynthesisError};
+    /// # use bls12_381::Scalar;
+    /// # struct Square;
+    /// # impl Circuit<Scalar> for Square {
+    /// #     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+    /// #         let x = cs.alloc(|| "x", || Ok(Scalar::from(3)))?;
+    /// #         let y = cs.alloc_input(|| "y", || Ok(Scalar::from(9)))?;
+    /// #         cs.enforce(|| "x*x=y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+    /// #         Ok(())
+    /// #     }
+    /// # }
+    /// let pce = Pce::record(Square)?;
+    /// let mut terms = Vec::new();
+    /// pce.for_each_term(MatrixId::A, |row, col, coeff| terms.push((row, col, coeff)));
+    /// assert_eq!(terms.len() as u64, pce.n_nonzeros_of(MatrixId::A));
+    /// assert_eq!(terms[0], (0, 2, Scalar::ONE)); // row 0: x (column 2: ONE, y, then x)
+    /// # use ff::Field;
+    /// # Ok::<(), pce_cache::PceError>(())
+    /// ```
+    pub fn for_each_term(&self, which: crate::MatrixId, mut f: impl FnMut(u64, u32, Scalar)) {
+        let n_rows = self.shape().n_rows as usize;
+        match any_view(&self.mats[which.index()]) {
+            AnyView::U8(view) => view.terms(n_rows, &self.table, &mut f),
+            AnyView::U16(view) => view.terms(n_rows, &self.table, &mut f),
+            AnyView::U32(view) => view.terms(n_rows, &self.table, &mut f),
+        }
+    }
+}
+
+impl<K: Code> View<'_, K> {
+    fn terms(&self, n_rows: usize, table: &CoeffTable, f: &mut impl FnMut(u64, u32, Scalar)) {
+        let mut p = 0usize;
+        let mut li = 0usize;
+        for row in 0..n_rows {
+            let mut len = self.row_len[row] as usize;
+            if len == LONG_ROW as usize {
+                len = self.long_len[li] as usize;
+                li += 1;
+            }
+            for k in p..p + len {
+                f(row as u64, self.cols[k], table.scalars[self.codes[k].idx()]);
+            }
+            p += len;
+        }
+    }
+}
+
 impl<K: Code> View<'_, K> {
     /// `out[col] += M[row][col] · v[row]` over all rows, in row order (rows are stored
     /// contiguously, so no block pointer is needed).

@@ -44,6 +44,9 @@ use rayon::prelude::*;
 
 use crate::ProverError;
 
+mod zkey;
+pub use zkey::{generate_zkey, generate_zkey_with, ZkeyReport};
+
 /// Points computed, made affine and written per step.
 const CHUNK: usize = 1 << 14;
 
@@ -481,6 +484,18 @@ where
         acc
     }
 
+    /// `s·g` for each of `scalars`, made affine in batches, into `affine` (cleared first);
+    /// `proj` is scratch.
+    fn affine_points(&self, scalars: &[Scalar], proj: &mut Vec<G>, affine: &mut Vec<G::Affine>) {
+        proj.clear();
+        proj.par_extend(scalars.par_iter().with_min_len(64).map(|s| self.mul(s)));
+        affine.clear();
+        affine.resize(scalars.len(), G::Affine::identity());
+        proj.par_chunks(1024)
+            .zip(affine.par_chunks_mut(1024))
+            .for_each(|(p, a)| G::batch_normalize(p, a));
+    }
+
     /// Writes `n` as a u32 big-endian count, then `n` points `s·g` in chunks; `fill(start,
     /// buf)` appends the scalars of points `start..start + min(CHUNK, n − start)` to the
     /// empty `buf`.
@@ -511,13 +526,7 @@ where
             fill(start, &mut scalars);
             let len = scalars.len();
             debug_assert_eq!(len, CHUNK.min(n - start));
-            proj.clear();
-            proj.par_extend(scalars.par_iter().with_min_len(64).map(|s| self.mul(s)));
-            affine.clear();
-            affine.resize(len, G::Affine::identity());
-            proj.par_chunks(1024)
-                .zip(affine.par_chunks_mut(1024))
-                .for_each(|(p, a)| G::batch_normalize(p, a));
+            self.affine_points(&scalars, &mut proj, &mut affine);
             bytes.clear();
             bytes.resize(len * encoded, 0);
             bytes
