@@ -28,9 +28,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use bls12_381::Scalar;
-use ff::Field;
-use pinion::circom::{wtns_bytes, Constraint, R1cs, Term};
+use pinion::circom::wtns_bytes;
 use pinion_bench::{quick, BenchLine};
 use serde_json::Value;
 
@@ -113,45 +111,6 @@ fn find_pinion() -> PathBuf {
         "no pinion binary under {} (build it with `cargo build --release -p pinion`, or pass --pinion)",
         up.display()
     ))
-}
-
-/// The chain circuit: wires [1, out, x, y_1 .. y_n]; constraints x · x = y_1,
-/// (y_i + x) · y_i = y_{i+1}, and y_n · 1 = out. Returns it with a satisfying witness.
-fn chain(n: u32) -> (R1cs, Vec<Scalar>) {
-    let one = Scalar::ONE;
-    let t = |wire: u32| Term { wire, coeff: one };
-    let y = |i: u32| 2 + i; // y_0 = x (wire 2), y_i = wire 2 + i
-    let mut constraints = Vec::with_capacity(n as usize + 1);
-    constraints.push(Constraint {
-        a: vec![t(2)],
-        b: vec![t(2)],
-        c: vec![t(y(1))],
-    });
-    for i in 1..n {
-        constraints.push(Constraint {
-            a: vec![t(y(i)), t(2)],
-            b: vec![t(y(i))],
-            c: vec![t(y(i + 1))],
-        });
-    }
-    constraints.push(Constraint {
-        a: vec![t(y(n))],
-        b: vec![t(0)],
-        c: vec![t(1)],
-    });
-    let n_wires = 3 + n;
-    let r1cs = R1cs::new(n_wires, 1, 1, 0, constraints)
-        .unwrap_or_else(|e| fail(&format!("chain circuit: {e}")));
-    let x = Scalar::from(7u64);
-    let mut w = vec![one, Scalar::ZERO, x];
-    let mut cur = x * x;
-    w.push(cur);
-    for _ in 1..n {
-        cur = (cur + x) * cur;
-        w.push(cur);
-    }
-    w[1] = cur;
-    (r1cs, w)
 }
 
 /// Runs a command, fails with its stderr on a non-zero exit, returns stdout as JSON.
@@ -278,7 +237,8 @@ fn main() {
     let wtns_path = dir.join("chain.wtns");
     let params_path = dir.join("chain.params");
     if !params_path.is_file() {
-        let (r1cs, w) = chain(n);
+        let (r1cs, w) = pinion::fixtures::chain_circuit(n)
+            .unwrap_or_else(|e| fail(&format!("chain circuit: {e}")));
         std::fs::write(&r1cs_path, r1cs.to_bytes())
             .unwrap_or_else(|e| fail(&format!("write {}: {e}", r1cs_path.display())));
         std::fs::write(&wtns_path, wtns_bytes(&w))

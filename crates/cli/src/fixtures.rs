@@ -5,6 +5,8 @@
 //! 4 = x², 5 = x³. Constraints: x·x = x²; x²·x = x³; (x³ + x + k − out)·1 = 0 (a −1
 //! coefficient and an empty C). Regenerate the files with
 //! `cargo run -p pinion --example circom_fixtures`.
+//!
+//! [`chain_circuit`] is the benchmarks' circuit of any size (`memory_bench`, `zkey_bench`).
 
 use bls12_381::Scalar;
 use ff::Field;
@@ -58,4 +60,55 @@ pub fn cubic_files() -> Vec<(&'static str, Vec<u8>)> {
         ("cubic.wtns", crate::circom::wtns_bytes(&good)),
         ("cubic-bad.wtns", crate::circom::wtns_bytes(&bad)),
     ]
+}
+
+/// The benchmarks' chain circuit of `n + 1` constraints (`n ≥ 1`): wires [1, out, x, y_1 ..
+/// y_n]; constraints x · x = y_1, (y_i + x) · y_i = y_{i+1}, and y_n · 1 = out; one public
+/// output and one public input. Returns it with a satisfying witness for x = 7, whose
+/// values are spread over the whole field (the worst case for an MSM).
+pub fn chain_circuit(n: u32) -> Result<(R1cs, Vec<Scalar>), crate::circom::CircomError> {
+    let one = Scalar::ONE;
+    let n = n.max(1);
+    let y = |i: u32| 2 + i; // y_0 = x (wire 2), y_i = wire 2 + i
+    let mut constraints = Vec::with_capacity(n as usize + 1);
+    constraints.push(Constraint {
+        a: vec![t(2, one)],
+        b: vec![t(2, one)],
+        c: vec![t(y(1), one)],
+    });
+    for i in 1..n {
+        constraints.push(Constraint {
+            a: vec![t(y(i), one), t(2, one)],
+            b: vec![t(y(i), one)],
+            c: vec![t(y(i + 1), one)],
+        });
+    }
+    constraints.push(Constraint {
+        a: vec![t(y(n), one)],
+        b: vec![t(0, one)],
+        c: vec![t(1, one)],
+    });
+    let r1cs = R1cs::new(3 + n, 1, 1, 0, constraints)?;
+    let x = Scalar::from(7u64);
+    let mut w = vec![one, Scalar::ZERO, x];
+    let mut cur = x * x;
+    w.push(cur);
+    for _ in 1..n {
+        cur = (cur + x) * cur;
+        w.push(cur);
+    }
+    w[1] = cur;
+    Ok((r1cs, w))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_chain_witness_satisfies_the_chain() {
+        for n in [1, 2, 50] {
+            let (r1cs, w) = super::chain_circuit(n).unwrap();
+            assert_eq!(r1cs.constraints().len(), n as usize + 1);
+            r1cs.check_witness(&w).unwrap();
+        }
+    }
 }

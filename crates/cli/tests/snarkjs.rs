@@ -236,7 +236,11 @@ fn a_zkey_from_pinion_setup_serves_snarkjs_and_pinion() {
         seed.as_ref(),
     ]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("insecure"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("insecure"),
+        "{}",
+        text(&out.stdout)
+    );
     let out = pinion(&[
         "zkey".as_ref(),
         "export-vk".as_ref(),

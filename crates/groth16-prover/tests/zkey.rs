@@ -167,12 +167,7 @@ fn generated_zkeys_prove_and_verify() {
         .unwrap_or_else(|e| panic!("{name}, seed {seed}: {e}"));
         assert_eq!(zk.n_public() as u32, report.n_public, "{name}");
         assert_eq!(zk.n_vars() as u32, report.n_vars, "{name}");
-        let signals: Vec<Scalar> = witness
-            .inputs
-            .iter()
-            .chain(&witness.aux)
-            .copied()
-            .collect();
+        let signals: Vec<Scalar> = witness.inputs.iter().chain(&witness.aux).copied().collect();
         let out = zk
             .prove(&signals, Randomness::random(&mut rng))
             .unwrap_or_else(|e| panic!("{name}, seed {seed}: {e}"));

@@ -25,7 +25,10 @@ impl SetupFormat {
     /// The format asked for, else the one `out`'s extension names (`.zkey`), else params.
     pub fn resolve(asked: Option<SetupFormat>, out: &Path) -> SetupFormat {
         asked.unwrap_or_else(|| {
-            if out.extension().is_some_and(|e| e.eq_ignore_ascii_case("zkey")) {
+            if out
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("zkey"))
+            {
                 SetupFormat::Zkey
             } else {
                 SetupFormat::Params
@@ -76,15 +79,30 @@ pub fn run(
         None => Box::new(rand::rng()),
     };
     super::write_atomic(out, |w| {
-        report = Some(match format {
-            SetupFormat::Params => groth16_prover::setup::generate(&pce, &mut *rng, &budget, w)
-                .map(|r| (r.qap_time, r.table_time, r.points_time, r.peak_charged_bytes)),
-            SetupFormat::Zkey => {
-                groth16_prover::setup::generate_zkey(&pce, &mut *rng, &budget, w)
-                    .map(|r| (r.qap_time, r.table_time, r.points_time, r.peak_charged_bytes))
+        report = Some(
+            match format {
+                SetupFormat::Params => groth16_prover::setup::generate(&pce, &mut *rng, &budget, w)
+                    .map(|r| {
+                        (
+                            r.qap_time,
+                            r.table_time,
+                            r.points_time,
+                            r.peak_charged_bytes,
+                        )
+                    }),
+                SetupFormat::Zkey => {
+                    groth16_prover::setup::generate_zkey(&pce, &mut *rng, &budget, w).map(|r| {
+                        (
+                            r.qap_time,
+                            r.table_time,
+                            r.points_time,
+                            r.peak_charged_bytes,
+                        )
+                    })
+                }
             }
-        }
-        .map_err(std::io::Error::other)?);
+            .map_err(std::io::Error::other)?,
+        );
         Ok(())
     })
     .context("parameter generation failed")?;

@@ -137,13 +137,15 @@ pub fn generate_zkey_with<W: Write>(
     let n_columns = shape.n_columns() as usize;
     let m = gpu_ntt::h_domain_size(shape.n_rows as usize)?;
     let log_m = m.trailing_zeros();
-    let too_large = |what: &str, found: u64| ProverError::ParamsWrite {
+    let too_large = |what: &str, found: u64| {
+        ProverError::ParamsWrite {
         section: "zkey header",
         offset: 0,
         source: std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!("{what} {found} does not fit a zkey (u32 counts, domain at most 2^{MAX_LOG_DOMAIN})"),
         ),
+    }
     };
     if log_m > MAX_LOG_DOMAIN {
         return Err(too_large("domain", m as u64));
@@ -391,12 +393,7 @@ where
 
 /// The Lagrange basis of the `n`-point domain of `omega` at `tau`, for the indices in
 /// `range`: `L_k(τ) = (τ^n − 1)/n · ω^k/(τ − ω^k)`. `tau` must not be in the domain.
-fn lagrange_at(
-    tau: Scalar,
-    omega: Scalar,
-    n: usize,
-    range: std::ops::Range<usize>,
-) -> Vec<Scalar> {
+fn lagrange_at(tau: Scalar, omega: Scalar, n: usize, range: std::ops::Range<usize>) -> Vec<Scalar> {
     lagrange_stride(tau, omega, n, range.start, 1, range.len())
 }
 
