@@ -3,7 +3,7 @@
 //! wall time from start to exit: both read the zkey and the witness and write the proof).
 //!
 //! `cargo run --release -p pinion --example zkey_bench -- [k] [--snarkjs CLI] [--node NODE]
-//!  [--reps N] [--cpu | --gpu] [--pinion PATH] [--dir DIR]`
+//!  [--reps N] [--snarkjs-reps N] [--cpu | --gpu] [--pinion PATH] [--dir DIR]`
 //!
 //! - The circuit: `pinion::fixtures::chain_circuit` with `2^k − 8` constraints (a domain of
 //!   2^k; default k = 20), its `.r1cs` and `.wtns` written under the directory;
@@ -11,7 +11,8 @@
 //!   ceremony tools need hours for a 2^20 BLS12-381 powers of tau on these machines);
 //!   kept between runs;
 //! - snarkjs: `CLI groth16 prove` (`--snarkjs` names snarkjs's `cli.cjs` or its `.bin`
-//!   link; with `--node NODE` it is run as `NODE CLI ...`), once per rep;
+//!   link; with `--node NODE` it is run as `NODE CLI ...`), `--snarkjs-reps` times
+//!   (default 1: it is the slow one);
 //! - Pinion: `pinion prove --zkey ... --json` on the GPU (when one is visible) and the
 //!   CPU, `--reps` times each (medians reported, with the prover's own proof time);
 //! - every proof is checked with `pinion verify --vk` (exported from the zkey), snarkjs's
@@ -32,6 +33,7 @@ use serde_json::Value;
 struct Opts {
     k: u32,
     reps: usize,
+    snarkjs_reps: usize,
     cpu: bool,
     gpu: bool,
     pinion: PathBuf,
@@ -47,6 +49,7 @@ fn fail(msg: &str) -> ! {
 fn parse_args() -> Opts {
     let mut k = if quick() { 12 } else { 20 };
     let mut reps = 3;
+    let mut snarkjs_reps = 1;
     let (mut cpu_only, mut gpu_only) = (false, false);
     let mut pinion = std::env::var_os("PINION_BIN").map(PathBuf::from);
     let mut snarkjs = std::env::var_os("PINION_SNARKJS").map(PathBuf::from);
@@ -63,18 +66,23 @@ fn parse_args() -> Opts {
             "--snarkjs" => snarkjs = Some(value("--snarkjs", args.next()).into()),
             "--node" => node = Some(PathBuf::from(value("--node", args.next()))),
             "--dir" => dir = Some(PathBuf::from(value("--dir", args.next()))),
-            "--reps" => {
-                reps = value("--reps", args.next())
+            "--reps" | "--snarkjs-reps" => {
+                let n = value(&a, args.next())
                     .parse()
                     .ok()
                     .filter(|&r| r >= 1)
-                    .unwrap_or_else(|| fail("--reps: expected a count ≥ 1"))
+                    .unwrap_or_else(|| fail(&format!("{a}: expected a count ≥ 1")));
+                if a == "--reps" {
+                    reps = n
+                } else {
+                    snarkjs_reps = n
+                }
             }
             other => match other.parse() {
                 Ok(v) if (4..=24).contains(&v) => k = v,
                 _ => fail(&format!(
-                    "bad argument {other:?}: expected k (4..=24), --reps N, --cpu, --gpu, \
-                     --snarkjs CLI, --node NODE, --pinion PATH or --dir DIR"
+                    "bad argument {other:?}: expected k (4..=24), --reps N, --snarkjs-reps N, \
+                     --cpu, --gpu, --snarkjs CLI, --node NODE, --pinion PATH or --dir DIR"
                 )),
             },
         }
@@ -108,6 +116,7 @@ fn parse_args() -> Opts {
     Opts {
         k,
         reps,
+        snarkjs_reps,
         cpu: !gpu_only,
         gpu: !cpu_only && !quick() && gpu_present,
         pinion,
@@ -230,15 +239,17 @@ fn main() {
     // snarkjs first, as a user runs it.
     let mut snarkjs_secs = Vec::new();
     if let Some((node, cli)) = &o.snarkjs {
-        for rep in 0..o.reps.min(2) {
+        for rep in 0..o.snarkjs_reps {
             let (proof, public) = (
                 dir.join("snarkjs_proof.json"),
                 dir.join("snarkjs_public.json"),
             );
             let mut cmd = match node {
                 Some(node) => {
+                    // snarkjs holds the zkey's sections in JavaScript memory: lift node's
+                    // default heap limit so a 2^20 key fits.
                     let mut c = Command::new(node);
-                    c.arg(cli);
+                    c.arg("--max-old-space-size=65536").arg(cli);
                     c
                 }
                 None => Command::new(cli),
