@@ -20,11 +20,14 @@ fn vk(n_ic: usize) -> VerifyingKeyRepr {
     }
 }
 
+trait G2Fill: Fn(usize, &mut [G2AffineRepr]) + Sync {}
+impl<F: Fn(usize, &mut [G2AffineRepr]) + Sync> G2Fill for F {}
+
 /// Points tiled from two: the generator at even indices, its negation at odd ones, and
 /// the section's own for `a` (to see that each section gets its own fill).
 fn fill() -> (
     impl Fn(Section, usize, &mut [G1AffineRepr]) + Sync,
-    impl Fn(usize, &mut [G2AffineRepr]) + Sync,
+    impl G2Fill,
 ) {
     let g1 = |section: Section, first: usize, out: &mut [G1AffineRepr]| {
         let g = G1AffineRepr::generator();
