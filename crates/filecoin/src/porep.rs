@@ -306,3 +306,244 @@ fn blank_job_for<Tree: 'static + MerkleTreeTrait>(
         _circuit: std::marker::PhantomData,
     }))
 }
+
+/// **TIMING ONLY: proofs of these partitions do not verify.** The PoRep C2 circuit of
+/// `proof` (the same blank circuit [`blank_job`] records) with partitions whose witness is
+/// synthetic: filecoin-proofs' own partition circuit built from vanilla proofs of the
+/// right shape whose leaves, column rows, Merkle path siblings, commitments and challenges
+/// are random field elements (path positions follow each challenge's digits, as in a real
+/// proof). Witness-only synthesis runs the real gadgets (SHA-256 labelling, Poseidon
+/// columns and paths, encoding) on them, so the aux values have a real proof's mix of bits
+/// and field elements; only the equalities that tie computed roots and labels to the
+/// random ones fail (a few rows per challenge), so the prover's witness check refuses
+/// these witnesses unless a benchmark turns it off
+/// (`groth16_prover::timing_only`). For timing at sector sizes whose commit phase 1
+/// cannot be run (32 GiB); partition `k` of seed `seed` is always the same witness.
+/// `public_inputs` is an error: nothing can verify these partitions.
+pub fn synthetic_job(
+    proof: RegisteredSealProof,
+    seed: u64,
+) -> Result<Box<dyn PartitionJob>, FilecoinError> {
+    let config = proof.as_v1_config();
+    filecoin_proofs::with_shape!(
+        u64::from(config.sector_size),
+        synthetic_job_for,
+        config,
+        seed,
+    )
+}
+
+fn synthetic_job_for<Tree: 'static + MerkleTreeTrait>(
+    config: PoRepConfig,
+    seed: u64,
+) -> Result<Box<dyn PartitionJob>, FilecoinError> {
+    let id = circuit_id::<Tree>(&config)?;
+    let params = Arc::new(public_params::<Tree>(&config)?);
+    let (b, p) = (Arc::clone(&params), params);
+    Ok(Box::new(Job {
+        id,
+        n_partitions: usize::from(config.partitions),
+        blank: move || Ok(blank_circuit::<Tree>(&b)),
+        partition: move |k| synthetic_partition::<Tree>(&p, seed, k),
+        inputs: |_| {
+            Err(FilecoinError::Unsupported(
+                "a synthetic (timing-only) partition has no public inputs".into(),
+            ))
+        },
+        _circuit: std::marker::PhantomData,
+    }))
+}
+
+/// Random field elements for the synthetic witness (splitmix64 over `seed`).
+struct Draw(u64);
+
+impl Draw {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    /// A uniform-looking field element (the top two bits cleared, so always canonical).
+    fn fr(&mut self) -> blstrs::Scalar {
+        let mut b = [0u8; 32];
+        for c in b.chunks_mut(8) {
+            c.copy_from_slice(&self.next_u64().to_le_bytes());
+        }
+        b[31] &= 0x3f;
+        Option::from(blstrs::Scalar::from_bytes_le(&b))
+            .unwrap_or_else(|| unreachable!("a value below 2^254 is a canonical scalar"))
+    }
+
+    fn domain<D: Domain>(&mut self) -> D {
+        D::from(self.fr())
+    }
+}
+
+/// A path of random siblings to node `index` of a tree with `leaves` leaves and the
+/// arities `(base, sub, top)` (0: no such level), positions from `index`'s digits, in
+/// the order `MerkleProof::from_parts` takes.
+fn random_path<D: Domain>(
+    draw: &mut Draw,
+    index: u64,
+    leaves: usize,
+    arities: (usize, usize, usize),
+) -> Vec<(Vec<D>, usize)> {
+    let (base, sub, top) = arities;
+    // Leaves per base tree: the sector's nodes split over sub × top base trees.
+    let trees = sub.max(1) * top.max(1);
+    let base_leaves = (leaves / trees).max(1);
+    let mut n_base = 0;
+    let mut covered = 1usize;
+    while covered < base_leaves {
+        covered = covered.saturating_mul(base.max(2));
+        n_base += 1;
+    }
+    let mut rest = index;
+    let mut out = Vec::with_capacity(n_base + 2);
+    for &(arity, n) in &[
+        (base, n_base),
+        (sub, usize::from(sub > 0)),
+        (top, usize::from(top > 0)),
+    ] {
+        for _ in 0..n {
+            let position = (rest % arity as u64) as usize;
+            rest /= arity as u64;
+            let siblings = (0..arity - 1).map(|_| draw.domain()).collect();
+            out.push((siblings, position));
+        }
+    }
+    out
+}
+
+/// The challenged node's column: one random label per layer.
+fn random_column<H: Hasher>(
+    draw: &mut Draw,
+    node: u64,
+    layers: usize,
+) -> Result<stacked::Column<H>, FilecoinError> {
+    let rows = (0..layers).map(|_| draw.domain()).collect();
+    stacked::Column::new(node as u32, rows).map_err(|e| FilecoinError::filecoin("column", e))
+}
+
+type TreeProof<Tree> = storage_proofs_core::merkle::MerkleProof<
+    <Tree as MerkleTreeTrait>::Hasher,
+    <Tree as MerkleTreeTrait>::Arity,
+    <Tree as MerkleTreeTrait>::SubTreeArity,
+    <Tree as MerkleTreeTrait>::TopTreeArity,
+>;
+
+/// The tree's (base, sub, top) arities (0: no such level), read off one-level proofs
+/// (the arities are type-level numbers).
+fn arities<Tree: 'static + MerkleTreeTrait>() -> (usize, usize, usize) {
+    use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
+    fn arity<H: 'static + Hasher, A: 'static + filecoin_hashers::PoseidonArity>() -> usize {
+        MerkleProof::<H, A>::new(1)
+            .path()
+            .first()
+            .map_or(0, |(hashes, _)| hashes.len())
+    }
+    (
+        arity::<Tree::Hasher, Tree::Arity>(),
+        arity::<Tree::Hasher, Tree::SubTreeArity>(),
+        arity::<Tree::Hasher, Tree::TopTreeArity>(),
+    )
+}
+
+/// A column opening of node `node` in tree C (root `comm_c`), built through serde: the
+/// vanilla type keeps its fields to its crate, its serialized form is public.
+fn random_column_proof<Tree: 'static + MerkleTreeTrait>(
+    draw: &mut Draw,
+    node: u64,
+    layers: usize,
+    leaves: usize,
+    comm_c: <Tree::Hasher as Hasher>::Domain,
+) -> Result<stacked::ColumnProof<TreeProof<Tree>>, FilecoinError> {
+    let column = random_column::<Tree::Hasher>(draw, node, layers)?;
+    let path = random_path(draw, node, leaves, arities::<Tree>());
+    let inclusion = TreeProof::<Tree>::from_parts(draw.domain(), comm_c, path);
+    let value = serde_json::json!({ "column": column, "inclusion_proof": inclusion });
+    serde_json::from_value(value).map_err(|e| FilecoinError::decode("synthetic column proof", e))
+}
+
+fn synthetic_partition<Tree: 'static + MerkleTreeTrait>(
+    params: &stacked::PublicParams<Tree>,
+    seed: u64,
+    k: usize,
+) -> Result<stacked::StackedCircuit<Tree, DefaultPieceHasher>, FilecoinError> {
+    use storage_proofs_core::drgraph::Graph;
+    let mut draw = Draw(seed ^ (k as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
+    let leaves = params.graph.size();
+    let layers = params.num_layers;
+    let n_challenges = params.challenges.num_challenges_per_partition();
+    let drg = params.graph.base_graph().degree();
+    let exp = params.graph.expansion_degree();
+    let comm_r_last: <Tree::Hasher as Hasher>::Domain = draw.domain();
+    let comm_c: <Tree::Hasher as Hasher>::Domain = draw.domain();
+    let comm_d: DefaultPieceDomain = draw.domain();
+    let mut vanilla = Vec::with_capacity(n_challenges);
+    for _ in 0..n_challenges {
+        let challenge = draw.below(leaves as u64);
+        let d_path = random_path(&mut draw, challenge, leaves, (2, 0, 0));
+        let r_path = random_path(&mut draw, challenge, leaves, arities::<Tree>());
+        // Parents as the graph picks them: DRG parents before the node, expander
+        // parents anywhere in the layer.
+        let drg_nodes: Vec<u64> = (0..drg).map(|_| draw.below(challenge.max(1))).collect();
+        let exp_nodes: Vec<u64> = (0..exp).map(|_| draw.below(leaves as u64)).collect();
+        let mut column_proof =
+            |node: u64| random_column_proof::<Tree>(&mut draw, node, layers, leaves, comm_c);
+        let c_x = column_proof(challenge)?;
+        let drg_parents = drg_nodes
+            .into_iter()
+            .map(&mut column_proof)
+            .collect::<Result<Vec<_>, _>>()?;
+        let exp_parents = exp_nodes
+            .into_iter()
+            .map(&mut column_proof)
+            .collect::<Result<Vec<_>, _>>()?;
+        vanilla.push(stacked::Proof::<Tree, DefaultPieceHasher> {
+            comm_d_proofs: storage_proofs_core::merkle::MerkleProof::from_parts(
+                draw.domain(),
+                comm_d,
+                d_path,
+            ),
+            comm_r_last_proof: TreeProof::<Tree>::from_parts(draw.domain(), comm_r_last, r_path),
+            replica_column_proofs: stacked::ReplicaColumnProof {
+                c_x,
+                drg_parents,
+                exp_parents,
+            },
+            labeling_proofs: (1..=layers)
+                .map(|layer| stacked::LabelingProof::new(layer as u32, challenge, Vec::new()))
+                .collect(),
+            encoding_proof: stacked::EncodingProof::new(layers as u32, challenge, Vec::new()),
+        });
+    }
+    let mut seed_bytes = [0u8; 32];
+    for c in seed_bytes.chunks_mut(8) {
+        c.copy_from_slice(&draw.next_u64().to_le_bytes());
+    }
+    let inputs = stacked::PublicInputs {
+        replica_id: draw.domain(),
+        tau: Some(Tau {
+            comm_d,
+            comm_r: draw.domain(),
+        }),
+        k: Some(k),
+        seed: Some(seed_bytes),
+    };
+    <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
+        &inputs,
+        (),
+        &vanilla,
+        params,
+        Some(k),
+    )
+    .map_err(|e| FilecoinError::filecoin("synthetic porep partition circuit", e))
+}

@@ -427,7 +427,7 @@ impl ProvingKey {
     /// move it to another tier ([`ProvingKey::view_for_gpu`], [`ProvingKey::view_host`]).
     pub fn from_store(store: &SrsStore, spec: SrsSpec) -> Result<ProvingKey, ProverError> {
         let vk = verifying_key_from_repr(&store.verifying_key(&spec)?)?;
-        let layout = *ParamsFile::open(&spec.path)?.layout();
+        let layout = store.layout(&spec)?;
         let [h, l, a, b_g1, b_g2] = layout.bulk().map(|s| s.n_points() as usize);
         let destination = Mutex::new(spec.options.destination.clone());
         Ok(ProvingKey {

@@ -105,6 +105,7 @@ mod plain;
 mod prover;
 pub mod setup;
 pub mod testing;
+pub mod timing_only;
 mod zkey;
 
 pub use backend::{

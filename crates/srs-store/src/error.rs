@@ -264,6 +264,15 @@ pub enum SrsError {
         #[source]
         source: pce_cache::PceError,
     },
+    /// An entry made in memory ([`crate::SrsStore::insert_in_memory`]) was asked for
+    /// something only a file can give (another tier), or its id is taken.
+    #[error("in-memory parameters {circuit_id}: {reason}")]
+    InMemory {
+        /// Circuit id.
+        circuit_id: String,
+        /// What was refused.
+        reason: String,
+    },
     /// The store has no entry for this circuit id.
     #[error("unknown circuit id {circuit_id}")]
     UnknownCircuit {

@@ -53,8 +53,8 @@ pub mod zkey;
 pub use error::{Result, SrsError};
 pub use layout::{ExpectedSizes, ParamsLayout, Section, SectionSpan};
 pub use load::{
-    Bases, Destination, LoadOptions, LoadPlan, LoadStats, LoadedParams, PageCache, ParamsFile,
-    PointCheck, VerifyingKeyRepr, DEFAULT_CHUNK_BYTES,
+    Bases, Destination, InMemoryFill, LoadOptions, LoadPlan, LoadStats, LoadedParams, PageCache,
+    ParamsFile, PointCheck, VerifyingKeyRepr, DEFAULT_CHUNK_BYTES,
 };
 pub use store::{
     read_verifying_key, EntryStatus, SrsHandle, SrsSpec, SrsStore, StoreConfig, StoreStats, Tier,

@@ -950,3 +950,192 @@ pub(crate) fn convert_points<K: PointKind>(
             Ok(())
         })
 }
+
+/// Per-section point fillers for [`LoadedParams::in_memory`]: `g1(section, first_index,
+/// out)` writes the points `first_index..first_index + out.len()` of a G1 section,
+/// `g2(first_index, out)` those of `b_g2_query`. Called window by window, in parallel.
+pub struct InMemoryFill<'a> {
+    /// G1 points of `h`, `l`, `a` and `b_g1`.
+    pub g1: &'a (dyn Fn(Section, usize, &mut [G1AffineRepr]) + Sync),
+    /// G2 points of `b_g2`.
+    pub g2: &'a (dyn Fn(usize, &mut [G2AffineRepr]) + Sync),
+}
+
+impl LoadedParams {
+    /// Parameters made in memory instead of read from a file (for benchmarks' synthetic
+    /// parameters, whose file would be needlessly large): `counts` are the `h`, `l`, `a`,
+    /// `b_g1` and `b_g2` lengths, `fill` writes their points. They are charged as a file
+    /// load of the same layout into `destination` would be (host and pinned: the bases
+    /// and the verifying key, `Category::Srs`, reserved before anything is allocated;
+    /// device: the verifying key and one staging window on the host, the bases on the
+    /// GPU's VRAM budget). The points are taken as given: nothing checks them, so the
+    /// caller vouches for them being on the curve (the MSMs assume so).
+    pub fn in_memory(
+        vk: VerifyingKeyRepr,
+        counts: [usize; 5],
+        destination: Destination,
+        budget: &Budget,
+        fill: &InMemoryFill<'_>,
+    ) -> Result<LoadedParams> {
+        let n_ic = u32::try_from(vk.ic.len()).map_err(|_| SrsError::CountOverflow {
+            section: Section::Ic,
+            offset: 0,
+            n_points: u32::MAX,
+        })?;
+        let mut bulk_counts = [0u32; 5];
+        for ((slot, n), section) in bulk_counts.iter_mut().zip(counts).zip(Section::BULK) {
+            *slot = u32::try_from(n).map_err(|_| SrsError::CountOverflow {
+                section,
+                offset: 0,
+                n_points: u32::MAX,
+            })?;
+        }
+        let layout = ParamsLayout::from_counts(n_ic, bulk_counts);
+        let vk_bytes = vk.bytes();
+        let bulk = layout.loaded_bulk_bytes();
+        let window = effective_chunk_bytes(DEFAULT_CHUNK_BYTES, 192).min(bulk.max(192));
+        let (peak, steady) = match destination {
+            Destination::Host | Destination::Pinned(_) => (vk_bytes + bulk, vk_bytes + bulk),
+            Destination::Device(_) => (vk_bytes + window, vk_bytes),
+        };
+        let label = format!("srs in memory ({})", destination.name());
+        let mut reservation = budget
+            .try_reserve(peak, Category::Srs, label.clone())
+            .map_err(|source| SrsError::Budget {
+                requested_bytes: peak,
+                label,
+                source,
+            })?;
+        let started = Instant::now();
+        let [h, l, a, b_g1, b_g2] = layout.bulk();
+        let g1 = |span: SectionSpan, reservation: &mut Reservation| {
+            let section = span.section();
+            fill_section::<G1AffineRepr>(span, &destination, reservation, window, &|first, out| {
+                (fill.g1)(section, first, out)
+            })
+        };
+        let h = g1(h, &mut reservation)?;
+        let l = g1(l, &mut reservation)?;
+        let a = g1(a, &mut reservation)?;
+        let b_g1 = g1(b_g1, &mut reservation)?;
+        let b_g2 = fill_section::<G2AffineRepr>(
+            b_g2,
+            &destination,
+            &mut reservation,
+            window,
+            &|first, out| (fill.g2)(first, out),
+        )?;
+        if let Destination::Device(gpu) = &destination {
+            gpu.synchronize().map_err(|source| SrsError::Gpu {
+                section: Section::BG2,
+                source,
+            })?;
+        }
+        let split_off = h.pinned_reserved_bytes()
+            + l.pinned_reserved_bytes()
+            + a.pinned_reserved_bytes()
+            + b_g1.pinned_reserved_bytes()
+            + b_g2.pinned_reserved_bytes();
+        reservation.shrink_to(steady.saturating_sub(split_off));
+        let stats = LoadStats {
+            file_bytes: 0,
+            seconds: started.elapsed().as_secs_f64(),
+            peak_charged_bytes: peak,
+            steady_charged_bytes: reservation.bytes() + split_off,
+        };
+        Ok(LoadedParams {
+            layout,
+            vk,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+            destination,
+            stats,
+            reservation,
+        })
+    }
+}
+
+/// One section of [`LoadedParams::in_memory`] into its destination.
+fn fill_section<T: bytemuck::Pod + Send>(
+    span: SectionSpan,
+    destination: &Destination,
+    reservation: &mut Reservation,
+    window_bytes: u64,
+    fill: &(dyn Fn(usize, &mut [T]) + Sync),
+) -> Result<Bases<T>> {
+    let n = span.n_points() as usize;
+    let section = span.section();
+    let limbs_per_point = std::mem::size_of::<T>() / 8;
+    let per_window = ((window_bytes as usize) / std::mem::size_of::<T>()).max(1);
+    // Parallel over sub-windows of one window.
+    let fill_par = |first: usize, out: &mut [T]| {
+        let step = out
+            .len()
+            .div_ceil(rayon::current_num_threads().max(1))
+            .max(1024);
+        out.par_chunks_mut(step)
+            .enumerate()
+            .for_each(|(i, chunk)| fill(first + i * step, chunk));
+    };
+    let gpu_err = |source| SrsError::Gpu { section, source };
+    match destination {
+        Destination::Host => {
+            let mut out = alloc_host::<T>(n).ok_or(SrsError::Alloc {
+                section,
+                requested_bytes: span.data_bytes(),
+            })?;
+            for (k, chunk) in out.chunks_mut(per_window).enumerate() {
+                fill_par(k * per_window, chunk);
+            }
+            Ok(Bases::Host(out))
+        }
+        Destination::Pinned(gpu) => {
+            let share = reservation.split(span.data_bytes());
+            let mut buffer = gpu
+                .alloc_pinned::<u64>(n * limbs_per_point, share)
+                .map_err(gpu_err)?;
+            let out: &mut [T] = bytemuck::cast_slice_mut(buffer.as_mut_slice().map_err(gpu_err)?);
+            for (k, chunk) in out.chunks_mut(per_window).enumerate() {
+                fill_par(k * per_window, chunk);
+            }
+            Ok(Bases::Pinned {
+                buffer,
+                n_points: n,
+                marker: PhantomData,
+            })
+        }
+        Destination::Device(gpu) => {
+            let label = format!("srs in memory {section}");
+            let mut buffer = gpu
+                .alloc_zeros::<u64>(n * limbs_per_point, &label)
+                .map_err(gpu_err)?;
+            let mut staging = vec![T::zeroed(); per_window.min(n)];
+            let mut start = 0;
+            while start < n {
+                let len = per_window.min(n - start);
+                let window = &mut staging[..len];
+                fill_par(start, window);
+                let limbs: &[u64] = bytemuck::cast_slice(window);
+                let at = start * limbs_per_point;
+                let mut view = buffer.slice_mut().slice_mut(at..at + limbs.len());
+                gpu.stream().memcpy_htod(limbs, &mut view).map_err(|code| {
+                    gpu_err(GpuError::Driver {
+                        call: "cuMemcpyHtoDAsync",
+                        code,
+                    })
+                })?;
+                // The staging window is refilled next: wait for the copy.
+                gpu.synchronize().map_err(gpu_err)?;
+                start += len;
+            }
+            Ok(Bases::Device {
+                buffer,
+                n_points: n,
+                marker: PhantomData,
+            })
+        }
+    }
+}

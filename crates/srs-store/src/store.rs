@@ -17,6 +17,7 @@ use lru::LruCache;
 use memory_budget::{Budget, Category, EntryHold, EntryUse, Evictor, EvictorRegistration};
 
 use crate::error::{Result, SrsError};
+use crate::layout::ParamsLayout;
 use crate::load::{Destination, LoadOptions, LoadedParams, ParamsFile, VerifyingKeyRepr};
 
 /// Where an entry's data lives.
@@ -148,7 +149,9 @@ fn fingerprint(path: &Path) -> Result<Fingerprint> {
 #[derive(Debug)]
 struct Resident {
     params: LoadedParams,
-    file: Arc<ParamsFile>,
+    /// The file it was loaded from; `None` for parameters made in memory, which have no
+    /// lower tier to fall back to and are never demoted by the budget.
+    file: Option<Arc<ParamsFile>>,
     usage: Arc<EntryUse>,
     tier: Tier,
 }
@@ -246,7 +249,8 @@ enum Slot {
 #[derive(Debug)]
 struct Entry {
     path: PathBuf,
-    fingerprint: Fingerprint,
+    /// `None` for an entry made in memory (no file).
+    fingerprint: Option<Fingerprint>,
     slot: Slot,
 }
 
@@ -390,7 +394,10 @@ fn evict_idle(
                 if !r.usage.is_evictable() {
                     continue;
                 }
-                let file = Arc::clone(&r.file);
+                // Parameters made in memory cannot be brought back: never demoted.
+                let Some(file) = r.file.clone() else {
+                    continue;
+                };
                 let Slot::Resident(r) = std::mem::replace(&mut entry.slot, Slot::Mapped(file))
                 else {
                     continue;
@@ -477,13 +484,16 @@ impl SrsStore {
     /// [`SrsError::ConcurrentLoadFailed`]. A changed file (device, inode, size or mtime)
     /// makes the cached entry stale and triggers a reload.
     pub fn get_or_load(&self, spec: &SrsSpec) -> Result<SrsHandle> {
+        if let Some(handle) = self.in_memory_handle(spec)? {
+            return Ok(handle);
+        }
         let fp = fingerprint(&spec.path)?;
         let id = spec.circuit_id.as_str();
         let (flight, reuse_file) = {
             let mut st = self.inner.lock();
             let mut reuse_file = None;
             if let Some(e) = st.entries.get(id) {
-                if e.fingerprint == fp && e.path == spec.path {
+                if e.fingerprint == Some(fp) && e.path == spec.path {
                     match &e.slot {
                         Slot::Resident(r)
                             if same_place(r.params.destination(), &spec.options.destination) =>
@@ -526,7 +536,7 @@ impl SrsStore {
                 id.to_string(),
                 Entry {
                     path: spec.path.clone(),
-                    fingerprint: fp,
+                    fingerprint: Some(fp),
                     slot: Slot::Loading(Arc::clone(&flight)),
                 },
             );
@@ -615,7 +625,7 @@ impl SrsStore {
         Ok(Arc::new(Resident {
             tier: Tier::of(params.destination()),
             params,
-            file,
+            file: Some(file),
             usage: EntryUse::with_budget(self.inner.config.min_idle, self.inner.budget.clone()),
         }))
     }
@@ -631,29 +641,45 @@ impl SrsStore {
     pub fn evict(&self, circuit_id: &str, to_disk: bool) -> Result<u64> {
         let victim = {
             let mut st = self.inner.lock();
-            let entry = st
+            let in_memory = st
                 .entries
-                .get_mut(circuit_id)
+                .get(circuit_id)
                 .ok_or_else(|| SrsError::UnknownCircuit {
                     circuit_id: circuit_id.to_string(),
-                })?;
-            let next = match (&entry.slot, to_disk) {
-                (Slot::Loading(_), _) => return Ok(0),
-                (_, true) => Slot::Disk,
-                (Slot::Resident(r), false) => Slot::Mapped(Arc::clone(&r.file)),
-                (Slot::Mapped(f), false) => Slot::Mapped(Arc::clone(f)),
-                (Slot::Disk, false) => Slot::Disk,
-            };
-            let tier = if matches!(next, Slot::Disk) {
-                Tier::Disk
+                })?
+                .fingerprint
+                .is_none();
+            if in_memory {
+                // Made in memory: nothing to demote to, so the entry is forgotten.
+                let old = st.entries.remove(circuit_id).map(|e| e.slot);
+                st.set_tier(circuit_id, None);
+                publish_tiers(&st);
+                old.unwrap_or(Slot::Disk)
             } else {
-                Tier::Mapped
-            };
-            let old = std::mem::replace(&mut entry.slot, next);
-            st.set_tier(circuit_id, Some(tier));
-            trim_mapped(&mut st, self.inner.config.max_mapped_entries);
-            publish_tiers(&st);
-            old
+                let Some(entry) = st.entries.get_mut(circuit_id) else {
+                    return Ok(0);
+                };
+                let next = match (&entry.slot, to_disk) {
+                    (Slot::Loading(_), _) => return Ok(0),
+                    (_, true) => Slot::Disk,
+                    (Slot::Resident(r), false) => match &r.file {
+                        Some(f) => Slot::Mapped(Arc::clone(f)),
+                        None => Slot::Disk,
+                    },
+                    (Slot::Mapped(f), false) => Slot::Mapped(Arc::clone(f)),
+                    (Slot::Disk, false) => Slot::Disk,
+                };
+                let tier = if matches!(next, Slot::Disk) {
+                    Tier::Disk
+                } else {
+                    Tier::Mapped
+                };
+                let old = std::mem::replace(&mut entry.slot, next);
+                st.set_tier(circuit_id, Some(tier));
+                trim_mapped(&mut st, self.inner.config.max_mapped_entries);
+                publish_tiers(&st);
+                old
+            }
         };
         let freed = match victim {
             Slot::Resident(r) => {
@@ -692,11 +718,14 @@ impl SrsStore {
     /// The verifying key, without loading the rest: from memory when resident, else read and
     /// fully checked from the file's first bytes.
     pub fn verifying_key(&self, spec: &SrsSpec) -> Result<VerifyingKeyRepr> {
+        if let Some(r) = self.in_memory_resident(spec)? {
+            return Ok(r.params.vk().clone());
+        }
         let fp = fingerprint(&spec.path)?;
         let file = {
             let st = self.inner.lock();
             match st.entries.get(&spec.circuit_id) {
-                Some(e) if e.fingerprint == fp && e.path == spec.path => match &e.slot {
+                Some(e) if e.fingerprint == Some(fp) && e.path == spec.path => match &e.slot {
                     Slot::Resident(r) => return Ok(r.params.vk().clone()),
                     Slot::Mapped(f) => Some(Arc::clone(f)),
                     _ => None,
@@ -708,6 +737,99 @@ impl SrsStore {
             Some(f) => f.verifying_key(),
             None => read_verifying_key(&spec.path),
         }
+    }
+
+    /// The layout of `spec`'s parameters: from memory for an entry made in memory, else
+    /// from the file's headers (nothing loaded).
+    pub fn layout(&self, spec: &SrsSpec) -> Result<ParamsLayout> {
+        match self.in_memory_resident(spec)? {
+            Some(r) => Ok(*r.params.layout()),
+            None => Ok(*ParamsFile::open(&spec.path)?.layout()),
+        }
+    }
+
+    /// Adds parameters made in memory ([`LoadedParams::in_memory`]) as the entry
+    /// `circuit_id`, and returns the spec that names it (its path is
+    /// `memory:<circuit_id>`, no file; its destination is where the bases are). The entry
+    /// lives in that one tier: the budget's evictors never demote it (there is no file to
+    /// bring it back from), a request for another tier is [`SrsError::InMemory`], and
+    /// [`SrsStore::evict`] forgets it (its memory is freed when the last handle drops).
+    /// An id the store already knows is refused.
+    pub fn insert_in_memory(
+        &self,
+        circuit_id: impl Into<String>,
+        params: LoadedParams,
+    ) -> Result<SrsSpec> {
+        let circuit_id = circuit_id.into();
+        let path = PathBuf::from(format!("memory:{circuit_id}"));
+        let mut st = self.inner.lock();
+        if st.entries.contains_key(&circuit_id) {
+            return Err(SrsError::InMemory {
+                circuit_id,
+                reason: "the store already has an entry of that id".into(),
+            });
+        }
+        let destination = params.destination().clone();
+        let resident = Arc::new(Resident {
+            tier: Tier::of(&destination),
+            params,
+            file: None,
+            usage: EntryUse::with_budget(self.inner.config.min_idle, self.inner.budget.clone()),
+        });
+        let tier = resident.tier;
+        st.entries.insert(
+            circuit_id.clone(),
+            Entry {
+                path: path.clone(),
+                fingerprint: None,
+                slot: Slot::Resident(resident),
+            },
+        );
+        st.set_tier(&circuit_id, Some(tier));
+        publish_tiers(&st);
+        let mut spec = SrsSpec::new(circuit_id, path);
+        spec.options.destination = destination;
+        Ok(spec)
+    }
+
+    /// The resident entry `spec` names when it was made in memory (`None` for a file's).
+    fn in_memory_resident(&self, spec: &SrsSpec) -> Result<Option<Arc<Resident>>> {
+        let st = self.inner.lock();
+        match st.entries.get(&spec.circuit_id) {
+            Some(e) if e.fingerprint.is_none() && e.path == spec.path => match &e.slot {
+                Slot::Resident(r) => Ok(Some(Arc::clone(r))),
+                _ => Err(SrsError::InMemory {
+                    circuit_id: spec.circuit_id.clone(),
+                    reason: "the entry was evicted".into(),
+                }),
+            },
+            _ => Ok(None),
+        }
+    }
+
+    /// A held handle on an entry made in memory, when `spec` names one: only in the
+    /// tier it was made in.
+    fn in_memory_handle(&self, spec: &SrsSpec) -> Result<Option<SrsHandle>> {
+        let Some(r) = self.in_memory_resident(spec)? else {
+            return Ok(None);
+        };
+        if !same_place(r.params.destination(), &spec.options.destination) {
+            return Err(SrsError::InMemory {
+                circuit_id: spec.circuit_id.clone(),
+                reason: format!(
+                    "made in {} memory, asked for {} (no file to load that tier from)",
+                    r.params.destination().name(),
+                    spec.options.destination.name()
+                ),
+            });
+        }
+        let hold = r.usage.hold();
+        self.inner.lock().lru[r.tier.index()].promote(&spec.circuit_id);
+        crate::metrics::hit();
+        Ok(Some(SrsHandle {
+            resident: r,
+            _hold: hold,
+        }))
     }
 
     /// The tier an entry is in, if known.
