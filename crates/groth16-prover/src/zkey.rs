@@ -140,8 +140,18 @@ impl ZkeyProver {
         config: ProverConfig,
         check: PointCheck,
     ) -> Result<ZkeyProver, ProverError> {
-        let zkey = ZkeyFile::open(path)?.load(budget, check)?;
-        ZkeyProver::from_params(zkey, budget, config)
+        // Opening the backend (a GPU's context and kernels) takes a while: do it while the
+        // zkey loads.
+        let path = path.as_ref();
+        let (zkey, backend) = std::thread::scope(|s| {
+            let backend = s.spawn(|| crate::backend::backend_for(config.backend, budget));
+            let zkey = ZkeyFile::open(path).and_then(|f| f.load(budget, check));
+            let backend = backend
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (zkey, backend)
+        });
+        ZkeyProver::with_backend(zkey?, budget, config, backend?)
     }
 
     /// A prover for an already loaded zkey.
@@ -150,13 +160,23 @@ impl ZkeyProver {
         budget: &Budget,
         config: ProverConfig,
     ) -> Result<ZkeyProver, ProverError> {
+        let backend = crate::backend::backend_for(config.backend, budget)?;
+        ZkeyProver::with_backend(zkey, budget, config, backend)
+    }
+
+    fn with_backend(
+        zkey: ZkeyParams,
+        budget: &Budget,
+        config: ProverConfig,
+        backend: Box<dyn crate::ProverBackend>,
+    ) -> Result<ZkeyProver, ProverError> {
         let n_public = zkey.n_public() as usize;
         let shift = zkey.h_coset_shift();
         let (params, pce, pce_charge) = zkey.into_parts();
         let key = ProvingKey::from_zkey(params, shift)?;
         let shape = pce.shape();
         let n_vars = (shape.n_inputs + shape.n_aux) as usize;
-        let prover = Prover::new(Arc::new(key), budget.clone(), config)?;
+        let prover = Prover::with_backend(Arc::new(key), budget.clone(), config, backend);
         Ok(ZkeyProver {
             prover,
             pce,

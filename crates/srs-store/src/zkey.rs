@@ -616,8 +616,9 @@ pub struct ZkeyFile {
 pub struct ZkeyPlan {
     /// The bases and verifying key kept (upper bound: every A and B point kept).
     pub destination_bytes: u64,
-    /// Held only during the load: the row index of the coefficients, which signals keep
-    /// their A and B points, and the largest section's mapped pages.
+    /// Held only during the load: the row index of the coefficients, one segment of
+    /// decoded coefficients, which signals keep their A and B points, and the largest
+    /// section's mapped pages.
     pub transient_bytes: u64,
 }
 
@@ -717,12 +718,23 @@ impl ZkeyPoint for G2AffineRepr {
 const TASK_POINTS: usize = 4096;
 
 /// One coefficient entry, decoded.
+#[derive(Clone, Copy)]
 struct Coefficient {
     matrix: u32,
-    constraint: u32,
     signal: u32,
     value: Scalar,
 }
+
+impl Coefficient {
+    const ZERO: Coefficient = Coefficient {
+        matrix: 0,
+        signal: 0,
+        value: Scalar::ZERO,
+    };
+}
+
+/// Coefficients decoded at once while the matrices are built (one segment of rows).
+const DECODE_SEGMENT: u64 = 1 << 18;
 
 impl ZkeyFile {
     /// Maps the file and walks its section table and headers ([`ZkeyLayout::parse`]).
@@ -779,7 +791,10 @@ impl ZkeyFile {
         .map(|s| l.at(*s).len)
         .max()
         .unwrap_or(0);
-        let index = 4 * (n + 1) + 4 * u64::from(l.n_coefficients);
+        let index = 4 * (n + 1)
+            + 4 * u64::from(l.n_coefficients)
+            + DECODE_SEGMENT.min(u64::from(l.n_coefficients))
+                * std::mem::size_of::<Coefficient>() as u64;
         // Which signals keep their A and B points: one byte each.
         let keep = 2 * n_vars;
         ZkeyPlan {
@@ -850,17 +865,11 @@ impl ZkeyFile {
         })
     }
 
-    /// Decodes coefficient `k` (checked: matrix 0 or 1, constraint inside the domain,
-    /// signal below `n_vars`, value below r).
-    fn coefficient(
-        &self,
-        coefs: &[u8],
-        base: u64,
-        k: usize,
-        r_inv2: &Scalar,
-    ) -> Result<Coefficient> {
+    /// The matrix, constraint and signal of coefficient `k`, checked: matrix 0 or 1,
+    /// constraint inside the domain, signal below `n_vars` (no field arithmetic).
+    fn coefficient_place(&self, coefs: &[u8], base: u64, k: usize) -> Result<(u32, u32, u32)> {
         let at = 4 + k * COEFFICIENT_BYTES as usize;
-        let e = &coefs[at..at + COEFFICIENT_BYTES as usize];
+        let e = &coefs[at..at + 12];
         let word = |i: usize| u32::from_le_bytes([e[i], e[i + 1], e[i + 2], e[i + 3]]);
         let (matrix, constraint, signal) = (word(0), word(4), word(8));
         let bad = |reason: String| SrsError::ZkeyCoefficient {
@@ -883,13 +892,30 @@ impl ZkeyFile {
                 self.layout.n_vars
             )));
         }
+        Ok((matrix, constraint, signal))
+    }
+
+    /// Decodes coefficient `k` ([`ZkeyFile::coefficient_place`]'s checks, and the value
+    /// below r).
+    fn coefficient(
+        &self,
+        coefs: &[u8],
+        base: u64,
+        k: usize,
+        r_inv2: &Scalar,
+    ) -> Result<Coefficient> {
+        let (matrix, _, signal) = self.coefficient_place(coefs, base, k)?;
+        let at = 4 + k * COEFFICIENT_BYTES as usize;
         let mut v = [0u8; 32];
-        v.copy_from_slice(&e[12..44]);
+        v.copy_from_slice(&coefs[at + 12..at + COEFFICIENT_BYTES as usize]);
         let stored: Option<Scalar> = Scalar::from_repr(v).into();
-        let stored = stored.ok_or_else(|| bad("value is not below r".into()))?;
+        let stored = stored.ok_or_else(|| SrsError::ZkeyCoefficient {
+            index: k as u64,
+            offset: base + at as u64,
+            reason: "value is not below r".into(),
+        })?;
         Ok(Coefficient {
             matrix,
-            constraint,
             signal,
             value: stored * r_inv2,
         })
@@ -929,8 +955,8 @@ impl ZkeyFile {
         let n_coefs = l.n_coefficients as usize;
         let mut row_start = vec![0u32; n + 1];
         for k in 0..n_coefs {
-            let c = self.coefficient(coefs, coefs_base, k, &r_inv2)?;
-            row_start[to_bellman(c.constraint as usize) + 1] += 1;
+            let (_, constraint, _) = self.coefficient_place(coefs, coefs_base, k)?;
+            row_start[to_bellman(constraint as usize) + 1] += 1;
         }
         for j in 0..n {
             row_start[j + 1] += row_start[j];
@@ -960,22 +986,54 @@ impl ZkeyFile {
             })?;
         let mut rows = RowBuilder::new(n_inputs, l.n_private(), Some(pce_charge))
             .map_err(|source| SrsError::ZkeyMatrices { source })?;
+        // Rows in segments of about DECODE_SEGMENT coefficients: a segment's values are
+        // decoded on all cores, then its rows pushed in order (the builder is serial).
         let mut a_terms = Vec::new();
         let mut b_terms = Vec::new();
-        for j in 0..n {
-            a_terms.clear();
-            b_terms.clear();
-            for &k in &order[row_start[j] as usize..row_start[j + 1] as usize] {
-                let c = self.coefficient(coefs, coefs_base, k as usize, &r_inv2)?;
-                let t = (c.signal, c.value);
-                if c.matrix == 0 {
-                    a_terms.push(t);
-                } else {
-                    b_terms.push(t);
+        let mut decoded: Vec<Coefficient> = Vec::new();
+        let mut j0 = 0;
+        while j0 < n {
+            let first = row_start[j0] as usize;
+            let mut j1 = j0 + 1;
+            while j1 < n && (row_start[j1 + 1] as usize - first) as u64 <= DECODE_SEGMENT {
+                j1 += 1;
+            }
+            let ks = &order[first..row_start[j1] as usize];
+            decoded.clear();
+            decoded.resize(ks.len(), Coefficient::ZERO);
+            let parallel = decoded
+                .par_iter_mut()
+                .zip(ks.par_iter())
+                .with_min_len(4096)
+                .try_for_each(|(d, &k)| {
+                    *d = self.coefficient(coefs, coefs_base, k as usize, &r_inv2)?;
+                    Ok::<(), SrsError>(())
+                });
+            if parallel.is_err() {
+                // Report the first bad coefficient of the segment, as a serial read would.
+                for &k in ks {
+                    self.coefficient(coefs, coefs_base, k as usize, &r_inv2)?;
                 }
             }
-            rows.push_row(a_terms.iter().copied(), b_terms.iter().copied(), []);
+            let mut at = 0;
+            for j in j0..j1 {
+                a_terms.clear();
+                b_terms.clear();
+                let len = (row_start[j + 1] - row_start[j]) as usize;
+                for c in &decoded[at..at + len] {
+                    let t = (c.signal, c.value);
+                    if c.matrix == 0 {
+                        a_terms.push(t);
+                    } else {
+                        b_terms.push(t);
+                    }
+                }
+                at += len;
+                rows.push_row(a_terms.iter().copied(), b_terms.iter().copied(), []);
+            }
+            j0 = j1;
         }
+        drop(decoded);
         drop(order);
         drop(row_start);
         let (pce, pce_reservation) = rows
