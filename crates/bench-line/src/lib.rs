@@ -66,6 +66,26 @@ pub fn quick() -> bool {
     std::env::var("PINION_BENCH_QUICK").is_ok_and(|v| v == "1")
 }
 
+/// A workspace binary beside the running benchmark: `target/<profile>/<name>` for
+/// `target/<profile>/examples/<bench>`, `bundle/bin/<name>` for `bundle/bench/<bench>`.
+/// The error says where it looked and how to build it.
+pub fn sibling_binary(name: &str) -> Result<std::path::PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let up = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .ok_or_else(|| format!("cannot locate the {name} binary beside {}", exe.display()))?;
+    [up.join(name), up.join("bin").join(name)]
+        .into_iter()
+        .find(|c| c.is_file())
+        .ok_or_else(|| {
+            format!(
+                "no {name} binary under {} (build it with `cargo build --release --bin {name}`, or name it)",
+                up.display()
+            )
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::BenchLine;

@@ -25,7 +25,7 @@
 //! `target/release/examples`, `../bin/pinion` in a GPU bundle) unless `--pinion` or
 //! `$PINION_BIN` names it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use pinion::circom::wtns_bytes;
@@ -64,7 +64,10 @@ fn parse_args() -> Opts {
             },
         }
     }
-    let pinion = pinion.unwrap_or_else(find_pinion);
+    let pinion = pinion.unwrap_or_else(|| {
+        pinion_bench::sibling_binary("pinion")
+            .unwrap_or_else(|e| fail(&format!("{e}; or pass --pinion")))
+    });
     let dir = dir.unwrap_or_else(|| {
         let target = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
@@ -92,25 +95,6 @@ fn parse_args() -> Opts {
 fn fail(msg: &str) -> ! {
     eprintln!("memory_bench: {msg}");
     std::process::exit(2)
-}
-
-/// `pinion` beside this program: `target/<profile>/pinion` for
-/// `target/<profile>/examples/memory_bench`, `bundle/bin/pinion` for `bundle/bench/...`.
-fn find_pinion() -> PathBuf {
-    let exe = std::env::current_exe().unwrap_or_else(|e| fail(&format!("current_exe: {e}")));
-    let up = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap_or_else(|| fail("cannot locate the pinion binary: pass --pinion"));
-    for c in [up.join("pinion"), up.join("bin").join("pinion")] {
-        if c.is_file() {
-            return c;
-        }
-    }
-    fail(&format!(
-        "no pinion binary under {} (build it with `cargo build --release -p pinion`, or pass --pinion)",
-        up.display()
-    ))
 }
 
 /// Runs a command, fails with its stderr on a non-zero exit, returns stdout as JSON.

@@ -87,7 +87,10 @@ fn parse_args() -> Opts {
             },
         }
     }
-    let pinion = pinion.unwrap_or_else(find_pinion);
+    let pinion = pinion.unwrap_or_else(|| {
+        pinion_bench::sibling_binary("pinion")
+            .unwrap_or_else(|e| fail(&format!("{e}; or pass --pinion")))
+    });
     let dir = dir.unwrap_or_else(|| {
         std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
@@ -123,24 +126,6 @@ fn parse_args() -> Opts {
         snarkjs: snarkjs.map(|s| (node, s)),
         dir,
     }
-}
-
-/// `pinion` beside this program (`target/<profile>/pinion`, or `bundle/bin/pinion`).
-fn find_pinion() -> PathBuf {
-    let exe = std::env::current_exe().unwrap_or_else(|e| fail(&format!("current_exe: {e}")));
-    let up = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap_or_else(|| fail("cannot locate the pinion binary: pass --pinion"));
-    for c in [up.join("pinion"), up.join("bin").join("pinion")] {
-        if c.is_file() {
-            return c;
-        }
-    }
-    fail(&format!(
-        "no pinion binary under {} (build it with `cargo build --release -p pinion`, or pass --pinion)",
-        up.display()
-    ))
 }
 
 /// Runs a command to completion; fails with its output on a non-zero exit. Returns the

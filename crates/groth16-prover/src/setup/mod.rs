@@ -496,15 +496,14 @@ where
             .for_each(|(p, a)| G::batch_normalize(p, a));
     }
 
-    /// Writes `n` as a u32 big-endian count, then `n` points `s·g` in chunks; `fill(start,
-    /// buf)` appends the scalars of points `start..start + min(CHUNK, n − start)` to the
-    /// empty `buf`.
+    /// Writes `n` as a u32 big-endian count, then `n` points `s·g` uncompressed (the
+    /// `.params` layout); `fill` as for [`FixedBase::write_points`].
     fn write<W: Write>(
         &self,
         section: &'static str,
         n: usize,
         out: &mut Counting<W>,
-        mut fill: impl FnMut(usize, &mut Vec<Scalar>),
+        fill: impl FnMut(usize, &mut Vec<Scalar>),
     ) -> Result<(), ProverError> {
         let count = u32::try_from(n).map_err(|_| ProverError::ParamsWrite {
             section,
@@ -516,10 +515,32 @@ where
         })?;
         out.put(section, &count.to_be_bytes())?;
         let encoded = std::mem::size_of::<<G::Affine as UncompressedEncoding>::Uncompressed>();
+        self.write_points(
+            section,
+            n,
+            out,
+            encoded,
+            |a, b| b.copy_from_slice(a.to_uncompressed().as_ref()),
+            fill,
+        )
+    }
+
+    /// Writes `n` points `s·g` in chunks (the zkey writer's too), each encoded into
+    /// `bytes_per_point` bytes by `encode`; `fill(start, buf)` appends the scalars of points `start..start +
+    /// min(CHUNK, n − start)` to the empty `buf`.
+    fn write_points<W: Write>(
+        &self,
+        section: &'static str,
+        n: usize,
+        out: &mut Counting<W>,
+        bytes_per_point: usize,
+        encode: impl Fn(&G::Affine, &mut [u8]) + Sync,
+        mut fill: impl FnMut(usize, &mut Vec<Scalar>),
+    ) -> Result<(), ProverError> {
         let mut scalars = Vec::with_capacity(CHUNK);
         let mut proj = Vec::with_capacity(CHUNK);
         let mut affine = Vec::with_capacity(CHUNK);
-        let mut bytes = Vec::with_capacity(CHUNK * encoded);
+        let mut bytes = Vec::with_capacity(CHUNK * bytes_per_point);
         let mut start = 0;
         while start < n {
             scalars.clear();
@@ -528,11 +549,11 @@ where
             debug_assert_eq!(len, CHUNK.min(n - start));
             self.affine_points(&scalars, &mut proj, &mut affine);
             bytes.clear();
-            bytes.resize(len * encoded, 0);
+            bytes.resize(len * bytes_per_point, 0);
             bytes
-                .par_chunks_mut(encoded)
+                .par_chunks_mut(bytes_per_point)
                 .zip(affine.par_iter())
-                .for_each(|(b, a)| b.copy_from_slice(a.to_uncompressed().as_ref()));
+                .for_each(|(b, a)| encode(a, b));
             out.put(section, &bytes)?;
             start += len;
         }

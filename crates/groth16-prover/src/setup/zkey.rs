@@ -259,9 +259,14 @@ pub fn generate_zkey_with<W: Write>(
     out.put("groth16 header", &header)?;
 
     section(&mut out, 3, n_inputs as u64 * G1_BYTES)?;
-    points(&t1, "ic", n_inputs, &mut out, g1_bytes, |s, buf| {
-        buf.extend_from_slice(&ext[s..s + CHUNK.min(n_inputs - s)])
-    })?;
+    t1.write_points(
+        "ic",
+        n_inputs,
+        &mut out,
+        G1_BYTES as usize,
+        g1_into,
+        |s, buf| buf.extend_from_slice(&ext[s..s + CHUNK.min(n_inputs - s)]),
+    )?;
 
     section(
         &mut out,
@@ -297,28 +302,48 @@ pub fn generate_zkey_with<W: Write>(
         buf.extend_from_slice(&v[s..s + CHUNK.min(v.len() - s)])
     };
     section(&mut out, 5, n_columns as u64 * G1_BYTES)?;
-    points(&t1, "a", n_columns, &mut out, g1_bytes, |s, buf| {
-        all(&at, s, buf)
-    })?;
+    t1.write_points(
+        "a",
+        n_columns,
+        &mut out,
+        G1_BYTES as usize,
+        g1_into,
+        |s, buf| all(&at, s, buf),
+    )?;
     section(&mut out, 6, n_columns as u64 * G1_BYTES)?;
-    points(&t1, "b1", n_columns, &mut out, g1_bytes, |s, buf| {
-        all(&bt, s, buf)
-    })?;
+    t1.write_points(
+        "b1",
+        n_columns,
+        &mut out,
+        G1_BYTES as usize,
+        g1_into,
+        |s, buf| all(&bt, s, buf),
+    )?;
     section(&mut out, 7, n_columns as u64 * G2_BYTES)?;
-    points(&t2, "b2", n_columns, &mut out, g2_bytes, |s, buf| {
-        all(&bt, s, buf)
-    })?;
+    t2.write_points(
+        "b2",
+        n_columns,
+        &mut out,
+        G2_BYTES as usize,
+        g2_into,
+        |s, buf| all(&bt, s, buf),
+    )?;
     drop((at, bt));
     section(&mut out, 8, n_aux * G1_BYTES)?;
-    points(&t1, "c", n_aux as usize, &mut out, g1_bytes, |s, buf| {
-        all(&ext[n_inputs..], s, buf)
-    })?;
+    t1.write_points(
+        "c",
+        n_aux as usize,
+        &mut out,
+        G1_BYTES as usize,
+        g1_into,
+        |s, buf| all(&ext[n_inputs..], s, buf),
+    )?;
     drop(ext);
 
     // H_i = L_{2i+1}(τ)/δ over the domain of 2m points.
     section(&mut out, 9, m as u64 * G1_BYTES)?;
     let omega_2m = domain::snarkjs_omega(log_m + 1);
-    points(&t1, "h", m, &mut out, g1_bytes, |s, buf| {
+    t1.write_points("h", m, &mut out, G1_BYTES as usize, g1_into, |s, buf| {
         let n = CHUNK.min(m - s);
         let odd = lagrange_odd(tau, omega_2m, 2 * m, s..s + n);
         buf.extend(odd.into_iter().map(|l| l * delta_inv));
@@ -352,43 +377,6 @@ pub fn generate_zkey_with<W: Write>(
 fn section<W: Write>(out: &mut Counting<W>, id: u32, bytes: u64) -> Result<(), ProverError> {
     out.put("section table", &id.to_le_bytes())?;
     out.put("section table", &bytes.to_le_bytes())
-}
-
-/// `n` points `s·g` in the zkey's encoding; `fill(start, buf)` appends the scalars of
-/// points `start..start + min(CHUNK, n − start)` to the empty `buf`.
-fn points<G, W: Write, const B: usize>(
-    table: &FixedBase<G>,
-    section: &'static str,
-    n: usize,
-    out: &mut Counting<W>,
-    encode: fn(&G::Affine) -> [u8; B],
-    mut fill: impl FnMut(usize, &mut Vec<Scalar>),
-) -> Result<(), ProverError>
-where
-    G: Curve<Scalar = Scalar> + Send + Sync,
-    G::Affine: group::UncompressedEncoding,
-{
-    let mut scalars = Vec::with_capacity(CHUNK);
-    let mut proj = Vec::with_capacity(CHUNK);
-    let mut affine = Vec::with_capacity(CHUNK);
-    let mut bytes = Vec::with_capacity(CHUNK * B);
-    let mut start = 0;
-    while start < n {
-        scalars.clear();
-        fill(start, &mut scalars);
-        let len = scalars.len();
-        debug_assert_eq!(len, CHUNK.min(n - start));
-        table.affine_points(&scalars, &mut proj, &mut affine);
-        bytes.clear();
-        bytes.resize(len * B, 0);
-        bytes
-            .par_chunks_mut(B)
-            .zip(affine.par_iter())
-            .for_each(|(b, a)| b.copy_from_slice(&encode(a)));
-        out.put(section, &bytes)?;
-        start += len;
-    }
-    Ok(())
 }
 
 /// The Lagrange basis of the `n`-point domain of `omega` at `tau`, for the indices in
@@ -466,6 +454,14 @@ fn r_le() -> [u8; 32] {
         w.copy_from_slice(&l.to_le_bytes());
     }
     b
+}
+
+fn g1_into(p: &G1Affine, out: &mut [u8]) {
+    out.copy_from_slice(&g1_bytes(p));
+}
+
+fn g2_into(p: &G2Affine, out: &mut [u8]) {
+    out.copy_from_slice(&g2_bytes(p));
 }
 
 /// A G1 point as a zkey stores it: x ‖ y, Montgomery form, little-endian; infinity is 0.
