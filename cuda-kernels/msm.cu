@@ -14,6 +14,12 @@
 //   <g>_accumulate(const Affine* bases, const u32* entries, const u32* offsets,
 //                  const u32* counts, Xyzz* buckets, u32 n_keys)
 //   <g>_accumulate_capped(...)   the same, registers capped at 128 (4 blocks per SM)
+//   <g>_accumulate_chunks(bases, entries, offsets, counts, n_keys, chunk_len, buckets,
+//                         partials, n_chunks)  one thread per chunk_len sorted entries
+//   g1_accumulate_chunks_capped(...)  the same, registers capped at 128 (G1 only)
+//   <g>_fixup_groups(offsets, counts, n_keys, chunk_len, group, partials, n_chunks)
+//   <g>_fixup_buckets(offsets, counts, n_keys, chunk_len, group, partials, buckets,
+//                     n_chunks)  buckets that cross chunk boundaries
 //   <g>_reduce_segments(const Xyzz* buckets, u32 n_buckets, u32 seg_len, u32 n_segments,
 //                       u32 ones_window, Xyzz* out, u32 n_threads)
 //   <g>_sum_groups(const Xyzz* in, u32 group_len, Xyzz* out, u32 n_groups)
@@ -67,5 +73,14 @@ extern "C" __global__ void __launch_bounds__(128, 3)
                               uint32_t n_threads) {
   GRID_STRIDE(t, n_threads)
   reduce_segments_body(buckets, n_buckets, seg_len, n_segments, ones_window, out, t);
+}
+// G1 chunked accumulation with registers capped for 4 blocks of 128 per SM.
+extern "C" __global__ void __launch_bounds__(128, 4)
+    g1_accumulate_chunks_capped(const Affine<Fp>* bases, const uint32_t* entries,
+                                const uint32_t* offsets, const uint32_t* counts, uint32_t n_keys,
+                                uint32_t chunk_len, Xyzz<Fp>* buckets, Xyzz<Fp>* partials,
+                                uint32_t n_chunks) {
+  GRID_STRIDE(t, n_chunks)
+  accumulate_chunk_body(bases, entries, offsets, counts, n_keys, chunk_len, buckets, partials, t);
 }
 // G2 lives in msm_g2.cu (its own PTX module: its PTX alone takes nvcc ~10 minutes).

@@ -12,6 +12,10 @@
 // Point kernels of one curve: G is the name prefix (g1, g2), F the coordinate field.
 //   <G>_accumulate(bases, entries, offsets, counts, buckets, n_keys)
 //   <G>_accumulate_capped(...)   the same, registers capped (4 blocks of 128 per SM)
+//   <G>_accumulate_chunks(bases, entries, offsets, counts, n_keys, chunk_len, buckets,
+//                         partials, n_chunks)   one thread per chunk_len sorted entries
+//   <G>_fixup_groups(offsets, counts, n_keys, chunk_len, group, partials, n_chunks)
+//   <G>_fixup_buckets(offsets, counts, n_keys, chunk_len, group, partials, buckets, n_chunks)
 //   <G>_reduce_segments(buckets, n_buckets, seg_len, n_segments, ones_window, out, n_threads)
 //   <G>_sum_groups(in, group_len, out, n_groups)
 // ptxas register counts and spills per curve are recorded in cuda-kernels/NOTES.md.
@@ -31,6 +35,32 @@
                             pinion::Xyzz<F>* buckets, uint32_t n_keys) {                      \
     GRID_STRIDE(k, n_keys)                                                                    \
     pinion::msm::accumulate_body(bases, entries, offsets, counts, buckets, k);                \
+  }                                                                                           \
+  /* Chunked accumulation (msm.cuh): one thread per L sorted entries, then the two         \
+     fix-up kernels for buckets that cross chunk boundaries. */                             \
+  extern "C" __global__ void __launch_bounds__(128)                                           \
+      G##_accumulate_chunks(const pinion::Affine<F>* bases, const uint32_t* entries,          \
+                            const uint32_t* offsets, const uint32_t* counts, uint32_t n_keys, \
+                            uint32_t chunk_len, pinion::Xyzz<F>* buckets,                     \
+                            pinion::Xyzz<F>* partials, uint32_t n_chunks) {                   \
+    GRID_STRIDE(t, n_chunks)                                                                  \
+    pinion::msm::accumulate_chunk_body(bases, entries, offsets, counts, n_keys, chunk_len,    \
+                                       buckets, partials, t);                                 \
+  }                                                                                           \
+  extern "C" __global__ void __launch_bounds__(128)                                           \
+      G##_fixup_groups(const uint32_t* offsets, const uint32_t* counts, uint32_t n_keys,      \
+                       uint32_t chunk_len, uint32_t group, pinion::Xyzz<F>* partials,         \
+                       uint32_t n_chunks) {                                                   \
+    GRID_STRIDE(t, n_chunks)                                                                  \
+    pinion::msm::fixup_groups_body(offsets, counts, n_keys, chunk_len, group, partials, t);   \
+  }                                                                                           \
+  extern "C" __global__ void __launch_bounds__(128)                                           \
+      G##_fixup_buckets(const uint32_t* offsets, const uint32_t* counts, uint32_t n_keys,     \
+                        uint32_t chunk_len, uint32_t group, const pinion::Xyzz<F>* partials,  \
+                        pinion::Xyzz<F>* buckets, uint32_t n_chunks) {                        \
+    GRID_STRIDE(t, n_chunks)                                                                  \
+    pinion::msm::fixup_buckets_body(offsets, counts, n_keys, chunk_len, group, partials,      \
+                                    buckets, t);                                              \
   }                                                                                           \
   extern "C" __global__ void __launch_bounds__(128)                                           \
       G##_reduce_segments(const pinion::Xyzz<F>* buckets, uint32_t n_buckets,                 \

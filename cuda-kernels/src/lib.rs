@@ -276,6 +276,17 @@ entries! {
     G1Accumulate => (Msm, "g1_accumulate"),
     /// `g1_accumulate_capped(..)`: as `g1_accumulate`, registers capped at 128.
     G1AccumulateCapped => (Msm, "g1_accumulate_capped"),
+    /// `g1_accumulate_chunks(bases, entries, offsets, counts, n_keys, chunk_len, buckets,
+    /// partials, n_chunks)`: bucket sums, one thread per `chunk_len` sorted entries.
+    G1AccumulateChunks => (Msm, "g1_accumulate_chunks"),
+    /// `g1_accumulate_chunks_capped(..)`: as `g1_accumulate_chunks`, registers capped at 128.
+    G1AccumulateChunksCapped => (Msm, "g1_accumulate_chunks_capped"),
+    /// `g1_fixup_groups(offsets, counts, n_keys, chunk_len, group, partials, n_chunks)`:
+    /// sums the head parts of runs of up to `group` chunks.
+    G1FixupGroups => (Msm, "g1_fixup_groups"),
+    /// `g1_fixup_buckets(offsets, counts, n_keys, chunk_len, group, partials, buckets,
+    /// n_chunks)`: writes the buckets that cross chunk boundaries.
+    G1FixupBuckets => (Msm, "g1_fixup_buckets"),
     /// `g1_reduce_segments(buckets, n_buckets, seg_len, n_segments, ones_window, out, n)`.
     G1ReduceSegments => (Msm, "g1_reduce_segments"),
     /// `g1_reduce_segments_capped(...)`: the same, registers capped for 3 blocks per SM.
@@ -287,6 +298,12 @@ entries! {
     G2Accumulate => (MsmG2, "g2_accumulate"),
     /// `g2_accumulate_capped(..)`: as `g2_accumulate`, registers capped (4 blocks per SM).
     G2AccumulateCapped => (MsmG2, "g2_accumulate_capped"),
+    /// `g2_accumulate_chunks(..)`: as `g1_accumulate_chunks` on G2.
+    G2AccumulateChunks => (MsmG2, "g2_accumulate_chunks"),
+    /// `g2_fixup_groups(..)`: as `g1_fixup_groups` on G2.
+    G2FixupGroups => (MsmG2, "g2_fixup_groups"),
+    /// `g2_fixup_buckets(..)`: as `g1_fixup_buckets` on G2.
+    G2FixupBuckets => (MsmG2, "g2_fixup_buckets"),
     /// `g2_reduce_segments(buckets, n_buckets, seg_len, n_segments, ones_window, out, n)`.
     G2ReduceSegments => (MsmG2, "g2_reduce_segments"),
     /// `g2_sum_groups(in, group_len, out, n_groups)`.

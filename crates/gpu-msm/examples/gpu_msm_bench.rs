@@ -6,11 +6,15 @@
 //! of device memory in all). Two timings per size: including the copy of the (canonical)
 //! scalars from pinned host memory to the device, as the reference figures do, and with the
 //! scalars already on the device. Then Groth16-shaped scalars (30% zeros, 30% ones, 40%
-//! uniform) at each curve's largest size, and a per-phase breakdown.
+//! uniform) at each curve's largest size, every scalar equal there too (with a chunked
+//! accumulation only), and a per-phase breakdown.
 //! The library's default window and kernel are timed; with `PINION_MSM_SWEEP=1` a short
 //! sweep per size (scalars resident, median of 3) over windows 8, 13, 16
-//! (`PINION_MSM_SWEEP_WINDOWS=16,20` picks others) and the two
-//! accumulation kernels picks the configuration that the table then times in full.
+//! (`PINION_MSM_SWEEP_WINDOWS=16,20` picks others), the accumulation kernels
+//! (`PINION_MSM_SWEEP_KERNELS=Capped128,ChunkedCapped` picks some), the chunk lengths of
+//! the chunked ones (`PINION_MSM_SWEEP_CHUNKS=128,256`, default 256) and the reduction
+//! kernels (`PINION_MSM_SWEEP_REDUCE=Capped`) picks the configuration that the table then
+//! times in full.
 //! `PINION_BENCH_QUICK=1`: G1 at 2^16 and 2^18, G2 at 2^16 (unless sizes are given).
 //! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
 //! "bases streamed from pinned" row: bases in pinned host memory, copied in chunks of
@@ -154,6 +158,25 @@ fn sweep_windows() -> BenchResult<Vec<u32>> {
     }
 }
 
+/// The choices named in `var` (comma-separated, as `name` prints them), or all of `all`.
+fn sweep_list<T: Copy>(var: &str, all: &[T], name: impl Fn(&T) -> String) -> BenchResult<Vec<T>> {
+    match std::env::var(var) {
+        Err(_) => Ok(all.to_vec()),
+        Ok(list) => list
+            .split(',')
+            .map(|want| {
+                all.iter()
+                    .find(|k| name(k) == want.trim())
+                    .copied()
+                    .ok_or_else(|| {
+                        let names: Vec<String> = all.iter().map(&name).collect();
+                        format!("{var}: {want:?} is not one of {}", names.join(", ")).into()
+                    })
+            })
+            .collect(),
+    }
+}
+
 fn env_flag(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v == "1")
 }
@@ -275,6 +298,9 @@ struct Run {
     runs: usize,
     sweep_on: bool,
     sweep_windows: Vec<u32>,
+    sweep_kernels: Vec<AccumulateKernel>,
+    sweep_chunks: Vec<u32>,
+    sweep_reduce: Vec<ReduceKernel>,
     streamed: bool,
     stream_chunk_log: u32,
     rng: StdRng,
@@ -295,6 +321,22 @@ fn main() -> BenchResult<()> {
         runs,
         sweep_on: env_flag("PINION_MSM_SWEEP"),
         sweep_windows: sweep_windows()?,
+        sweep_kernels: sweep_list("PINION_MSM_SWEEP_KERNELS", &AccumulateKernel::ALL, |k| {
+            format!("{k:?}")
+        })?,
+        sweep_chunks: match std::env::var("PINION_MSM_SWEEP_CHUNKS") {
+            Err(_) => vec![256],
+            Ok(list) => list
+                .split(',')
+                .map(|c| c.trim().parse::<u32>())
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("PINION_MSM_SWEEP_CHUNKS: {e}"))?,
+        },
+        sweep_reduce: sweep_list(
+            "PINION_MSM_SWEEP_REDUCE",
+            &[ReduceKernel::Uncapped, ReduceKernel::Capped],
+            |k| format!("{k:?}"),
+        )?,
         streamed: args.streamed,
         stream_chunk_log: std::env::var("PINION_MSM_STREAM_CHUNK_LOG")
             .ok()
@@ -387,18 +429,34 @@ where
             &[]
         };
         for &c in windows {
-            for accumulate in [AccumulateKernel::Uncapped, AccumulateKernel::Capped128] {
-                for reduce in [ReduceKernel::Uncapped, ReduceKernel::Capped] {
-                    let config = GpuMsmConfig {
-                        window_bits: Some(c),
-                        accumulate,
-                        reduce,
-                    };
-                    let engine = GpuMsm::with_config(gpu.clone(), config)?;
-                    let ms = time_resident(&engine, &bases, &d_scalars, 3)?;
-                    sweep.push(format!("c{c}/{accumulate:?}/{reduce:?} {ms:.2}"));
-                    if best.is_none_or(|(b, _)| ms < b) {
-                        best = Some((ms, config));
+            for &accumulate in &run.sweep_kernels {
+                if accumulate.resolve::<C>() != accumulate {
+                    continue; // a variant this curve does not have
+                }
+                let chunked = !matches!(
+                    accumulate,
+                    AccumulateKernel::Uncapped | AccumulateKernel::Capped128
+                );
+                let chunk_lens: &[u32] = if chunked { &run.sweep_chunks } else { &[0] };
+                for &chunk_len in chunk_lens {
+                    for &reduce in &run.sweep_reduce {
+                        let config = GpuMsmConfig {
+                            window_bits: Some(c),
+                            accumulate,
+                            reduce,
+                            chunk_len: chunked.then_some(chunk_len),
+                        };
+                        let engine = GpuMsm::with_config(gpu.clone(), config)?;
+                        let ms = time_resident(&engine, &bases, &d_scalars, 3)?;
+                        let chunk = if chunked {
+                            format!("/L{chunk_len}")
+                        } else {
+                            String::new()
+                        };
+                        sweep.push(format!("c{c}/{accumulate:?}{chunk}/{reduce:?} {ms:.2}"));
+                        if best.is_none_or(|(b, _)| ms < b) {
+                            best = Some((ms, config));
+                        }
                     }
                 }
             }
@@ -471,6 +529,31 @@ where
         let (_, phases) = engine.msm_resident_profiled(&bases, &scalars)?;
         let label = format!("{name} 2^{log_n} groth16-shaped");
         run.phase_lines.push(phase_line(&label, &phases));
+        // Every scalar equal: one bucket per window holds all n entries. Only with a
+        // chunked accumulation (one thread per bucket would add them one after another).
+        let kernel = engine.config().accumulate.resolve::<C>();
+        if matches!(
+            kernel,
+            AccumulateKernel::Chunked | AccumulateKernel::ChunkedCapped
+        ) {
+            let one = scalar_words(rng, 1, false);
+            let equal: Vec<u32> = (0..n).flat_map(|_| one.iter().copied()).collect();
+            let t = time_one(&engine, &bases, &equal, run.runs)?;
+            run.rows.push(format!(
+                "| {name} | 2^{log_n} all scalars equal | {} {kernel:?} | {:.2} | {:.2} | - | - |",
+                engine.plan(n).window_bits,
+                t.with_copy_ms,
+                t.resident_ms
+            ));
+            println!("{}", run.rows.last().map_or("", String::as_str));
+            emit_bench_line(
+                name,
+                "all scalars equal, with scalar copy",
+                log_n,
+                t.with_copy_ms,
+                None,
+            );
+        }
     }
     Ok(())
 }

@@ -31,27 +31,29 @@
 //! Signed-digit windows of `c` bits (`W = ⌈256/c⌉` windows, `2^(c-1)` buckets each), plus a
 //! "ones" window that sums the bases of scalars equal to 1 without weights; scalars equal
 //! to 0 produce no work. Bucket assignment is a counting sort by bucket key (count with
-//! atomics, prefix sum, scatter), then one thread per bucket adds its bases in XYZZ
-//! coordinates, buckets are reduced by running sums over segments of buckets (one thread
-//! each) and a two-level sum, the `W + 1` window sums are made affine on the GPU, and the
-//! host combines them by doubling.
+//! atomics, prefix sum, scatter), then the bucket accumulation adds each bucket's bases in
+//! XYZZ coordinates, buckets are reduced by running sums over segments of buckets (one
+//! thread each) and a tree of sums, and the host makes the `W + 1` window sums affine and
+//! combines them by doubling.
 //!
-//! # Known limitation (performance, not correctness)
-//! One thread sums one bucket, so a bucket that receives many entries serialises: many
-//! equal scalars other than 0 and 1 (say a million 2s), or a window whose digits take few
-//! values. The default window sizes avoid the second case for uniform scalars (see
-//! [`GpuMsmPlan::default_window_bits`]); the first is still slow (seconds at 2^20 equal
-//! scalars), though exact. The fix is to split long buckets into tasks of bounded length
-//! and sum the partial results (not done yet).
+//! # Bucket accumulation
+//! G1's default ([`AccumulateKernel::ChunkedCapped`]) gives each thread the same number of
+//! sorted entries ([`GpuMsmPlan::default_chunk_len`]: 32 to 512 by size) whatever the
+//! buckets they fall in, and two small fix-up launches add the partial sums of buckets that
+//! cross chunk boundaries (in runs of 64 chunks, then one thread per such bucket). So a
+//! bucket that receives many entries (a million equal scalars other than 0 and 1, or a
+//! window whose digits take few values) is spread over many threads, and no warp waits
+//! for its longest bucket. G2's default is the same without the register cap
+//! ([`AccumulateKernel::Chunked`]). The older kernels, one thread per bucket
+//! ([`AccumulateKernel::Uncapped`], [`AccumulateKernel::Capped128`]), remain as choices;
+//! there a bucket of `m` entries is `m` additions in a row (seconds for 2^20 equal scalars).
 //!
-//! # Measured (H200, 2026-11-30, `examples/gpu_msm_bench.rs`, bases resident, uniform scalars)
-//! Median ms including the pinned-host copy of the scalars / with scalars resident:
-//! 2^16 10.78 / 10.68 (c = 13), 2^18 11.56 / 11.32, 2^20 21.63 / 20.92, 2^22 59.90 / 57.98,
-//! 2^24 195.79 / 186.77 (c = 16; 2^22 and 2^24 with the uncapped accumulation kernel).
-//! At 2^24 the bucket accumulation is 164.5 of 184.5 ms of device time (count 2.6,
-//! scan 0.3, scatter 11.0, reduction 6.1): the mixed additions bound it.
-//!
-//! G2 has not been measured yet (`examples/gpu_msm_bench.rs --curves g2`).
+//! # Measured (H200, 2026-12-02, `examples/gpu_msm_bench.rs`, bases resident, uniform scalars)
+//! Median ms with the pinned-host copy of the scalars, G1: 2^16 5.18 (c = 13), 2^18 7.50,
+//! 2^20 15.95, 2^22 49.09, 2^24 175.32, 2^26 676.60 (c = 16); G2: 2^20 45.21, 2^24 503.88.
+//! At 2^26 the bucket accumulation is 571 of 633 ms of device time (count 10.4, scatter
+//! 48.2, reduction 3.2): the mixed additions bound it. The reference CUDA library in the
+//! same run, and the history: docs/benchmarks.md.
 //!
 //! # Cost model
 //! About `W·m` mixed additions for `m` scalars other than 0 and 1, one per scalar equal to
@@ -59,8 +61,9 @@
 //! one (Fp2 products are 3 Fp products) and reads 192-byte bases instead of 96. Device
 //! scratch per call: `4·W·n + X·(W+1)·2^(c-1) + 12·(W+1)·2^(c-1)` bytes (entries, buckets,
 //! sort keys) with X = 192 for G1 and 384 for G2 XYZZ buckets, plus small reduction
-//! buffers. At n = 2^26 and c = 16 (W = 16) that is 4 GiB of entries and ~110 MiB (G1) of
-//! buckets, next to 6 GiB of G1 bases and 2 GiB of scalars. Window sizes are shared by
+//! buffers; the chunked accumulation adds `2·X·⌈W·n/L⌉` bytes of partial sums (chunks of
+//! `L` entries: 768 MiB for G1 at 2^26, c = 16, L = 512). At n = 2^26 and c = 16
+//! (W = 16) that is 4 GiB of entries and ~110 MiB (G1) of buckets, next to 6 GiB of G1 bases and 2 GiB of scalars. Window sizes are shared by
 //! both curves (tuned on G1).
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -105,6 +108,17 @@ fn tree_levels(n_segments: u32) -> Vec<u32> {
 pub const GPU_MIN_WINDOW_BITS: u32 = 2;
 /// Largest window size (keeps bucket keys and scratch small).
 pub const GPU_MAX_WINDOW_BITS: u32 = 20;
+/// Shortest default chunk of the chunked accumulation ([`GpuMsmPlan::default_chunk_len`]).
+pub const MIN_DEFAULT_CHUNK_LEN: u32 = 32;
+/// Longest default chunk of the chunked accumulation.
+pub const MAX_DEFAULT_CHUNK_LEN: u32 = 512;
+/// The default chunk aims at about this many chunks (threads) per MSM.
+const TARGET_CHUNKS: usize = 1 << 17;
+/// Largest [`GpuMsmConfig::chunk_len`].
+pub const MAX_CHUNK_LEN: u32 = 1 << 16;
+/// Chunks whose partial sums one thread of the first fix-up launch adds (a bucket of `m`
+/// entries leaves `m / (L·FIXUP_GROUP)` additions to one thread of the second).
+const FIXUP_GROUP: u32 = 64;
 /// Most terms one GPU MSM takes (entry indices keep a sign bit; the sorted entries must
 /// fit u32 offsets).
 pub const GPU_MAX_TERMS: usize = 1 << 28;
@@ -118,6 +132,14 @@ pub enum GpuMsmError {
     /// The device refused or failed (VRAM budget, out of memory, driver error).
     #[error("gpu msm: {0}")]
     Gpu(#[from] GpuError),
+    /// A chunk length outside `1..=max`.
+    #[error("chunk length {chunk_len} is outside 1..={max}")]
+    BadChunkLen {
+        /// Requested entries per thread.
+        chunk_len: u32,
+        /// [`MAX_CHUNK_LEN`].
+        max: u32,
+    },
     /// More terms than the GPU pipeline indexes.
     #[error("{n_terms} terms exceed the gpu backend's maximum of {max_terms}")]
     TooManyTerms {
@@ -212,6 +234,14 @@ pub trait GpuCurve: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {
     const ACCUMULATE: Entry;
     /// `<g>_accumulate_capped`.
     const ACCUMULATE_CAPPED: Entry;
+    /// `<g>_accumulate_chunks`.
+    const ACCUMULATE_CHUNKS: Entry;
+    /// `<g>_accumulate_chunks_capped`, where the curve has one.
+    const ACCUMULATE_CHUNKS_CAPPED: Option<Entry>;
+    /// `<g>_fixup_groups`.
+    const FIXUP_GROUPS: Entry;
+    /// `<g>_fixup_buckets`.
+    const FIXUP_BUCKETS: Entry;
     /// `<g>_reduce_segments`.
     const REDUCE_SEGMENTS: Entry;
     /// `<g>_reduce_segments_capped`, where the curve has one.
@@ -246,9 +276,13 @@ impl GpuCurve for G1Curve {
     const NAME: &'static str = "g1";
     const AFFINE_WORDS: usize = 24;
     const XYZZ_WORDS: usize = 48;
-    const DEFAULT_ACCUMULATE: AccumulateKernel = AccumulateKernel::Capped128;
+    const DEFAULT_ACCUMULATE: AccumulateKernel = AccumulateKernel::ChunkedCapped;
     const ACCUMULATE: Entry = Entry::G1Accumulate;
     const ACCUMULATE_CAPPED: Entry = Entry::G1AccumulateCapped;
+    const ACCUMULATE_CHUNKS: Entry = Entry::G1AccumulateChunks;
+    const ACCUMULATE_CHUNKS_CAPPED: Option<Entry> = Some(Entry::G1AccumulateChunksCapped);
+    const FIXUP_GROUPS: Entry = Entry::G1FixupGroups;
+    const FIXUP_BUCKETS: Entry = Entry::G1FixupBuckets;
     const REDUCE_SEGMENTS: Entry = Entry::G1ReduceSegments;
     const REDUCE_SEGMENTS_CAPPED: Option<Entry> = Some(Entry::G1ReduceSegmentsCapped);
     const DEFAULT_REDUCE: ReduceKernel = ReduceKernel::Capped;
@@ -271,10 +305,15 @@ impl GpuCurve for G2Curve {
     const NAME: &'static str = "g2";
     const AFFINE_WORDS: usize = 48;
     const XYZZ_WORDS: usize = 96;
-    // Capped at 128 registers, G2's accumulation spills ~4 KiB per thread (ptxas).
-    const DEFAULT_ACCUMULATE: AccumulateKernel = AccumulateKernel::Uncapped;
+    // No capped chunked kernel on G2: capped at 128 registers, G2's accumulation spills
+    // ~4 KiB per thread (ptxas).
+    const DEFAULT_ACCUMULATE: AccumulateKernel = AccumulateKernel::Chunked;
     const ACCUMULATE: Entry = Entry::G2Accumulate;
     const ACCUMULATE_CAPPED: Entry = Entry::G2AccumulateCapped;
+    const ACCUMULATE_CHUNKS: Entry = Entry::G2AccumulateChunks;
+    const ACCUMULATE_CHUNKS_CAPPED: Option<Entry> = None;
+    const FIXUP_GROUPS: Entry = Entry::G2FixupGroups;
+    const FIXUP_BUCKETS: Entry = Entry::G2FixupBuckets;
     const REDUCE_SEGMENTS: Entry = Entry::G2ReduceSegments;
     const REDUCE_SEGMENTS_CAPPED: Option<Entry> = None;
     const DEFAULT_REDUCE: ReduceKernel = ReduceKernel::Uncapped;
@@ -483,15 +522,42 @@ pub enum AccumulateKernel {
     /// 22.34 ms, scalars resident, median of 3). G2: about 4 KiB of spills per thread
     /// (ptxas), so not G2's default; not measured on G2 yet.
     Capped128,
+    /// One thread per [`GpuMsmConfig::chunk_len`] consecutive sorted entries instead of one
+    /// per bucket, then two fix-up launches for the buckets that cross chunk boundaries:
+    /// every thread adds the same number of points, so no warp waits for its longest
+    /// bucket and a bucket of many equal digits is spread over many threads.
+    Chunked,
+    /// [`Self::Chunked`] with registers capped at 128 (G1 only; G2 runs [`Self::Chunked`]).
+    ChunkedCapped,
 }
 
 impl AccumulateKernel {
-    /// The kernel this choice runs on curve `C` (never [`Self::Auto`]).
+    /// Every choice but [`Self::Auto`].
+    pub const ALL: [AccumulateKernel; 4] = [
+        AccumulateKernel::Uncapped,
+        AccumulateKernel::Capped128,
+        AccumulateKernel::Chunked,
+        AccumulateKernel::ChunkedCapped,
+    ];
+
+    /// The kernel this choice runs on curve `C` (never [`Self::Auto`]; [`Self::ChunkedCapped`]
+    /// runs [`Self::Chunked`] on a curve without it).
     pub fn resolve<C: GpuCurve>(self) -> AccumulateKernel {
         match self {
-            AccumulateKernel::Auto => C::DEFAULT_ACCUMULATE,
+            AccumulateKernel::Auto => C::DEFAULT_ACCUMULATE.resolve::<C>(),
+            AccumulateKernel::ChunkedCapped if C::ACCUMULATE_CHUNKS_CAPPED.is_none() => {
+                AccumulateKernel::Chunked
+            }
             other => other,
         }
+    }
+
+    /// Whether this choice runs the chunked kernels.
+    fn is_chunked(self) -> bool {
+        !matches!(
+            self,
+            AccumulateKernel::Auto | AccumulateKernel::Uncapped | AccumulateKernel::Capped128
+        )
     }
 }
 
@@ -539,6 +605,9 @@ pub struct GpuMsmConfig {
     pub accumulate: AccumulateKernel,
     /// Bucket-reduction kernel.
     pub reduce: ReduceKernel,
+    /// Sorted entries per thread of the chunked accumulation ([`AccumulateKernel::Chunked`]);
+    /// `None` is [`GpuMsmPlan::default_chunk_len`].
+    pub chunk_len: Option<u32>,
 }
 
 /// The CUDA MSM engine on one device.
@@ -577,19 +646,39 @@ impl GpuMsmPlan {
         }
     }
 
-    /// The default window size for `n` terms: 8 up to 2^12 terms, 13 below 2^15, else 16
-    /// (at 2^16 on the H200: 7.0-7.3 ms with c = 16 against 8.4-8.7 ms with c = 13, once the
-    /// window-sum tail got cheap).
+    /// The default chunk of the chunked accumulation for `n` terms under this plan: about
+    /// 2^17 chunks of the at most `W·n` entries (enough threads to fill the GPU, no more),
+    /// a power of two in [`MIN_DEFAULT_CHUNK_LEN`]`..=`[`MAX_DEFAULT_CHUNK_LEN`]. Measured
+    /// on the H200 (session 9, chunks of 16..1024 entries, best within 2% of this rule's
+    /// pick at every size): 2^14 / 2^16 (c = 13) best at 32, 2^18 at 32-64, 2^20 at 64-256,
+    /// 2^22 at 128-512, 2^24 and 2^26 at 512 (2^26: 772 / 665 / 634 ms at 128 / 256 / 512).
+    pub fn default_chunk_len(&self, n: usize) -> u32 {
+        let entries = n.saturating_mul(self.n_windows as usize);
+        let len = (entries / TARGET_CHUNKS).max(1).next_power_of_two();
+        len.clamp(
+            MIN_DEFAULT_CHUNK_LEN as usize,
+            MAX_DEFAULT_CHUNK_LEN as usize,
+        ) as u32
+    }
+
+    /// The default window size for `n` terms: 8 up to 2^12 terms, 13 below 2^17, else 16.
+    /// With the chunked accumulation (session 9, H200, best chunk each): 2^16 4.69 ms with
+    /// c = 13 against 5.63 with c = 16, 2^18 7.78 against 7.09. (With one thread per bucket
+    /// c = 16 had won at 2^16, 6.6 against 8.8 ms: c = 13's 4096 buckets per window hold 16
+    /// entries each, and a warp waits for its longest.)
     ///
     /// Only sizes whose top window still spans most of its bits are used (c = 8, 13, 16:
     /// the top window holds scalar bits 248..255, 247..255, 240..255). With c = 14, say,
     /// the top window holds bits 252..254 only, so all n top digits fall into 8 buckets and
     /// the one thread per bucket adds n/8 points in a row: measured on the H200 at 2^16,
     /// c = 14 took 134 ms and c = 13 10.7 ms; at 2^20, c = 15 took 4.4 s and c = 16 21 ms.
+    /// The chunked accumulation does not serialise on such buckets, but larger windows
+    /// still lost there (session 9, H200, chunked: c = 18 / 20 against 16 at 2^20 22.0 /
+    /// 33.9 vs 15.0 ms, at 2^22 54.4 / 59.8 vs 46.5 ms): more buckets to reduce and hold.
     pub fn default_window_bits(n: usize) -> u32 {
         if n <= 1 << 12 {
             8
-        } else if n < 1 << 15 {
+        } else if n < 1 << 17 {
             13
         } else {
             16
@@ -742,6 +831,14 @@ impl GpuMsm {
                     window_bits: c,
                     min_bits: GPU_MIN_WINDOW_BITS,
                     max_bits: GPU_MAX_WINDOW_BITS,
+                });
+            }
+        }
+        if let Some(l) = config.chunk_len {
+            if !(1..=MAX_CHUNK_LEN).contains(&l) {
+                return Err(GpuMsmError::BadChunkLen {
+                    chunk_len: l,
+                    max: MAX_CHUNK_LEN,
                 });
             }
         }
@@ -1334,20 +1431,37 @@ impl GpuMsm {
         unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
 
         mark("scatter")?;
-        let f = gpu.function(match self.config.accumulate.resolve::<C>() {
-            AccumulateKernel::Uncapped | AccumulateKernel::Auto => C::ACCUMULATE,
-            AccumulateKernel::Capped128 => C::ACCUMULATE_CAPPED,
-        })?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(bases)
-            .arg(entries.slice())
-            .arg(offsets.slice())
-            .arg(counts.slice())
-            .arg(buckets.slice_mut())
-            .arg(&n_keys);
-        unsafe { l.launch(grid(n_keys, POINT_BLOCK)) }.map_err(launch_err)?;
-
-        mark("accumulate")?;
+        let accumulate = self.config.accumulate.resolve::<C>();
+        // Held until the final download has synchronized the stream.
+        let mut _partials = None;
+        if accumulate.is_chunked() {
+            _partials = Some(self.accumulate_chunks::<C>(
+                accumulate,
+                bases,
+                &entries,
+                &offsets,
+                &counts,
+                &mut buckets,
+                plan,
+                n as usize,
+                n_entries,
+            )?);
+            mark("accumulate")?;
+        } else {
+            let f = gpu.function(match accumulate {
+                AccumulateKernel::Capped128 => C::ACCUMULATE_CAPPED,
+                _ => C::ACCUMULATE,
+            })?;
+            let mut l = stream.launch_builder(&f);
+            l.arg(bases)
+                .arg(entries.slice())
+                .arg(offsets.slice())
+                .arg(counts.slice())
+                .arg(buckets.slice_mut())
+                .arg(&n_keys);
+            unsafe { l.launch(grid(n_keys, POINT_BLOCK)) }.map_err(launch_err)?;
+            mark("accumulate")?;
+        }
         let seg_len = plan.n_buckets / n_segments;
         let f = gpu.function(match reduce {
             ReduceKernel::Capped => C::REDUCE_SEGMENTS_CAPPED.unwrap_or(C::REDUCE_SEGMENTS),
@@ -1395,6 +1509,90 @@ impl GpuMsm {
         let mut words = gpu.download(sums)?;
         words.truncate(n_groups as usize * C::XYZZ_WORDS);
         C::sums_from_xyzz(&words)
+    }
+}
+
+impl GpuMsm {
+    /// The chunked accumulation: `<g>_accumulate_chunks` over `n_entries` (an upper bound of
+    /// the sorted entries; threads past the real count return at once), then the two fix-up
+    /// launches. Every bucket that holds entries is written; empty ones keep their zeros
+    /// (the point at infinity). Returns the partial-sum buffer, which the queued work uses:
+    /// the caller keeps it until the stream has synchronized.
+    #[allow(clippy::too_many_arguments)]
+    fn accumulate_chunks<C: GpuCurve>(
+        &self,
+        accumulate: AccumulateKernel,
+        bases: &CudaView<'_, u32>,
+        entries: &DeviceBuffer<u32>,
+        offsets: &DeviceBuffer<u32>,
+        counts: &DeviceBuffer<u32>,
+        buckets: &mut DeviceBuffer<u32>,
+        plan: &GpuMsmPlan,
+        n_terms: usize,
+        n_entries: usize,
+    ) -> Result<DeviceBuffer<u32>, GpuMsmError> {
+        let n_keys = plan.n_keys;
+        let gpu = &self.gpu;
+        let stream = gpu.stream();
+        let chunk_len = self
+            .config
+            .chunk_len
+            .unwrap_or_else(|| plan.default_chunk_len(n_terms));
+        let n_chunks =
+            u32::try_from(n_entries.div_ceil(chunk_len as usize).max(1)).map_err(|_| {
+                GpuMsmError::TooManyTerms {
+                    n_terms: n_entries,
+                    max_terms: GPU_MAX_TERMS,
+                }
+            })?;
+        let mut partials = gpu.alloc_zeros::<u32>(
+            2 * n_chunks as usize * C::XYZZ_WORDS,
+            "gpu-msm partial bucket sums",
+        )?;
+        let group = FIXUP_GROUP;
+        let f = gpu.function(match (accumulate, C::ACCUMULATE_CHUNKS_CAPPED) {
+            (AccumulateKernel::ChunkedCapped, Some(capped)) => capped,
+            _ => C::ACCUMULATE_CHUNKS,
+        })?;
+        // SAFETY (the three launches): parameter lists as in include/msm_kernels.cuh
+        // (device pointers, then u32 values); entries holds n_entries words, offsets and
+        // counts n_keys, buckets n_keys XYZZ points, partials 2·n_chunks; every kernel reads
+        // only entries below offsets[n_keys-1] + counts[n_keys-1] <= n_entries; all buffers
+        // outlive the stream work (the caller's download synchronizes, and the caller keeps
+        // partials until then).
+        let mut l = stream.launch_builder(&f);
+        l.arg(bases)
+            .arg(entries.slice())
+            .arg(offsets.slice())
+            .arg(counts.slice())
+            .arg(&n_keys)
+            .arg(&chunk_len)
+            .arg(buckets.slice_mut())
+            .arg(partials.slice_mut())
+            .arg(&n_chunks);
+        unsafe { l.launch(grid(n_chunks, POINT_BLOCK)) }.map_err(launch_err)?;
+        let f = gpu.function(C::FIXUP_GROUPS)?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(offsets.slice())
+            .arg(counts.slice())
+            .arg(&n_keys)
+            .arg(&chunk_len)
+            .arg(&group)
+            .arg(partials.slice_mut())
+            .arg(&n_chunks);
+        unsafe { l.launch(grid(n_chunks, POINT_BLOCK)) }.map_err(launch_err)?;
+        let f = gpu.function(C::FIXUP_BUCKETS)?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(offsets.slice())
+            .arg(counts.slice())
+            .arg(&n_keys)
+            .arg(&chunk_len)
+            .arg(&group)
+            .arg(partials.slice())
+            .arg(buckets.slice_mut())
+            .arg(&n_chunks);
+        unsafe { l.launch(grid(n_chunks, POINT_BLOCK)) }.map_err(launch_err)?;
+        Ok(partials)
     }
 }
 
@@ -1504,7 +1702,8 @@ mod tests {
         }
         assert_eq!(GpuMsmPlan::default_window_bits(0), 8);
         assert_eq!(GpuMsmPlan::default_window_bits(1 << 14), 13);
-        assert_eq!(GpuMsmPlan::default_window_bits(1 << 16), 16);
+        assert_eq!(GpuMsmPlan::default_window_bits(1 << 16), 13);
+        assert_eq!(GpuMsmPlan::default_window_bits(1 << 17), 16);
         assert_eq!(GpuMsmPlan::default_window_bits(1 << 24), 16);
         // Every default keeps at least 8 bits of the scalar in the top window.
         for log_n in 0..30 {
@@ -1528,11 +1727,15 @@ mod tests {
         for e in [
             C::ACCUMULATE,
             C::ACCUMULATE_CAPPED,
+            C::ACCUMULATE_CHUNKS,
+            C::FIXUP_GROUPS,
+            C::FIXUP_BUCKETS,
             C::REDUCE_SEGMENTS,
             C::SUM_GROUPS,
         ]
         .into_iter()
         .chain(C::REDUCE_SEGMENTS_CAPPED)
+        .chain(C::ACCUMULATE_CHUNKS_CAPPED)
         {
             assert!(e.name().starts_with(&format!("{}_", C::NAME)), "{e:?}");
             assert_eq!(e.module(), C::ACCUMULATE.module(), "{e:?}");
@@ -1543,13 +1746,30 @@ mod tests {
     fn curve_layouts_and_entries_match() {
         layout_matches::<G1Curve>();
         layout_matches::<G2Curve>();
-        for k in [AccumulateKernel::Uncapped, AccumulateKernel::Capped128] {
+        for k in AccumulateKernel::ALL {
             assert_eq!(k.resolve::<G1Curve>(), k);
-            assert_eq!(k.resolve::<G2Curve>(), k);
+            let on_g2 = match k {
+                AccumulateKernel::ChunkedCapped => AccumulateKernel::Chunked,
+                other => other,
+            };
+            assert_eq!(k.resolve::<G2Curve>(), on_g2);
         }
         let auto = AccumulateKernel::Auto;
-        assert_eq!(auto.resolve::<G1Curve>(), AccumulateKernel::Capped128);
-        assert_eq!(auto.resolve::<G2Curve>(), AccumulateKernel::Uncapped);
+        assert_eq!(auto.resolve::<G1Curve>(), AccumulateKernel::ChunkedCapped);
+        assert_eq!(auto.resolve::<G2Curve>(), AccumulateKernel::Chunked);
+        let lens: Vec<u32> = [
+            (8, 12),
+            (13, 14),
+            (13, 16),
+            (16, 18),
+            (16, 20),
+            (16, 22),
+            (16, 26),
+        ]
+        .into_iter()
+        .map(|(c, log_n)| GpuMsmPlan::new(c).default_chunk_len(1 << log_n))
+        .collect();
+        assert_eq!(lens, [32, 32, 32, 32, 128, 512, 512]);
     }
 
     /// Independent oracle: filter first, then each scalar's bytes as words, serially.

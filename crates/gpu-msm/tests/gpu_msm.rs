@@ -199,7 +199,10 @@ fn window_sizes_and_density_mask<C: TestCurve>(gpu: &gpu_device::Gpu, rng: &mut 
     let bases = points::<C>(rng, n);
     let scalars = random_scalars(rng, n);
     for c in [2u32, 3, 5, 8, 11, 13, 16, 20] {
-        for accumulate in [AccumulateKernel::Uncapped, AccumulateKernel::Capped128] {
+        for accumulate in AccumulateKernel::ALL
+            .into_iter()
+            .filter(|k| k.resolve::<C>() == *k)
+        {
             let config = GpuMsmConfig {
                 window_bits: Some(c),
                 accumulate,
@@ -248,6 +251,70 @@ fn window_sizes_and_density_mask<C: TestCurve>(gpu: &gpu_device::Gpu, rng: &mut 
         .expect("batch");
     let cpu = C::cpu_batch(&bases, &[&scalars, &s2]).expect("cpu batch");
     assert_eq!(got, cpu);
+}
+
+/// Chunked accumulation with short chunks (so that buckets cross many chunk boundaries and
+/// fix-up runs of several groups) on scalar sets that make buckets very unequal: all
+/// equal, few distinct values, long runs of one value among random ones, zeros and ones.
+fn chunked_skewed_scalars<C: TestCurve>(gpu: &gpu_device::Gpu, rng: &mut StdRng) {
+    let n = 3000;
+    let bases = points::<C>(rng, n);
+    let two = Scalar::from(2u64);
+    let big = Scalar::random(&mut *rng);
+    let sets: Vec<(&str, Vec<Scalar>)> = vec![
+        ("all equal (2)", vec![two; n]),
+        ("all equal (random)", vec![big; n]),
+        (
+            "three values",
+            (0..n).map(|i| [two, big, -big][i % 3]).collect(),
+        ),
+        (
+            "a run of 2000 equal among random",
+            (0..n)
+                .map(|i| {
+                    if (500..2500).contains(&i) {
+                        big
+                    } else {
+                        Scalar::random(&mut *rng)
+                    }
+                })
+                .collect(),
+        ),
+        (
+            "zeros, ones and r - 1",
+            (0..n)
+                .map(|_| [Scalar::ZERO, Scalar::ONE, -Scalar::ONE][rng.random_range(0..3usize)])
+                .collect(),
+        ),
+        ("uniform", random_scalars(rng, n)),
+    ];
+    for (what, scalars) in &sets {
+        // The chunked kernels this curve has (G2 runs its one for every chunked choice).
+        for accumulate in AccumulateKernel::ALL.into_iter().filter(|k| {
+            !matches!(k, AccumulateKernel::Uncapped | AccumulateKernel::Capped128)
+                && k.resolve::<C>() == *k
+        }) {
+            for (c, chunk_len) in [(16u32, 1u32), (8, 3), (13, 7), (16, 64), (20, 256)] {
+                let config = GpuMsmConfig {
+                    window_bits: Some(c),
+                    accumulate,
+                    chunk_len: Some(chunk_len),
+                    ..GpuMsmConfig::default()
+                };
+                let engine = GpuMsm::with_config(gpu.clone(), config).expect("valid config");
+                let label = format!("{what}: window {c}, {accumulate:?}, chunks of {chunk_len}");
+                check::<C>(&engine, &bases, scalars, None, false, &label);
+            }
+        }
+    }
+    let bad = GpuMsmConfig {
+        chunk_len: Some(0),
+        ..GpuMsmConfig::default()
+    };
+    assert!(matches!(
+        GpuMsm::with_config(gpu.clone(), bad),
+        Err(GpuMsmError::BadChunkLen { chunk_len: 0, .. })
+    ));
 }
 
 fn resident_and_montgomery_scalars<C: TestCurve>(engine: &GpuMsm, rng: &mut StdRng) {
@@ -345,6 +412,22 @@ fn gpu_g2_window_sizes_and_density_mask() {
         return;
     };
     window_sizes_and_density_mask::<G2Curve>(&gpu, &mut rng());
+}
+
+#[test]
+fn gpu_chunked_accumulation_on_skewed_scalars() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    chunked_skewed_scalars::<G1Curve>(&gpu, &mut rng());
+}
+
+#[test]
+fn gpu_g2_chunked_accumulation_on_skewed_scalars() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    chunked_skewed_scalars::<G2Curve>(&gpu, &mut rng());
 }
 
 #[test]

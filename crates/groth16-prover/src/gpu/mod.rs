@@ -71,10 +71,11 @@ fn staging_buffer_bytes(n: usize) -> u64 {
 }
 
 /// Device bytes a proof needs beyond the key's bases, per term of its largest query and
-/// per point of its domain (scalars 32, sorted entries about 64 at the default windows;
-/// a, b, c and h on the device, 4 × 32), plus a fixed part (buckets, two streamed chunks,
-/// the driver's temporaries). What a key's promotion to the device tier leaves free.
-const HEADROOM_PER_TERM: u64 = 96;
+/// per point of its domain (scalars 32, sorted entries about 64 at the default windows, G1
+/// partial sums of the chunked accumulation 2 × 192 × 16 / 256 = 24; a, b, c and h on the
+/// device, 4 × 32), plus a fixed part (buckets, two streamed chunks, the driver's
+/// temporaries). What a key's promotion to the device tier leaves free.
+const HEADROOM_PER_TERM: u64 = 120;
 const HEADROOM_PER_POINT: u64 = 128;
 const HEADROOM_FIXED: u64 = 1 << 30;
 
