@@ -163,14 +163,7 @@ pub fn generate_with<W: Write>(
         delta,
         tau,
     } = *waste;
-    if bool::from(g1.is_identity()) {
-        return Err(degenerate("g1", "the point at infinity"));
-    }
-    if bool::from(g2.is_identity()) {
-        return Err(degenerate("g2", "the point at infinity"));
-    }
-    let gamma_inv = Option::<Scalar>::from(gamma.invert()).ok_or(degenerate("gamma", "zero"))?;
-    let delta_inv = Option::<Scalar>::from(delta.invert()).ok_or(degenerate("delta", "zero"))?;
+    let (gamma_inv, delta_inv) = waste.checked_inverses()?;
 
     let shape = pce.shape();
     let n_inputs = shape.n_inputs as usize;
@@ -185,32 +178,14 @@ pub fn generate_with<W: Write>(
         scalar_bytes * (2 * m as u64 + 3 * n_columns as u64),
         "lagrange coefficients, twiddles and the qap at tau",
     )?;
-    let (at, bt, mut ext) = {
+    let (at, bt, ext) = {
         let ntt = CpuNtt::new();
         let mut lagrange = powers(tau, m);
         ntt.inverse(&mut lagrange, Order::Natural, Order::Natural)?;
         drop(ntt);
-        let column = |which| -> Result<Vec<Scalar>, ProverError> {
-            let mut v = vec![Scalar::ZERO; n_columns];
-            pce.evaluate_transposed_into(which, &lagrange, &mut v)?;
-            Ok(v)
-        };
-        let (at, (bt, ct)) = rayon::join(
-            || column(MatrixId::A),
-            || rayon::join(|| column(MatrixId::B), || column(MatrixId::C)),
-        );
-        (at?, bt?, ct?)
+        qap_at_tau(pce, &lagrange, waste, (gamma_inv, delta_inv))?
     };
     charge.shrink_to(scalar_bytes * 3 * n_columns as u64);
-    // ext_j = (beta·at_j + alpha·bt_j + ct_j) / (gamma for inputs, delta for aux).
-    ext.par_iter_mut()
-        .zip(at.par_iter().zip(&bt))
-        .enumerate()
-        .for_each(|(j, (e, (a, b)))| {
-            let inv = if j < n_inputs { gamma_inv } else { delta_inv };
-            *e = (beta * a + alpha * b + *e) * inv;
-        });
-    check_queries(pce, &at, &bt, &ext)?;
     let qap_time = start.elapsed();
 
     // 2. The tables.
@@ -311,6 +286,61 @@ pub fn generate_with<W: Write>(
 }
 
 /// `fill` for a query that skips the zero scalars (groth16 drops their identity points).
+impl ToxicWaste {
+    /// 1/gamma and 1/delta, after checking that neither generator is the point at infinity
+    /// and neither scalar is zero (a typed error naming the degenerate one otherwise).
+    fn checked_inverses(&self) -> Result<(Scalar, Scalar), ProverError> {
+        if bool::from(self.g1.is_identity()) {
+            return Err(degenerate("g1", "the point at infinity"));
+        }
+        if bool::from(self.g2.is_identity()) {
+            return Err(degenerate("g2", "the point at infinity"));
+        }
+        let gamma_inv =
+            Option::<Scalar>::from(self.gamma.invert()).ok_or(degenerate("gamma", "zero"))?;
+        let delta_inv =
+            Option::<Scalar>::from(self.delta.invert()).ok_or(degenerate("delta", "zero"))?;
+        Ok((gamma_inv, delta_inv))
+    }
+}
+
+/// `(at, bt, ext)` of [`qap_at_tau`], one scalar per column each.
+type QapColumns = (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>);
+
+/// The QAP at tau per column, from the domain's Lagrange coefficients at tau (each file
+/// format has its own domain): `(at, bt, ext)` with
+/// `ext_j = (beta·at_j + alpha·bt_j + ct_j) / (gamma for inputs, delta for aux)`, checked
+/// against the circuit's densities ([`check_queries`]).
+fn qap_at_tau(
+    pce: &Pce,
+    lagrange: &[Scalar],
+    waste: &ToxicWaste,
+    (gamma_inv, delta_inv): (Scalar, Scalar),
+) -> Result<QapColumns, ProverError> {
+    let n_inputs = pce.shape().n_inputs as usize;
+    let n_columns = pce.shape().n_columns() as usize;
+    let column = |which| -> Result<Vec<Scalar>, ProverError> {
+        let mut v = vec![Scalar::ZERO; n_columns];
+        pce.evaluate_transposed_into(which, lagrange, &mut v)?;
+        Ok(v)
+    };
+    let (at, (bt, ct)) = rayon::join(
+        || column(MatrixId::A),
+        || rayon::join(|| column(MatrixId::B), || column(MatrixId::C)),
+    );
+    let (at, bt, mut ext) = (at?, bt?, ct?);
+    let (alpha, beta) = (waste.alpha, waste.beta);
+    ext.par_iter_mut()
+        .zip(at.par_iter().zip(&bt))
+        .enumerate()
+        .for_each(|(j, (e, (a, b)))| {
+            let inv = if j < n_inputs { gamma_inv } else { delta_inv };
+            *e = (beta * a + alpha * b + *e) * inv;
+        });
+    check_queries(pce, &at, &bt, &ext)?;
+    Ok((at, bt, ext))
+}
+
 fn nonzero(v: &[Scalar]) -> impl FnMut(usize, &mut Vec<Scalar>) + '_ {
     let mut it = v.iter().copied().filter(|x| !bool::from(x.is_zero()));
     move |_, buf| buf.extend(it.by_ref().take(CHUNK))

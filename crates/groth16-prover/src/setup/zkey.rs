@@ -34,7 +34,7 @@ use rayon::prelude::*;
 use srs_store::zkey::domain;
 
 use super::{
-    best_window, check_queries, chunk_bytes, degenerate, half, table_bytes, Charged, Counting,
+    best_window, chunk_bytes, degenerate, half, qap_at_tau, table_bytes, Charged, Counting,
     FixedBase, ToxicWaste, CHUNK,
 };
 use crate::ProverError;
@@ -123,14 +123,7 @@ pub fn generate_zkey_with<W: Write>(
         delta,
         tau,
     } = *waste;
-    if bool::from(g1.is_identity()) {
-        return Err(degenerate("g1", "the point at infinity"));
-    }
-    if bool::from(g2.is_identity()) {
-        return Err(degenerate("g2", "the point at infinity"));
-    }
-    let gamma_inv = Option::<Scalar>::from(gamma.invert()).ok_or(degenerate("gamma", "zero"))?;
-    let delta_inv = Option::<Scalar>::from(delta.invert()).ok_or(degenerate("delta", "zero"))?;
+    let (gamma_inv, delta_inv) = waste.checked_inverses()?;
 
     let shape = pce.shape();
     let n_inputs = shape.n_inputs as usize;
@@ -171,28 +164,11 @@ pub fn generate_zkey_with<W: Write>(
         scalar_bytes * (m as u64 + 3 * n_columns as u64),
         "lagrange coefficients and the qap at tau",
     )?;
-    let (at, bt, mut ext) = {
+    let (at, bt, ext) = {
         let lagrange = lagrange_at(tau, domain::snarkjs_omega(log_m), m, 0..m);
-        let column = |which| -> Result<Vec<Scalar>, ProverError> {
-            let mut v = vec![Scalar::ZERO; n_columns];
-            pce.evaluate_transposed_into(which, &lagrange, &mut v)?;
-            Ok(v)
-        };
-        let (at, (bt, ct)) = rayon::join(
-            || column(MatrixId::A),
-            || rayon::join(|| column(MatrixId::B), || column(MatrixId::C)),
-        );
-        (at?, bt?, ct?)
+        qap_at_tau(pce, &lagrange, waste, (gamma_inv, delta_inv))?
     };
     charge.shrink_to(scalar_bytes * 3 * n_columns as u64);
-    ext.par_iter_mut()
-        .zip(at.par_iter().zip(&bt))
-        .enumerate()
-        .for_each(|(j, (e, (a, b)))| {
-            let inv = if j < n_inputs { gamma_inv } else { delta_inv };
-            *e = (beta * a + alpha * b + *e) * inv;
-        });
-    check_queries(pce, &at, &bt, &ext)?;
     let qap_time = start.elapsed();
 
     // 2. The tables.
