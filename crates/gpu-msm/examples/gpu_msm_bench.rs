@@ -433,10 +433,7 @@ where
                 if accumulate.resolve::<C>() != accumulate {
                     continue; // a variant this curve does not have
                 }
-                let chunked = !matches!(
-                    accumulate,
-                    AccumulateKernel::Uncapped | AccumulateKernel::Capped128
-                );
+                let chunked = accumulate.is_chunked();
                 let chunk_lens: &[u32] = if chunked { &run.sweep_chunks } else { &[0] };
                 for &chunk_len in chunk_lens {
                     for &reduce in &run.sweep_reduce {
@@ -532,10 +529,7 @@ where
         // Every scalar equal: one bucket per window holds all n entries. Only with a
         // chunked accumulation (one thread per bucket would add them one after another).
         let kernel = engine.config().accumulate.resolve::<C>();
-        if matches!(
-            kernel,
-            AccumulateKernel::Chunked | AccumulateKernel::ChunkedCapped
-        ) {
+        if kernel.is_chunked() {
             let one = scalar_words(rng, 1, false);
             let equal: Vec<u32> = (0..n).flat_map(|_| one.iter().copied()).collect();
             let t = time_one(&engine, &bases, &equal, run.runs)?;

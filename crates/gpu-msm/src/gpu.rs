@@ -63,8 +63,8 @@
 //! sort keys) with X = 192 for G1 and 384 for G2 XYZZ buckets, plus small reduction
 //! buffers; the chunked accumulation adds `2·X·⌈W·n/L⌉` bytes of partial sums (chunks of
 //! `L` entries: 768 MiB for G1 at 2^26, c = 16, L = 512). At n = 2^26 and c = 16
-//! (W = 16) that is 4 GiB of entries and ~110 MiB (G1) of buckets, next to 6 GiB of G1 bases and 2 GiB of scalars. Window sizes are shared by
-//! both curves (tuned on G1).
+//! (W = 16) that is 4 GiB of entries and ~110 MiB (G1) of buckets, next to 6 GiB of G1
+//! bases and 2 GiB of scalars. Window sizes are shared by both curves (tuned on G1).
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use bls_repr::{FrRepr, G1AffineRepr, G2AffineRepr, ReprError};
@@ -552,8 +552,9 @@ impl AccumulateKernel {
         }
     }
 
-    /// Whether this choice runs the chunked kernels.
-    fn is_chunked(self) -> bool {
+    /// Whether this choice runs the chunked kernels ([`Self::Chunked`],
+    /// [`Self::ChunkedCapped`]; [`Self::Auto`] counts as not chunked: resolve it first).
+    pub fn is_chunked(self) -> bool {
         !matches!(
             self,
             AccumulateKernel::Auto | AccumulateKernel::Uncapped | AccumulateKernel::Capped128
@@ -1446,7 +1447,6 @@ impl GpuMsm {
                 n as usize,
                 n_entries,
             )?);
-            mark("accumulate")?;
         } else {
             let f = gpu.function(match accumulate {
                 AccumulateKernel::Capped128 => C::ACCUMULATE_CAPPED,
@@ -1460,8 +1460,8 @@ impl GpuMsm {
                 .arg(buckets.slice_mut())
                 .arg(&n_keys);
             unsafe { l.launch(grid(n_keys, POINT_BLOCK)) }.map_err(launch_err)?;
-            mark("accumulate")?;
         }
+        mark("accumulate")?;
         let seg_len = plan.n_buckets / n_segments;
         let f = gpu.function(match reduce {
             ReduceKernel::Capped => C::REDUCE_SEGMENTS_CAPPED.unwrap_or(C::REDUCE_SEGMENTS),

@@ -290,10 +290,10 @@ fn chunked_skewed_scalars<C: TestCurve>(gpu: &gpu_device::Gpu, rng: &mut StdRng)
     ];
     for (what, scalars) in &sets {
         // The chunked kernels this curve has (G2 runs its one for every chunked choice).
-        for accumulate in AccumulateKernel::ALL.into_iter().filter(|k| {
-            !matches!(k, AccumulateKernel::Uncapped | AccumulateKernel::Capped128)
-                && k.resolve::<C>() == *k
-        }) {
+        for accumulate in AccumulateKernel::ALL
+            .into_iter()
+            .filter(|k| k.is_chunked() && k.resolve::<C>() == *k)
+        {
             for (c, chunk_len) in [(16u32, 1u32), (8, 3), (13, 7), (16, 64), (20, 256)] {
                 let config = GpuMsmConfig {
                     window_bits: Some(c),
