@@ -177,20 +177,44 @@ pub fn seal(g: &mut SplitMix) -> Sealed {
 }
 
 /// Insecure parameters (and `.vk`) for `job`'s circuit in `dir` under Filecoin's names,
-/// made once with [`PARAMS_SEED`]: into a private folder, then renamed into place, so
-/// test processes making the same files at the same time never see a partial one.
+/// made once with [`PARAMS_SEED`]. One process makes them while the others wait on a lock
+/// file beside them (two test binaries that both need the 1.1 GB PoRep file would
+/// otherwise make it twice at once, doubling the disk and the cores it takes); it writes
+/// into a private folder, then renames into place, so no process ever sees a partial file.
 /// Returns the parameter file.
 pub fn insecure_params(job: &dyn PartitionJob, dir: &Path, budget: &Budget) -> PathBuf {
     let id = job.circuit_id();
     let (path, vk) = (dir.join(id.params_file_name()), dir.join(id.vk_file_name()));
+    let lock_path = dir.join(format!("{}.lock", id.params_file_name()));
+    let lock = std::fs::File::create(&lock_path)
+        .unwrap_or_else(|e| panic!("create {}: {e}", lock_path.display()));
+    let waited = Instant::now();
+    fs2::FileExt::lock_exclusive(&lock)
+        .unwrap_or_else(|e| panic!("lock {}: {e}", lock_path.display()));
     if path.is_file() && vk.is_file() {
-        eprintln!("reusing {}", path.display());
+        eprintln!(
+            "reusing {} (waited {:?} for its lock)",
+            path.display(),
+            waited.elapsed()
+        );
         return path;
+    }
+    // Under the lock no other process is making these files: a private folder for them left
+    // here is from a process that died while making them, and only takes disk.
+    let prefix = format!(".making-{}-", id.params_file_name());
+    for stale in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if stale.file_name().to_string_lossy().starts_with(&prefix) {
+            eprintln!(
+                "removing {}, left by a process that died",
+                stale.path().display()
+            );
+            let _ = std::fs::remove_dir_all(stale.path());
+        }
     }
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    let private = TempDir(dir.join(format!(".making-{}-{nanos:x}", std::process::id())));
+    let private = TempDir(dir.join(format!("{prefix}{}-{nanos:x}", std::process::id())));
     let t = Instant::now();
     let made = params::generate_insecure(job, &private.0, PARAMS_SEED, budget)
         .expect("insecure parameters");
