@@ -176,6 +176,11 @@ impl WitnessCs {
         }
     }
 
+    /// The assignment so far.
+    pub fn into_witness(self) -> Witness {
+        self.witness
+    }
+
     /// Runs `circuit`'s witness computation.
     pub fn synthesize<C: Circuit<blstrs::Scalar>>(
         circuit: C,
@@ -213,6 +218,103 @@ impl ConstraintSystem<blstrs::Scalar> for WitnessCs {
         Ok(Variable::new_unchecked(Index::Input(
             self.witness.inputs.len() - 1,
         )))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<blstrs::Scalar>) -> LinearCombination<blstrs::Scalar>,
+        LB: FnOnce(LinearCombination<blstrs::Scalar>) -> LinearCombination<blstrs::Scalar>,
+        LC: FnOnce(LinearCombination<blstrs::Scalar>) -> LinearCombination<blstrs::Scalar>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// Witness-only synthesis of one piece of a circuit straight into its place in the whole
+/// witness. The piece is a circuit that repeats a prologue of the whole one (allocations
+/// whose values it needs) before its own part: the first `skip` allocations (inputs with
+/// ONE, aux) are computed and dropped, the aux values after them fill `aux` in order and
+/// the inputs after them are kept. How many it allocated is checked by the caller
+/// ([`PieceCs::counts`]): a piece of another shape must not pass as this one.
+pub(crate) struct PieceCs<'a> {
+    skip: (usize, usize),
+    seen: (usize, usize),
+    inputs: Vec<Scalar>,
+    aux: &'a mut [Scalar],
+}
+
+impl<'a> PieceCs<'a> {
+    /// A piece that drops its first `skip_inputs` inputs (ONE counted) and `skip_aux` aux
+    /// values, and writes the aux values after them into `aux`.
+    pub(crate) fn new(skip_inputs: usize, skip_aux: usize, aux: &'a mut [Scalar]) -> Self {
+        PieceCs {
+            skip: (skip_inputs, skip_aux),
+            seen: (1, 0),
+            inputs: Vec::new(),
+            aux,
+        }
+    }
+
+    /// The inputs and aux values the piece allocated after the skipped ones.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (
+            self.seen.0.saturating_sub(self.skip.0),
+            self.seen.1.saturating_sub(self.skip.1),
+        )
+    }
+
+    /// The inputs kept (after the skipped ones), in allocation order.
+    pub(crate) fn into_inputs(self) -> Vec<Scalar> {
+        self.inputs
+    }
+}
+
+impl ConstraintSystem<blstrs::Scalar> for PieceCs<'_> {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<blstrs::Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        // The closure always runs: gadgets keep the value it computes.
+        let x = f()?;
+        let j = self.seen.1;
+        if let Some(slot) = j.checked_sub(self.skip.1).and_then(|i| self.aux.get_mut(i)) {
+            *slot = to_bls(&x);
+        }
+        self.seen.1 += 1;
+        Ok(Variable::new_unchecked(Index::Aux(j)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<blstrs::Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let x = f()?;
+        let i = self.seen.0;
+        if i >= self.skip.0 {
+            self.inputs.push(to_bls(&x));
+        }
+        self.seen.0 += 1;
+        Ok(Variable::new_unchecked(Index::Input(i)))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)

@@ -96,6 +96,26 @@ pub trait PartitionJob: Send + Sync {
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, FilecoinError>;
 }
 
+/// A partition's bellperson circuit and how its witness is computed: by default one
+/// witness-only pass in allocation order; a circuit made of independent pieces (PoRep's
+/// challenges) computes them on all cores instead, into the same witness.
+pub(crate) trait PartitionCircuit: bellperson::Circuit<blstrs::Scalar> + Sized {
+    /// Witness-only synthesis of partition `k` (`shape` sizes the buffers).
+    fn witness(self, k: usize, shape: Shape) -> Result<Witness, FilecoinError> {
+        WitnessCs::synthesize(self, shape.n_inputs as usize, shape.n_aux as usize)
+            .map_err(|source| witness_error(k, source))
+    }
+}
+
+/// A witness synthesis of partition `k` that failed.
+pub(crate) fn witness_error(k: usize, source: bellperson::SynthesisError) -> FilecoinError {
+    FilecoinError::Synthesis {
+        phase: "witness",
+        partition: Some(k),
+        source: Box::new(source),
+    }
+}
+
 /// A [`PartitionJob`] from three closures over a bellperson circuit type.
 pub(crate) struct Job<C, B, P, I> {
     pub(crate) id: CircuitId,
@@ -108,7 +128,7 @@ pub(crate) struct Job<C, B, P, I> {
 
 impl<C, B, P, I> PartitionJob for Job<C, B, P, I>
 where
-    C: bellperson::Circuit<blstrs::Scalar>,
+    C: PartitionCircuit,
     B: Fn() -> Result<C, FilecoinError> + Send + Sync,
     P: Fn(usize) -> Result<C, FilecoinError> + Send + Sync,
     I: Fn(usize) -> Result<Vec<blstrs::Scalar>, FilecoinError> + Send + Sync,
@@ -129,14 +149,7 @@ where
     }
 
     fn witness(&self, k: usize, shape: Shape) -> Result<Witness, FilecoinError> {
-        let circuit = (self.partition)(k)?;
-        WitnessCs::synthesize(circuit, shape.n_inputs as usize, shape.n_aux as usize).map_err(
-            |source| FilecoinError::Synthesis {
-                phase: "witness",
-                partition: Some(k),
-                source: Box::new(source),
-            },
-        )
+        (self.partition)(k)?.witness(k, shape)
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, FilecoinError> {

@@ -16,7 +16,12 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg, Tau};
 
-use crate::job::{CircuitId, Job, PartitionJob, ProofKind};
+use bls12_381::Scalar;
+use pce_cache::{Shape, Witness};
+use rayon::prelude::*;
+
+use crate::bridge::{PieceCs, WitnessCs};
+use crate::job::{witness_error, CircuitId, Job, PartitionCircuit, PartitionJob, ProofKind};
 use crate::FilecoinError;
 
 /// Go's wrapper around the C1 output as Curio hands it to cuzk: `Phase1Out` is the base64
@@ -255,17 +260,8 @@ fn porep_job_for<Tree: 'static + MerkleTreeTrait>(
     Ok(Box::new(Job {
         id,
         n_partitions,
-        blank: move || Ok(blank_circuit::<Tree>(&b.params)),
-        partition: move |k| {
-            <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
-                &p.inputs,
-                (),
-                &p.vanilla[k],
-                &p.params,
-                Some(k),
-            )
-            .map_err(|e| FilecoinError::filecoin("porep partition circuit", e))
-        },
+        blank: move || Ok(PorepCircuit::Blank(blank_circuit::<Tree>(&b.params))),
+        partition: move |k: usize| PorepCircuit::partition(&p.inputs, &p.vanilla[k]),
         inputs: move |k| {
             <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::generate_public_inputs(
                 &i.inputs,
@@ -300,7 +296,7 @@ fn blank_job_for<Tree: 'static + MerkleTreeTrait>(
     Ok(Box::new(Job {
         id,
         n_partitions: usize::from(config.partitions),
-        blank: move || Ok(blank_circuit::<Tree>(&params)),
+        blank: move || Ok(PorepCircuit::Blank(blank_circuit::<Tree>(&params))),
         partition: |_| Err(crate::job::no_witness()),
         inputs: |_| Err(crate::job::no_witness()),
         _circuit: std::marker::PhantomData,
@@ -343,7 +339,7 @@ fn synthetic_job_for<Tree: 'static + MerkleTreeTrait>(
     Ok(Box::new(Job {
         id,
         n_partitions: usize::from(config.partitions),
-        blank: move || Ok(blank_circuit::<Tree>(&b)),
+        blank: move || Ok(PorepCircuit::Blank(blank_circuit::<Tree>(&b))),
         partition: move |k| synthetic_partition::<Tree>(&p, seed, k),
         inputs: |_| {
             Err(FilecoinError::Unsupported(
@@ -476,7 +472,7 @@ fn synthetic_partition<Tree: 'static + MerkleTreeTrait>(
     params: &stacked::PublicParams<Tree>,
     seed: u64,
     k: usize,
-) -> Result<stacked::StackedCircuit<Tree, DefaultPieceHasher>, FilecoinError> {
+) -> Result<PorepCircuit<Tree>, FilecoinError> {
     use storage_proofs_core::drgraph::Graph;
     let mut draw = Draw(seed ^ (k as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
     let leaves = params.graph.size();
@@ -538,12 +534,207 @@ fn synthetic_partition<Tree: 'static + MerkleTreeTrait>(
         k: Some(k),
         seed: Some(seed_bytes),
     };
-    <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
-        &inputs,
-        (),
-        &vanilla,
-        params,
-        Some(k),
-    )
-    .map_err(|e| FilecoinError::filecoin("synthetic porep partition circuit", e))
+    PorepCircuit::partition(&inputs, &vanilla)
+}
+
+/// The PoRep circuit of one partition: the blank circuit (for recording), or a partition's
+/// commitments and per-challenge vanilla proofs, which synthesize exactly as
+/// filecoin-proofs' `StackedCompound::circuit` of them does (its circuit is built from
+/// these parts by the same public `StackedCircuit::synthesize`).
+pub(crate) enum PorepCircuit<Tree: 'static + MerkleTreeTrait> {
+    /// filecoin-proofs' blank circuit.
+    Blank(stacked::StackedCircuit<Tree, DefaultPieceHasher>),
+    /// One partition.
+    Partition(PorepPartition<Tree>),
+}
+
+/// The parts of one partition's circuit.
+pub(crate) struct PorepPartition<Tree: 'static + MerkleTreeTrait> {
+    replica_id: <Tree::Hasher as Hasher>::Domain,
+    comm_d: Option<DefaultPieceDomain>,
+    comm_r: Option<<Tree::Hasher as Hasher>::Domain>,
+    comm_r_last: <Tree::Hasher as Hasher>::Domain,
+    comm_c: <Tree::Hasher as Hasher>::Domain,
+    challenges: Vec<stacked::Proof<Tree, DefaultPieceHasher>>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PorepCircuit<Tree> {
+    /// Partition circuit of `vanilla` (one vanilla proof per challenge), refused as
+    /// `StackedCompound::circuit` refuses it: no challenges, or challenges that disagree on
+    /// comm_r_last or comm_c.
+    fn partition(
+        inputs: &stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
+        vanilla: &[stacked::Proof<Tree, DefaultPieceHasher>],
+    ) -> Result<Self, FilecoinError> {
+        let refuse = |reason: &str| FilecoinError::Filecoin {
+            what: "porep partition circuit",
+            reason: reason.into(),
+        };
+        let first = vanilla
+            .first()
+            .ok_or_else(|| refuse("a partition without vanilla proofs"))?;
+        let (comm_r_last, comm_c) = (first.comm_r_last(), first.comm_c());
+        if vanilla.iter().any(|p| p.comm_r_last() != comm_r_last) {
+            return Err(refuse("inconsistent comm_r_lasts"));
+        }
+        if vanilla.iter().any(|p| p.comm_c() != comm_c) {
+            return Err(refuse("inconsistent comm_cs"));
+        }
+        Ok(PorepCircuit::Partition(PorepPartition {
+            replica_id: inputs.replica_id,
+            comm_d: inputs.tau.as_ref().map(|t| t.comm_d),
+            comm_r: inputs.tau.as_ref().map(|t| t.comm_r),
+            comm_r_last,
+            comm_c,
+            challenges: vanilla.to_vec(),
+        }))
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
+    /// Synthesizes the partition's circuit with these challenges' proofs only (none: the
+    /// prologue alone, the commitments and comm_r = H(comm_c, comm_r_last)).
+    fn synthesize_with<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
+        &self,
+        cs: &mut CS,
+        challenges: &[stacked::Proof<Tree, DefaultPieceHasher>],
+    ) -> Result<(), bellperson::SynthesisError> {
+        stacked::StackedCircuit::<Tree, DefaultPieceHasher>::synthesize(
+            cs,
+            Some(self.replica_id),
+            self.comm_d,
+            self.comm_r,
+            Some(self.comm_r_last),
+            Some(self.comm_c),
+            challenges.iter().cloned().map(Into::into).collect(),
+        )
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> bellperson::Circuit<blstrs::Scalar> for PorepCircuit<Tree> {
+    fn synthesize<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), bellperson::SynthesisError> {
+        match self {
+            PorepCircuit::Blank(c) => c.synthesize(cs),
+            PorepCircuit::Partition(p) => p.synthesize_with(cs, &p.challenges),
+        }
+    }
+}
+
+/// A partition's witness on all cores: its challenges are independent pieces after a short
+/// prologue, allocated one after another, so each is synthesized on its own (prologue
+/// repeated and dropped, see [`PieceCs`]) straight into its place in the witness. Every
+/// challenge has the same shape (the blank circuit's challenges are all
+/// `Proof::empty`), so the places follow from the prologue's counts and the recorded
+/// shape; a challenge that allocates another count is an error, and a shape the
+/// challenges do not divide falls back to one pass in order.
+impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for PorepCircuit<Tree> {
+    fn witness(self, k: usize, shape: Shape) -> Result<Witness, FilecoinError> {
+        let p = match self {
+            PorepCircuit::Partition(p) if p.challenges.len() > 1 => p,
+            whole => {
+                return WitnessCs::synthesize(whole, shape.n_inputs as usize, shape.n_aux as usize)
+                    .map_err(|e| witness_error(k, e))
+            }
+        };
+        let n = p.challenges.len();
+        let mut prologue = WitnessCs::with_capacity(0, 0);
+        p.synthesize_with(&mut prologue, &[])
+            .map_err(|e| witness_error(k, e))?;
+        let Witness {
+            mut inputs,
+            aux: head,
+        } = prologue.into_witness();
+        let (n_inputs, n_aux) = (shape.n_inputs as usize, shape.n_aux as usize);
+        let (rest_inputs, rest_aux) = match (
+            n_inputs.checked_sub(inputs.len()),
+            n_aux.checked_sub(head.len()),
+        ) {
+            (Some(i), Some(a)) if i % n == 0 && a % n == 0 && a > 0 => (i / n, a / n),
+            _ => {
+                return WitnessCs::synthesize(PorepCircuit::Partition(p), n_inputs, n_aux)
+                    .map_err(|e| witness_error(k, e))
+            }
+        };
+        let (skip_inputs, skip_aux) = (inputs.len(), head.len());
+        let mut aux = pce_cache::zeroed(n_aux);
+        aux[..skip_aux].copy_from_slice(&head);
+        drop(head);
+        let pieces: Vec<Result<Vec<Scalar>, FilecoinError>> = aux[skip_aux..]
+            .par_chunks_mut(rest_aux)
+            .zip(p.challenges.par_iter())
+            .map(|(place, challenge)| {
+                let mut cs = PieceCs::new(skip_inputs, skip_aux, place);
+                p.synthesize_with(&mut cs, std::slice::from_ref(challenge))
+                    .map_err(|e| witness_error(k, e))?;
+                let (found_inputs, found_aux) = cs.counts();
+                if found_aux != rest_aux {
+                    return Err(FilecoinError::CountMismatch {
+                        what: "aux values of one porep challenge",
+                        expected: rest_aux,
+                        found: found_aux,
+                    });
+                }
+                if found_inputs != rest_inputs {
+                    return Err(FilecoinError::CountMismatch {
+                        what: "public inputs of one porep challenge",
+                        expected: rest_inputs,
+                        found: found_inputs,
+                    });
+                }
+                Ok(cs.into_inputs())
+            })
+            .collect();
+        inputs.reserve(n * rest_inputs);
+        for piece in pieces {
+            inputs.extend(piece?);
+        }
+        Ok(Witness { inputs, aux })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use filecoin_proofs::SectorShape2KiB;
+
+    /// The parallel witness of a 2 KiB partition equals one witness-only pass over the same
+    /// circuit, and a shape its challenges do not divide falls back to that pass.
+    #[test]
+    fn challenges_on_all_cores_give_the_one_pass_witness() {
+        if std::env::var("PINION_FILECOIN_TESTS").as_deref() != Ok("1") {
+            eprintln!("skipped: set PINION_FILECOIN_TESTS=1 to synthesize 2 KiB PoRep partitions");
+            return;
+        }
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        eprintln!("seed = {seed}");
+        let config = RegisteredSealProof::StackedDrg2KiBV1_1.as_v1_config();
+        let params = public_params::<SectorShape2KiB>(&config).expect("public params");
+        let circuit = || synthetic_partition::<SectorShape2KiB>(&params, seed, 0).unwrap();
+        let challenges = match circuit() {
+            PorepCircuit::Partition(p) => p.challenges.len(),
+            PorepCircuit::Blank(_) => unreachable!(),
+        };
+        assert!(
+            challenges > 1,
+            "{challenges} challenge(s): nothing to split"
+        );
+        let one_pass = WitnessCs::synthesize(circuit(), 0, 0).expect("one pass");
+        let shape = Shape {
+            n_inputs: one_pass.inputs.len() as u64,
+            n_aux: one_pass.aux.len() as u64,
+            n_constraints: 0,
+            n_rows: 0,
+        };
+        assert_eq!(circuit().witness(0, shape).expect("parallel"), one_pass);
+        let odd = Shape {
+            n_aux: shape.n_aux + 1,
+            ..shape
+        };
+        assert_eq!(circuit().witness(0, odd).expect("fallback"), one_pass);
+    }
 }

@@ -16,7 +16,7 @@ use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
 
-use crate::job::{CircuitId, Job, PartitionJob, ProofKind};
+use crate::job::{CircuitId, Job, PartitionCircuit, PartitionJob, ProofKind};
 use crate::porep::prover_id;
 use crate::FilecoinError;
 
@@ -295,3 +295,6 @@ fn blank_job_for<Tree: 'static + MerkleTreeTrait>(
         _circuit: std::marker::PhantomData,
     }))
 }
+
+/// One witness-only pass.
+impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for FallbackPoStCircuit<Tree> {}

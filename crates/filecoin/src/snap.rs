@@ -16,7 +16,7 @@ use storage_proofs_update::{
     PublicInputs, PublicParams,
 };
 
-use crate::job::{CircuitId, Job, PartitionJob, ProofKind};
+use crate::job::{CircuitId, Job, PartitionCircuit, PartitionJob, ProofKind};
 use crate::FilecoinError;
 
 /// A SnapDeals request as cuzk gets it.
@@ -176,4 +176,10 @@ fn blank_job_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         inputs: |_| Err(crate::job::no_witness()),
         _circuit: std::marker::PhantomData,
     }))
+}
+
+/// One witness-only pass.
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionCircuit
+    for EmptySectorUpdateCircuit<Tree>
+{
 }
