@@ -3,13 +3,15 @@
 //!
 //! `porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] [--reps N]
 //!  [--engine-partitions N] [--budget-gib G] [--pce FILE.pce | --pce-out FILE.pce]
-//!  [--record-only] [--seed N] [--json]`
+//!  [--record-only | --witness-only] [--seed N] [--json]`
 //!
 //! 1. **Circuit**: filecoin-proofs' blank partition circuit of the sector size's latest
 //!    `StackedDrg*V1_1` proof type, recorded into a PCE by pinion-filecoin's recording
 //!    constraint system (`job::record`, what `job::prove` and the daemon do), or loaded
 //!    from `--pce` (a pce-cache file `--pce-out` wrote; `--record-only` stops after
-//!    writing it, so a 10-minute device call can record and the next one prove).
+//!    writing it, so a 10-minute device call can record and the next one prove;
+//!    `--witness-only` stops after timing `--reps` witness syntheses of partition 0, on
+//!    the rayon pool's threads: `RAYON_NUM_THREADS=1` gives the one-thread figure).
 //! 2. **Parameters**: made in memory with the PCE's exact shape (`ic` = inputs, `h` =
 //!    domain − 1, `l` = aux, `a`/`b` from the densities), each point one of a pool of
 //!    random multiples of the generators (2^16 in G1, 2^12 in G2) tiled in a scrambled
@@ -60,7 +62,7 @@ use srs_store::{
 
 const USAGE: &str = "usage: porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] \
 [--reps N] [--engine-partitions N] [--budget-gib G] [--pce FILE.pce | --pce-out FILE.pce] \
-[--record-only] [--seed N] [--json]";
+[--record-only | --witness-only] [--seed N] [--json]";
 
 const GIB: f64 = (1u64 << 30) as f64;
 const MIB: f64 = (1u64 << 20) as f64;
@@ -81,6 +83,7 @@ struct Args {
     pce_in: Option<PathBuf>,
     pce_out: Option<PathBuf>,
     record_only: bool,
+    witness_only: bool,
     seed: u64,
     json: bool,
 }
@@ -96,6 +99,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         pce_in: None,
         pce_out: None,
         record_only: false,
+        witness_only: false,
         seed: 0x005e_ed17,
         json: false,
     };
@@ -151,6 +155,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--pce" => a.pce_in = Some(pce_path(&flag, it.next())?),
             "--pce-out" => a.pce_out = Some(pce_path(&flag, it.next())?),
             "--record-only" => a.record_only = true,
+            "--witness-only" => a.witness_only = true,
             "--seed" => a.seed = number(&flag, it.next())?,
             "--json" => a.json = true,
             "-h" | "--help" => return Err(String::new()),
@@ -162,6 +167,9 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     }
     if a.pce_in.is_some() && a.pce_out.is_some() {
         return Err("--pce and --pce-out exclude each other".into());
+    }
+    if a.record_only && a.witness_only {
+        return Err("--record-only and --witness-only exclude each other".into());
     }
     if a.record_only && a.pce_out.is_none() {
         return Err("--record-only needs --pce-out".into());
@@ -381,6 +389,35 @@ fn run(args: &Args) -> Result<(), Error> {
     }
     if args.record_only {
         println!("--record-only: done (VmHWM {})", gib(vm_hwm()));
+        put("vm_hwm_bytes", vm_hwm().into());
+        return finish(args, report);
+    }
+    if args.witness_only {
+        let mut times = Vec::with_capacity(args.reps);
+        for rep in 0..args.reps {
+            let _charge = budget.try_reserve(
+                32 * shape.n_columns(),
+                Category::WorkingSet,
+                "porep bench witness",
+            )?;
+            let t = Instant::now();
+            let w = job.witness(0, shape)?;
+            times.push(t.elapsed());
+            println!(
+                "witness rep {rep}: {:.2} s on {} rayon threads ({} aux values)",
+                t.elapsed().as_secs_f64(),
+                rayon_threads(),
+                w.aux.len()
+            );
+        }
+        let m = median(times).as_secs_f64();
+        println!(
+            "--witness-only: median {m:.2} s on {} rayon threads (VmHWM {})",
+            rayon_threads(),
+            gib(vm_hwm())
+        );
+        put("witness_s", m.into());
+        put("rayon_threads", rayon_threads().into());
         put("vm_hwm_bytes", vm_hwm().into());
         return finish(args, report);
     }
@@ -910,7 +947,7 @@ fn timings_json(t: &ProofTimings) -> serde_json::Value {
 }
 
 fn rayon_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    rayon::current_num_threads()
 }
 
 /// `VmHWM` of this process (bytes; 0 when unreadable).
