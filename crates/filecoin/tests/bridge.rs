@@ -159,4 +159,7 @@ fn scalars_round_trip_through_canonical_bytes() {
         assert_eq!(to_bls(&to_blstrs(&x)), x);
     }
     assert_eq!(to_bls(&-Fr::ONE), -bls12_381::Scalar::one());
+    assert_eq!(to_bls(&Fr::ZERO), bls12_381::Scalar::zero());
+    assert_eq!(to_bls(&Fr::ONE), bls12_381::Scalar::one());
+    assert_eq!(to_bls(&(Fr::ONE + Fr::ONE)), bls12_381::Scalar::from(2u64));
 }
