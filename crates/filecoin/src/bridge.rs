@@ -169,6 +169,35 @@ impl ConstraintSystem<blstrs::Scalar> for RecordingCs {
     }
 }
 
+/// The rest of a witness-only `ConstraintSystem`: constraints are not built, namespaces
+/// ignored, the system is its own root.
+macro_rules! witness_only_rest {
+    () => {
+        fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+        where
+            A: FnOnce() -> AR,
+            AR: Into<String>,
+            LA: FnOnce(LinearCombination<blstrs::Scalar>) -> LinearCombination<blstrs::Scalar>,
+            LB: FnOnce(LinearCombination<blstrs::Scalar>) -> LinearCombination<blstrs::Scalar>,
+            LC: FnOnce(LinearCombination<blstrs::Scalar>) -> LinearCombination<blstrs::Scalar>,
+        {
+        }
+
+        fn push_namespace<NR, N>(&mut self, _: N)
+        where
+            NR: Into<String>,
+            N: FnOnce() -> NR,
+        {
+        }
+
+        fn pop_namespace(&mut self) {}
+
+        fn get_root(&mut self) -> &mut Self::Root {
+            self
+        }
+    };
+}
+
 /// Witness-only synthesis of a bellperson circuit: the value closures run, linear
 /// combinations are never built. Inputs start with ONE, as groth16 and bellperson order them.
 pub struct WitnessCs {
@@ -232,28 +261,7 @@ impl ConstraintSystem<blstrs::Scalar> for WitnessCs {
         )))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<blstrs::Scalar>) -> LinearCombination<blstrs::Scalar>,
-        LB: FnOnce(LinearCombination<blstrs::Scalar>) -> LinearCombination<blstrs::Scalar>,
-        LC: FnOnce(LinearCombination<blstrs::Scalar>) -> LinearCombination<blstrs::Scalar>,
-    {
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    witness_only_rest!();
 }
 
 /// Witness-only synthesis of one piece of a circuit straight into its place in the whole
@@ -329,28 +337,7 @@ impl ConstraintSystem<blstrs::Scalar> for PieceCs<'_> {
         Ok(Variable::new_unchecked(Index::Input(i)))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<blstrs::Scalar>) -> LinearCombination<blstrs::Scalar>,
-        LB: FnOnce(LinearCombination<blstrs::Scalar>) -> LinearCombination<blstrs::Scalar>,
-        LC: FnOnce(LinearCombination<blstrs::Scalar>) -> LinearCombination<blstrs::Scalar>,
-    {
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    witness_only_rest!();
 }
 
 /// A computed witness as a bellman circuit: allocates the inputs (after ONE), then the aux
