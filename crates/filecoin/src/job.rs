@@ -102,9 +102,18 @@ pub trait PartitionJob: Send + Sync {
 pub(crate) trait PartitionCircuit: bellperson::Circuit<blstrs::Scalar> + Sized {
     /// Witness-only synthesis of partition `k` (`shape` sizes the buffers).
     fn witness(self, k: usize, shape: Shape) -> Result<Witness, FilecoinError> {
-        WitnessCs::synthesize(self, shape.n_inputs as usize, shape.n_aux as usize)
-            .map_err(|source| witness_error(k, source))
+        one_pass(self, k, shape)
     }
+}
+
+/// Partition `k`'s witness in one witness-only pass in allocation order.
+pub(crate) fn one_pass<C: bellperson::Circuit<blstrs::Scalar>>(
+    circuit: C,
+    k: usize,
+    shape: Shape,
+) -> Result<Witness, FilecoinError> {
+    WitnessCs::synthesize(circuit, shape.n_inputs as usize, shape.n_aux as usize)
+        .map_err(|source| witness_error(k, source))
 }
 
 /// A witness synthesis of partition `k` that failed.

@@ -21,7 +21,9 @@ use pce_cache::{Shape, Witness};
 use rayon::prelude::*;
 
 use crate::bridge::{PieceCs, WitnessCs};
-use crate::job::{witness_error, CircuitId, Job, PartitionCircuit, PartitionJob, ProofKind};
+use crate::job::{
+    one_pass, witness_error, CircuitId, Job, PartitionCircuit, PartitionJob, ProofKind,
+};
 use crate::FilecoinError;
 
 /// Go's wrapper around the C1 output as Curio hands it to cuzk: `Phase1Out` is the base64
@@ -634,10 +636,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for PorepCircuit<Tree> {
     fn witness(self, k: usize, shape: Shape) -> Result<Witness, FilecoinError> {
         let p = match self {
             PorepCircuit::Partition(p) if p.challenges.len() > 1 => p,
-            whole => {
-                return WitnessCs::synthesize(whole, shape.n_inputs as usize, shape.n_aux as usize)
-                    .map_err(|e| witness_error(k, e))
-            }
+            whole => return one_pass(whole, k, shape),
         };
         let n = p.challenges.len();
         let mut prologue = WitnessCs::with_capacity(0, 0);
@@ -653,10 +652,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for PorepCircuit<Tree> {
             n_aux.checked_sub(head.len()),
         ) {
             (Some(i), Some(a)) if i % n == 0 && a % n == 0 && a > 0 => (i / n, a / n),
-            _ => {
-                return WitnessCs::synthesize(PorepCircuit::Partition(p), n_inputs, n_aux)
-                    .map_err(|e| witness_error(k, e))
-            }
+            _ => return one_pass(PorepCircuit::Partition(p), k, shape),
         };
         let (skip_inputs, skip_aux) = (inputs.len(), head.len());
         let mut aux = pce_cache::zeroed(n_aux);
@@ -704,14 +700,10 @@ mod tests {
     /// circuit, and a shape its challenges do not divide falls back to that pass.
     #[test]
     fn challenges_on_all_cores_give_the_one_pass_witness() {
-        if std::env::var("PINION_FILECOIN_TESTS").as_deref() != Ok("1") {
-            eprintln!("skipped: set PINION_FILECOIN_TESTS=1 to synthesize 2 KiB PoRep partitions");
+        if !crate::testing::enabled("synthesize 2 KiB PoRep partitions") {
             return;
         }
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64);
-        eprintln!("seed = {seed}");
+        let seed = groth16_prover::testing::test_seed();
         let config = RegisteredSealProof::StackedDrg2KiBV1_1.as_v1_config();
         let params = public_params::<SectorShape2KiB>(&config).expect("public params");
         let circuit = || synthetic_partition::<SectorShape2KiB>(&params, seed, 0).unwrap();
