@@ -389,15 +389,17 @@ impl Drop for InStage<'_> {
 }
 
 /// A partition's claim on the engine's resources: while it lives the partition counts as
-/// in flight (graceful shutdown waits for it) and in progress for its circuit.
+/// in flight (shutdown waits for it) and, once admitted, in progress for its circuit.
 pub(crate) struct InFlight {
     shared: Arc<Shared>,
-    circuit: Arc<CircuitRt>,
+    circuit: Option<Arc<CircuitRt>>,
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.circuit.in_progress.fetch_sub(1, Ordering::AcqRel);
+        if let Some(c) = &self.circuit {
+            c.in_progress.fetch_sub(1, Ordering::AcqRel);
+        }
         let mut n = self
             .shared
             .in_flight
@@ -433,7 +435,18 @@ impl Shared {
         circuit.in_progress.fetch_add(1, Ordering::AcqRel);
         InFlight {
             shared: Arc::clone(self),
-            circuit: Arc::clone(circuit),
+            circuit: Some(Arc::clone(circuit)),
+        }
+    }
+
+    /// A partition taken off the queue and not yet admitted: shutdown waits for it too
+    /// (what admission charges for it is let go, or handed to its [`InFlight`], before
+    /// this ends), but it is not in progress for its circuit yet.
+    pub(crate) fn in_admission(self: &Arc<Self>) -> InFlight {
+        *self.in_flight.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        InFlight {
+            shared: Arc::clone(self),
+            circuit: None,
         }
     }
 

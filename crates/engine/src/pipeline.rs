@@ -78,14 +78,18 @@ pub(crate) fn spawn(shared: &Arc<Shared>, receivers: Vec<Receiver<Work>>) -> Vec
 /// Takes partitions in priority order and admits each: synthesis slot, key, working set.
 fn admission(shared: &Arc<Shared>) {
     loop {
-        let (key, q) = {
+        // Counted in flight before the queue's lock is let go: an abort removes a
+        // cancelled job's queued partitions under that lock and then waits for the
+        // partitions in flight, so one taken just before it (and whatever admission
+        // charges for it) is waited for, not left running after shutdown returns.
+        let (key, q, in_admission) = {
             let mut queue = shared.queue();
             loop {
                 if shared.stopping.load(Ordering::Acquire) {
                     return;
                 }
-                if let Some(entry) = queue.items.pop_first() {
-                    break entry;
+                if let Some((key, q)) = queue.items.pop_first() {
+                    break (key, q, shared.in_admission());
                 }
                 queue = shared
                     .queue_cv
@@ -96,7 +100,9 @@ fn admission(shared: &Arc<Shared>) {
         if q.job.is_stopped() {
             continue;
         }
+        // An admitted partition's own `InFlight` exists before `admit` returns.
         admit(shared, key, q);
+        drop(in_admission);
     }
 }
 
