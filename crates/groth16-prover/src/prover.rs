@@ -12,7 +12,7 @@ use gpu_msm::DensityMask;
 use gpu_ntt::AbcEvaluations;
 use group::Curve;
 use memory_budget::{Budget, Reservation};
-use pce_cache::{AbcMut, Density, Pce};
+use pce_cache::{AbcMut, Density, OverlapTimes, Pce, Witness};
 use rayon::prelude::*;
 
 use crate::backend::{
@@ -38,6 +38,51 @@ impl std::fmt::Debug for Synthesis<'_> {
         match self {
             Synthesis::Pce(p) => write!(f, "Pce({})", p.fingerprint()),
             Synthesis::Plain => write!(f, "Plain"),
+        }
+    }
+}
+
+/// Where a PCE-path proof's witness comes from.
+enum WitnessFrom<C> {
+    /// Witness-only synthesis of the circuit, a, b and c evaluated alongside.
+    Circuit(C),
+    /// Computed already: a, b and c evaluated from it on all cores.
+    Computed(Witness),
+}
+
+/// The circuit type of a [`WitnessFrom::Computed`] (never synthesized).
+struct NoCircuit;
+
+impl Circuit<Scalar> for NoCircuit {
+    fn synthesize<CS: bellman::ConstraintSystem<Scalar>>(
+        self,
+        _: &mut CS,
+    ) -> Result<(), bellman::SynthesisError> {
+        Ok(())
+    }
+}
+
+impl<C: Circuit<Scalar>> WitnessFrom<C> {
+    /// The witness, with a, b and c evaluated into `out` (see
+    /// [`Pce::evaluate_into_with`]).
+    fn evaluate<T: Send + Sync + Copy>(
+        self,
+        pce: &Pce,
+        out: AbcMut<'_, T>,
+        zero: T,
+        convert: impl Fn(Scalar) -> T + Sync,
+    ) -> Result<(Witness, OverlapTimes), pce_cache::PceError> {
+        match self {
+            WitnessFrom::Circuit(c) => pce.synthesize_and_evaluate_timed(c, out, zero, convert),
+            WitnessFrom::Computed(w) => {
+                let t = Instant::now();
+                pce.evaluate_into_with(&w.inputs, &w.aux, out, zero, convert)?;
+                let times = OverlapTimes {
+                    synthesis: Duration::ZERO,
+                    evaluation_after: t.elapsed(),
+                };
+                Ok((w, times))
+            }
         }
     }
 }
@@ -542,7 +587,7 @@ impl Prover {
     fn evaluate_pce<C: Circuit<Scalar>>(
         &self,
         pce: &Pce,
-        circuit: C,
+        source: WitnessFrom<C>,
         admitted: Option<Reservation>,
         timings: &mut ProofTimings,
     ) -> Result<(Evaluated, Charge), ProverError> {
@@ -569,12 +614,9 @@ impl Prover {
         let (w, times, abc) = match staged {
             Some(mut bufs) => {
                 let [a, b, c] = bufs.slices_mut()?;
-                let (w, times) = pce.synthesize_and_evaluate_timed(
-                    circuit,
-                    AbcMut { a, b, c },
-                    FrRepr::ZERO,
-                    |s| FrRepr::from_scalar(&s),
-                )?;
+                let (w, times) = source.evaluate(pce, AbcMut { a, b, c }, FrRepr::ZERO, |s| {
+                    FrRepr::from_scalar(&s)
+                })?;
                 (w, times, Abc::Staged(Box::new(bufs)))
             }
             None => {
@@ -583,8 +625,8 @@ impl Prover {
                     pce_cache::zeroed(m),
                     pce_cache::zeroed(m),
                 );
-                let (w, times) = pce.synthesize_and_evaluate_timed(
-                    circuit,
+                let (w, times) = source.evaluate(
+                    pce,
                     AbcMut {
                         a: &mut a,
                         b: &mut b,
@@ -701,10 +743,65 @@ impl Prover {
         let started = Instant::now();
         let mut timings = ProofTimings::default();
         self.backend.reset_staging_peak();
-        let (mut ev, charge) = match synthesis {
-            Synthesis::Pce(pce) => self.evaluate_pce(pce, circuit, admitted, &mut timings)?,
+        let (ev, charge) = match synthesis {
+            Synthesis::Pce(pce) => {
+                self.evaluate_pce(pce, WitnessFrom::Circuit(circuit), admitted, &mut timings)?
+            }
             Synthesis::Plain => self.evaluate_plain(circuit, admitted, &mut timings)?,
         };
+        self.checked(ev, charge, timings, started)
+    }
+
+    /// [`Prover::synthesize`] on the PCE path from a witness computed elsewhere (`inputs`
+    /// with ONE first, then `aux`, each in allocation order: what
+    /// [`pce_cache::WitnessCs`] gives), for a front end that computes its witness by its own
+    /// means (in parallel, or from another constraint system): no circuit runs, the
+    /// witness is moved in (not copied), and a, b and c are evaluated from it on all
+    /// cores. The working set is the same as [`Synthesis::Pce`]'s, the witness included:
+    /// a caller that must charge the witness before it exists reserves
+    /// [`Prover::working_set_bytes`] first and passes it as `admitted`. A witness of
+    /// other lengths than the PCE's shape is an error ([`pce_cache::PceError`]).
+    pub fn synthesize_witness(
+        &self,
+        pce: &Pce,
+        witness: Witness,
+        admitted: Option<Reservation>,
+    ) -> Result<Synthesized, ProverError> {
+        let started = Instant::now();
+        let mut timings = ProofTimings::default();
+        self.backend.reset_staging_peak();
+        let (ev, charge) = self.evaluate_pce(
+            pce,
+            WitnessFrom::<NoCircuit>::Computed(witness),
+            admitted,
+            &mut timings,
+        )?;
+        self.checked(ev, charge, timings, started)
+    }
+
+    /// Proves from a computed witness ([`Prover::synthesize_witness`], then
+    /// [`Prover::compute`] and [`Prover::assemble`]), self-checked as [`Prover::prove`] is.
+    pub fn prove_witness(
+        &self,
+        pce: &Pce,
+        witness: Witness,
+        admitted: Option<Reservation>,
+        randomness: Randomness,
+    ) -> Result<ProofOutput, ProverError> {
+        let check = self.config.self_check == SelfCheck::Always;
+        let synthesized = self.synthesize_witness(pce, witness, admitted)?;
+        let computed = self.compute(synthesized)?;
+        self.assemble(computed, randomness, check, 0)
+    }
+
+    /// The end of phase 1: the witness check on a, b and c.
+    fn checked(
+        &self,
+        mut ev: Evaluated,
+        charge: Charge,
+        mut timings: ProofTimings,
+        started: Instant,
+    ) -> Result<Synthesized, ProverError> {
         // An unsatisfied witness would give a proof that does not verify: refuse it.
         let t = Instant::now();
         let bad_row = match &mut ev.abc {

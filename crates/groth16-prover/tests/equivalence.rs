@@ -16,8 +16,8 @@ use rand::RngExt;
 
 use common::*;
 
-/// Proves `circuit` for each (r, s) with the reference and with both our paths and both
-/// key sources; checks equal bytes, verification, and rejection of a wrong input.
+/// Proves `circuit` for each (r, s) with the reference and with both our paths (the PCE
+/// path also from a witness computed outside the prover) and both key sources; checks equal bytes, verification, and rejection of a wrong input.
 fn check_equivalence<C: Circuit<Scalar> + Clone>(
     name: &str,
     circuit: C,
@@ -54,6 +54,28 @@ fn check_equivalence<C: Circuit<Scalar> + Clone>(
         );
         assert!(got.self_checked);
         assert!(got.peak_charged_bytes > 0);
+        // The same proof from a witness computed outside the prover.
+        let witness = pce
+            .synthesize_witness(circuit.clone())
+            .expect("witness-only synthesis");
+        if i == 0 {
+            // A witness of the wrong length is refused with nothing left charged.
+            let mut short = witness.clone();
+            short.aux.pop();
+            match from_file.prove_witness(&pce, short, None, *rs) {
+                Err(ProverError::Pce(_)) => {}
+                other => panic!("{name}: a short witness gave {other:?}"),
+            }
+        }
+        let from_witness = from_file
+            .prove_witness(&pce, witness, None, *rs)
+            .unwrap_or_else(|e| panic!("{name} pair {i}: proof from a witness failed: {e}"));
+        assert_eq!(
+            bytes(&from_witness.proof),
+            want_bytes,
+            "{name} pair {i}: pce path from a computed witness"
+        );
+        assert!(from_witness.self_checked);
         let t = got.timings;
         assert!(
             t.total >= t.h + t.msm_total(),

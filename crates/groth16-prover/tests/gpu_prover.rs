@@ -111,6 +111,19 @@ fn check<C: Circuit<Scalar> + Clone>(
                 verifies(prover.key(), &got.proof, public_inputs),
                 "{name} pair {i}: {what} verifies"
             );
+            if tier == Some(Tier::Device) {
+                // The same proof from a witness computed outside the prover (a, b and c
+                // evaluated from it straight into the pinned staging).
+                let w = pce.synthesize_witness(circuit.clone()).expect("witness");
+                let from_witness = prover
+                    .prove_witness(&pce, w, None, *rs)
+                    .unwrap_or_else(|e| panic!("{name} pair {i} {what}, from a witness: {e}"));
+                assert_eq!(
+                    bytes(&from_witness.proof),
+                    want,
+                    "{name} pair {i}: {what}, from a witness"
+                );
+            }
             assert_eq!(prover.key().tier(), tier, "{name} pair {i}: {what}");
             let k = kinds(&got.bases);
             assert!(
