@@ -333,6 +333,9 @@ pub(crate) struct Shared {
     pub(crate) stopping: AtomicBool,
     pub(crate) self_check: bool,
     pub(crate) max_synthesis: usize,
+    /// Partitions synthesizing that asked to be alone (`Partition::synthesized_alone`):
+    /// 0 or 1, counted from their admission until their synthesis slot ends.
+    pub(crate) synthesizing_alone: AtomicUsize,
     pub(crate) never_fits_after: Duration,
     keep_finished: usize,
     /// Partitions admitted whose resources are not yet returned.
@@ -717,6 +720,7 @@ impl Engine {
             stopping: AtomicBool::new(false),
             self_check: config.self_check,
             max_synthesis: max_synthesis.max(1),
+            synthesizing_alone: AtomicUsize::new(0),
             keep_finished: config.keep_finished.max(1),
             never_fits_after: config.never_fits_after,
             in_flight: Mutex::new(0),

@@ -7,7 +7,7 @@ use bellman::Circuit;
 use bls12_381::{Bls12, Scalar};
 use groth16_prover::{Prover, ProverError, Randomness, Synthesis, Synthesized};
 use memory_budget::Reservation;
-use pce_cache::Pce;
+use pce_cache::{Pce, Witness};
 
 /// A job's priority: critical > high > normal > low; FIFO within one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -78,6 +78,7 @@ type SynthesizeFn =
 #[derive(Clone)]
 pub struct Partition {
     synthesize: Arc<SynthesizeFn>,
+    alone: bool,
 }
 
 impl std::fmt::Debug for Partition {
@@ -96,7 +97,43 @@ impl Partition {
             synthesize: Arc::new(move |prover, pce, admitted| {
                 prover.synthesize(Synthesis::Pce(pce), circuit.clone(), Some(admitted))
             }),
+            alone: false,
         }
+    }
+
+    /// A partition whose witness `witness` computes (inputs with ONE first, then aux, each
+    /// in allocation order, as `pce_cache::WitnessCs` gives them), for a front end that
+    /// computes witnesses by its own means: it runs while the partition's admitted working
+    /// set is held, which covers the witness (so it allocates nothing else large
+    /// uncharged); the witness is moved into the proof and a, b and c are evaluated from
+    /// it on all cores ([`Prover::synthesize_witness`]): no circuit runs and no copy is
+    /// made. Called again for a retry.
+    pub fn witness<F>(witness: F) -> Partition
+    where
+        F: Fn() -> Result<Witness, ProverError> + Send + Sync + 'static,
+    {
+        Partition {
+            synthesize: Arc::new(move |prover, pce, admitted| {
+                prover.synthesize_witness(pce, witness()?, Some(admitted))
+            }),
+            alone: false,
+        }
+    }
+
+    /// The same partition, synthesized alone: for a circuit whose witness synthesis
+    /// already keeps every core busy (a thread pool of its own, as a Filecoin PoRep
+    /// partition's challenges), so that a second synthesis beside it only competes for
+    /// the same cores and holds a second working set. The engine starts it once no other
+    /// synthesis runs, and starts no other while it runs (its device phase still overlaps
+    /// the next synthesis).
+    pub fn synthesized_alone(mut self) -> Partition {
+        self.alone = true;
+        self
+    }
+
+    /// Whether [`Partition::synthesized_alone`] was asked for.
+    pub fn is_synthesized_alone(&self) -> bool {
+        self.alone
     }
 
     pub(crate) fn run(

@@ -36,6 +36,9 @@ pub(crate) struct Work {
     _pce: PceHandle,
     hold: KeyHold,
     synthesized: Option<Synthesized>,
+    /// Synthesized alone (`Partition::synthesized_alone`): counted in
+    /// `Shared::synthesizing_alone` until its synthesis slot ends.
+    alone: bool,
     _in_flight: InFlight,
 }
 
@@ -165,11 +168,22 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
     let _stage = shared.enter(Stage::Admitting);
     let job = Arc::clone(&q.job);
     let _admitting = Admitting::new(&job.circuit);
-    // A synthesis slot first (the ceiling on top of the budget).
+    let alone = job
+        .partition(q.index)
+        .is_some_and(|p| p.is_synthesized_alone());
+    // A synthesis slot first (the ceiling on top of the budget): none beside a partition
+    // synthesized alone. Only this thread starts syntheses, so the room found here stays
+    // until this partition's starts.
     {
         let (lock, cv) = &shared.stage_cv;
         let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());
-        while shared.stage_count(Stage::Synthesizing) >= shared.max_synthesis {
+        let busy = || {
+            let n = shared.stage_count(Stage::Synthesizing);
+            n >= shared.max_synthesis
+                || (alone && n > 0)
+                || shared.synthesizing_alone.load(Ordering::Acquire) > 0
+        };
+        while busy() {
             g = cv
                 .wait_timeout(g, ADMISSION_POLL)
                 .unwrap_or_else(|e| e.into_inner())
@@ -295,18 +309,25 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
         _pce: pce,
         hold,
         synthesized: None,
+        alone,
         _in_flight: shared.in_flight(&circuit),
     };
     let s = Arc::clone(shared);
     let job = Arc::clone(&work.job);
     // The slot is counted before the thread starts, so admission's ceiling holds; the
-    // thread's `StageSlot` ends it.
+    // thread's `StageSlot` ends it (and the alone count with it).
+    if alone {
+        shared.synthesizing_alone.fetch_add(1, Ordering::AcqRel);
+    }
     std::mem::forget(shared.enter(Stage::Synthesizing));
     let spawned = std::thread::Builder::new()
         .name("pinion-synthesis".into())
         .spawn(move || synthesize(&s, work, reservation));
     if let Err(e) = spawned {
         // The closure, and with it the work and its charge, was dropped.
+        if alone {
+            shared.synthesizing_alone.fetch_sub(1, Ordering::AcqRel);
+        }
         shared.leave(Stage::Synthesizing);
         shared.devices[device]
             .in_flight
@@ -461,6 +482,7 @@ fn synthesize(shared: &Arc<Shared>, mut work: Work, reservation: Reservation) {
     let _stage = StageSlot {
         shared,
         stage: Stage::Synthesizing,
+        alone: work.alone,
     };
     let device = work.device;
     let _routed = Routed {
@@ -522,14 +544,22 @@ fn synthesize(shared: &Arc<Shared>, mut work: Work, reservation: Reservation) {
     }
 }
 
-/// A stage count taken over from another thread.
+/// A stage count taken over from another thread (with the alone count of a partition
+/// synthesized alone, for its synthesis slot).
 struct StageSlot<'a> {
     shared: &'a Shared,
     stage: Stage,
+    alone: bool,
 }
 
 impl Drop for StageSlot<'_> {
     fn drop(&mut self) {
+        if self.alone {
+            self.shared
+                .synthesizing_alone
+                .fetch_sub(1, Ordering::AcqRel);
+        }
+        // After the alone count: `leave` wakes admission.
         self.shared.leave(self.stage);
     }
 }
@@ -562,6 +592,7 @@ fn device_worker(
         let _waited = StageSlot {
             shared,
             stage: Stage::WaitingDevice,
+            alone: false,
         };
         let _routed = Routed {
             shared,
@@ -629,6 +660,7 @@ fn assemble(shared: &Arc<Shared>, work: Work, computed: Computed) {
     let _stage = StageSlot {
         shared,
         stage: Stage::Assembling,
+        alone: false,
     };
     if work.job.is_stopped() {
         return;

@@ -840,6 +840,89 @@ fn job_end_hook_devices_counts_and_witnesses_dropped_at_the_end() {
 }
 
 #[test]
+fn a_partition_synthesized_alone_never_shares_synthesis() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let budget = Budget::fixed(1 << 30);
+    let mut cfg = config(
+        &budget,
+        vec![device("sim0", Arc::new(TestDevice::new(&budget, 11)))],
+    );
+    // Room for four syntheses at once, were it not for `synthesized_alone`.
+    cfg.max_synthesis = Some(4);
+    let engine = Engine::start(cfg).unwrap();
+    let dir = TempDir::new("alone");
+    let pces = pce_cache();
+    let base = MimcChain::new(30, rng.random());
+    register(&engine, &pces, &dir, "mimc", base.clone(), &mut rng);
+    let gated = |gate: &Arc<Gate>, rng: &mut rand::rngs::StdRng| {
+        Partition::circuit(GatedCircuit {
+            inner: chain_like(&base, rng),
+            gate: Arc::clone(gate),
+        })
+    };
+    let submit = |p: Partition| engine.submit(JobSpec::single("mimc", p)).unwrap();
+    let completes = |ids: &[JobId]| {
+        for &id in ids {
+            let o = engine.await_job(id, Some(Duration::from_secs(60))).unwrap();
+            assert_eq!(o.status, JobStatus::Completed, "seed {seed}");
+        }
+    };
+    // One partition held in synthesis and one held in admission behind it, and they stay
+    // so (the second would be through in milliseconds if it were let in).
+    let one_waits_behind_one = |what: &str| {
+        let start = std::time::Instant::now();
+        while engine.status().stages.admitting != 1 {
+            assert!(start.elapsed() < Duration::from_secs(30), "{what}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        for _ in 0..25 {
+            let st = engine.status().stages;
+            assert_eq!(
+                (st.synthesizing, st.admitting),
+                (1, 1),
+                "seed {seed}: {what}"
+            );
+            std::thread::sleep(Duration::from_millis(8));
+        }
+    };
+
+    // An alone partition synthesizing keeps an ordinary one out of synthesis.
+    let g = Gate::closed();
+    let _open = OpenOnDrop(Arc::clone(&g));
+    assert!(!gated(&g, &mut rng).is_synthesized_alone());
+    let a = submit(gated(&g, &mut rng).synthesized_alone());
+    g.wait_arrivals(1);
+    let b = submit(Partition::circuit(chain_like(&base, &mut rng)));
+    one_waits_behind_one("an ordinary partition behind an alone one");
+    g.open();
+    completes(&[a, b]);
+
+    // An ordinary partition synthesizing keeps an alone one out.
+    let g = Gate::closed();
+    let _open = OpenOnDrop(Arc::clone(&g));
+    let c = submit(gated(&g, &mut rng));
+    g.wait_arrivals(1);
+    let d = submit(Partition::circuit(chain_like(&base, &mut rng)).synthesized_alone());
+    one_waits_behind_one("an alone partition behind an ordinary one");
+    g.open();
+    completes(&[c, d]);
+
+    // Unmarked, two synthesize at once.
+    let g = Gate::closed();
+    let _open = OpenOnDrop(Arc::clone(&g));
+    let e = submit(gated(&g, &mut rng));
+    let f = submit(gated(&g, &mut rng));
+    g.wait_arrivals(2);
+    g.open();
+    completes(&[e, f]);
+
+    engine.shutdown(Shutdown::Graceful);
+    assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
+    assert_eq!(engine.status().stages, engine::StageCounts::default());
+}
+
+#[test]
 fn shutdowns_and_awaits_racing_job_ends_never_deadlock() {
     // A job's end records its outcome under the job's lock, then takes the job table;
     // shutdown and await wait holding the table. Both stops at once (graceful, and abort
