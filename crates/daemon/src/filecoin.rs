@@ -5,14 +5,13 @@
 //! engine partition that synthesizes its witness through the PCE.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bellman::{Circuit, ConstraintSystem, SynthesisError};
 use bls12_381::Scalar;
 use engine::{CircuitSpec, JobSpec, Partition, PceSource};
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredUpdateProof};
-use memory_budget::{Budget, Category};
-use pce_cache::{CircuitKey, PceCache, Shape};
+use groth16_prover::ProverError;
+use pce_cache::{CircuitKey, PceCache, Shape, Witness};
 use pinion_filecoin::{porep, post, snap, FilecoinError, PartitionJob, ProofKind};
 use srs_store::SrsSpec;
 
@@ -218,45 +217,24 @@ pub(crate) fn ensure_circuit(
     Ok((name, shape))
 }
 
-/// How long a partition's bridged witness waits for room before its job fails: the
-/// partition is admitted already, so room comes as other partitions' phases end.
-const BRIDGE_WAIT: Duration = Duration::from_secs(120);
-
 /// One partition of a Filecoin job as the engine proves it: witness-only synthesis of
-/// filecoin-proofs' circuit (the bridged witness, a second copy beside the prover's,
-/// charged while it exists), its public inputs checked against what filecoin-proofs'
-/// verifier computes, then replayed into the prover's synthesis. The engine's self-check
-/// then verifies the proof with those inputs.
-#[derive(Clone)]
+/// filecoin-proofs' circuit into the partition's admitted working set (which covers the
+/// witness: it is moved into the proof, a, b and c evaluated from it), its public inputs
+/// checked against what filecoin-proofs' verifier computes. The engine's self-check then
+/// verifies the proof with those inputs.
 struct FilecoinPartition {
     job: Arc<dyn PartitionJob>,
     k: usize,
     shape: Shape,
-    budget: Budget,
     _request: Arc<WitnessCharge>,
 }
 
-fn failed(reason: String) -> SynthesisError {
-    SynthesisError::IoError(std::io::Error::other(reason))
+fn failed(reason: String) -> ProverError {
+    ProverError::Synthesis(SynthesisError::IoError(std::io::Error::other(reason)))
 }
 
-impl Circuit<Scalar> for FilecoinPartition {
-    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        let bytes = 32 * self.shape.n_columns();
-        // Ahead of new admissions (it finishes admitted work), bounded so that a budget
-        // full of admitted partitions fails this job instead of stalling.
-        let _witness = self
-            .budget
-            .request(bytes, Category::WorkingSet)
-            .priority(memory_budget::Priority::HIGH)
-            .label("filecoin bridged witness")
-            .reserve(Some(BRIDGE_WAIT))
-            .map_err(|e| {
-                failed(format!(
-                    "partition {}: the bridged witness of {bytes} bytes: {e}",
-                    self.k
-                ))
-            })?;
+impl FilecoinPartition {
+    fn witness(&self) -> Result<Witness, ProverError> {
         let witness = self
             .job
             .witness(self.k, self.shape)
@@ -277,7 +255,7 @@ impl Circuit<Scalar> for FilecoinPartition {
                 .to_string(),
             ));
         }
-        pinion_filecoin::bridge::Replay(witness).synthesize(cs)
+        Ok(witness)
     }
 }
 
@@ -295,13 +273,18 @@ pub(crate) fn job_spec(
     let request = Arc::new(request);
     let partitions = (0..job.n_partitions())
         .map(|k| {
-            Partition::circuit(FilecoinPartition {
+            let partition = FilecoinPartition {
                 job: Arc::clone(&job),
                 k,
                 shape,
-                budget: daemon.budget().clone(),
                 _request: Arc::clone(&request),
-            })
+            };
+            let p = Partition::witness(move || partition.witness());
+            if job.parallel_witness() {
+                p.synthesized_alone()
+            } else {
+                p
+            }
         })
         .collect();
     Ok(JobSpec {

@@ -2,8 +2,8 @@
 //! **TIMING ONLY** (its parameters and witness are synthetic: no proof it makes verifies).
 //!
 //! `porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] [--reps N]
-//!  [--engine-partitions N] [--budget-gib G] [--pce FILE.pce | --pce-out FILE.pce]
-//!  [--record-only | --witness-only] [--seed N] [--json]`
+//!  [--engine-partitions N] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G]
+//!  [--pce FILE.pce | --pce-out FILE.pce] [--record-only | --witness-only] [--seed N] [--json]`
 //!
 //! 1. **Circuit**: filecoin-proofs' blank partition circuit of the sector size's latest
 //!    `StackedDrg*V1_1` proof type, recorded into a PCE by pinion-filecoin's recording
@@ -26,7 +26,10 @@
 //! 4. **Measure**: `--reps` proofs of partition 0 on the chosen backend (median, with the
 //!    prover's per-step times), then (`--engine-partitions N`) one job of N partitions
 //!    through `engine::Engine` (what `pinion serve` runs), each synthesized by the engine
-//!    as the daemon does; memory: charged baseline (SRS + PCE), per-partition working set,
+//!    as the daemon does (`--max-synthesis`: the engine's ceiling on partitions
+//!    synthesizing at once, default its own, the number of cores; a list runs the job once
+//!    per value, so one recording compares them; the partitions are synthesized alone,
+//!    as the daemon's are, unless `--side-by-side`); memory: charged baseline (SRS + PCE), per-partition working set,
 //!    peak charged vs `VmHWM`, and the cgroup's `memory.current`/`memory.peak`.
 //!
 //! Everything large is charged to one budget (`--budget-gib`, default 90% of
@@ -49,7 +52,7 @@ use gpu_device::Gpu;
 use groth16_prover::testing::ParamShape;
 use groth16_prover::{
     CpuBackend, GpuBackend, ProofOutput, ProofTimings, Prover, ProverBackend, ProverConfig,
-    ProvingKey, Randomness, SelfCheck, Synthesis,
+    ProverError, ProvingKey, Randomness, SelfCheck,
 };
 use memory_budget::{Budget, Category, DetectOptions, Reservation, SizeSpec};
 use pce_cache::{CacheConfig, CircuitKey, MatrixId, Pce, PceCache, PceHandle, Shape, Witness};
@@ -61,8 +64,8 @@ use srs_store::{
 };
 
 const USAGE: &str = "usage: porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] \
-[--reps N] [--engine-partitions N] [--budget-gib G] [--pce FILE.pce | --pce-out FILE.pce] \
-[--record-only | --witness-only] [--seed N] [--json]";
+[--reps N] [--engine-partitions N] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G] \
+[--pce FILE.pce | --pce-out FILE.pce] [--record-only | --witness-only] [--seed N] [--json]";
 
 const GIB: f64 = (1u64 << 30) as f64;
 const MIB: f64 = (1u64 << 20) as f64;
@@ -79,6 +82,10 @@ struct Args {
     gpu: bool,
     reps: usize,
     engine_partitions: usize,
+    /// One engine run per entry (`None`: the engine's default ceiling).
+    max_synthesis: Vec<Option<usize>>,
+    /// Engine partitions not marked `synthesized_alone`.
+    side_by_side: bool,
     budget_gib: Option<f64>,
     pce_in: Option<PathBuf>,
     pce_out: Option<PathBuf>,
@@ -95,6 +102,8 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         gpu: false,
         reps: 3,
         engine_partitions: 0,
+        max_synthesis: vec![None],
+        side_by_side: false,
         budget_gib: None,
         pce_in: None,
         pce_out: None,
@@ -145,6 +154,17 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--gpu" => a.gpu = true,
             "--reps" => a.reps = number(&flag, it.next())?,
             "--engine-partitions" => a.engine_partitions = number(&flag, it.next())?,
+            "--side-by-side" => a.side_by_side = true,
+            "--max-synthesis" => {
+                let v = value(&flag, it.next())?;
+                a.max_synthesis = v
+                    .split(',')
+                    .map(|k| match k.parse::<usize>() {
+                        Ok(k) if k > 0 => Ok(Some(k)),
+                        _ => Err(format!("--max-synthesis: {k:?} is not a positive number")),
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
             "--budget-gib" => {
                 let g: f64 = number(&flag, it.next())?;
                 if !(g.is_finite() && g > 0.0) {
@@ -237,54 +257,21 @@ impl PceHeld {
 }
 
 /// A PoRep partition as the engine proves it (what the daemon's Filecoin partitions do):
-/// witness-only synthesis of filecoin-proofs' circuit (the bridged copy charged while it
-/// exists), then replayed into the prover's synthesis. No public-input check: synthetic.
-#[derive(Clone)]
+/// witness-only synthesis of filecoin-proofs' circuit into the admitted working set, moved
+/// into the proof ([`Partition::witness`]). No public-input check: synthetic.
 struct EnginePartition {
     job: Arc<dyn PartitionJob>,
     k: usize,
     shape: Shape,
-    budget: Budget,
 }
 
-impl bellman::Circuit<Scalar> for EnginePartition {
-    fn synthesize<CS: bellman::ConstraintSystem<Scalar>>(
-        self,
-        cs: &mut CS,
-    ) -> Result<(), bellman::SynthesisError> {
-        let failed = |m: String| bellman::SynthesisError::IoError(std::io::Error::other(m));
-        let bytes = 32 * self.shape.n_columns();
-        let _charge = self
-            .budget
-            .request(bytes, Category::WorkingSet)
-            .priority(memory_budget::Priority::HIGH)
-            .label("porep bench bridged witness")
-            .reserve(Some(Duration::from_secs(120)))
-            .map_err(|e| failed(format!("bridged witness of {bytes} bytes: {e}")))?;
-        let witness = self
-            .job
-            .witness(self.k, self.shape)
-            .map_err(|e| failed(e.to_string()))?;
-        pinion_filecoin::bridge::Replay(witness).synthesize(cs)
-    }
-}
-
-/// The same witness for every rep, without a copy per rep.
-#[derive(Clone)]
-struct SharedWitness(Arc<Witness>);
-
-impl bellman::Circuit<Scalar> for SharedWitness {
-    fn synthesize<CS: bellman::ConstraintSystem<Scalar>>(
-        self,
-        cs: &mut CS,
-    ) -> Result<(), bellman::SynthesisError> {
-        for x in self.0.inputs.iter().skip(1) {
-            cs.alloc_input(|| "", || Ok(*x))?;
-        }
-        for x in &self.0.aux {
-            cs.alloc(|| "", || Ok(*x))?;
-        }
-        Ok(())
+impl EnginePartition {
+    fn witness(&self) -> Result<Witness, ProverError> {
+        self.job.witness(self.k, self.shape).map_err(|e| {
+            ProverError::Synthesis(bellman::SynthesisError::IoError(std::io::Error::other(
+                e.to_string(),
+            )))
+        })
     }
 }
 
@@ -529,7 +516,7 @@ fn run(args: &Args) -> Result<(), Error> {
     );
     put("baseline_charged_bytes", baseline.into());
 
-    // 3. The synthetic witness (partition 0), as the prover will replay it.
+    // 3. The synthetic witness (partition 0), a copy of it moved into each rep's proof.
     let t = Instant::now();
     let witness = {
         let _charge = budget.try_reserve(
@@ -560,7 +547,6 @@ fn run(args: &Args) -> Result<(), Error> {
         Category::WorkingSet,
         "porep bench witness (held)",
     )?;
-    let witness = SharedWitness(Arc::new(witness));
 
     // 4a. Proofs of partition 0.
     let key = Arc::new(ProvingKey::from_store(&store, spec.clone())?);
@@ -581,9 +567,17 @@ fn run(args: &Args) -> Result<(), Error> {
     let mut runs: Vec<ProofOutput> = Vec::new();
     budget.reset_peaks();
     for rep in 0..args.reps {
-        let out = prover.prove(
-            Synthesis::Pce(pce.pce()),
+        // As the engine does: the working set first, then the witness (a copy of the
+        // held one) moved into the proof.
+        let admitted = budget.try_reserve(
+            prover.working_set_bytes(pce.pce())?,
+            Category::WorkingSet,
+            "porep bench proof",
+        )?;
+        let out = prover.prove_witness(
+            pce.pce(),
             witness.clone(),
+            Some(admitted),
             Randomness::random(&mut rng),
         )?;
         println!(
@@ -639,8 +633,12 @@ fn run(args: &Args) -> Result<(), Error> {
     drop(witness);
     drop(_witness_charge);
 
-    // 4b. N partitions through the engine.
-    if args.engine_partitions > 0 {
+    // 4b. N partitions through the engine, once per synthesis ceiling asked for.
+    for &max_synthesis in args
+        .max_synthesis
+        .iter()
+        .filter(|_| args.engine_partitions > 0)
+    {
         let n = args.engine_partitions;
         let PceHeld::Cached(handle) = &pce else {
             return Err("internal: the engine needs a cached pce".into());
@@ -655,6 +653,7 @@ fn run(args: &Args) -> Result<(), Error> {
         let mut config = EngineConfig::new(budget.clone(), vec![device]);
         config.store = Some(store.clone());
         config.self_check = false;
+        config.max_synthesis = max_synthesis;
         let engine = Engine::start(config)?;
         let circuit = spec.circuit_id.clone();
         engine.register(CircuitSpec {
@@ -664,12 +663,18 @@ fn run(args: &Args) -> Result<(), Error> {
         })?;
         let partitions = (0..n)
             .map(|k| {
-                Partition::circuit(EnginePartition {
+                let partition = EnginePartition {
                     job: Arc::clone(&job),
                     k: k % job.n_partitions(),
                     shape,
-                    budget: budget.clone(),
-                })
+                };
+                let p = Partition::witness(move || partition.witness());
+                // As the daemon does, unless told to let them synthesize side by side.
+                if job.parallel_witness() && !args.side_by_side {
+                    p.synthesized_alone()
+                } else {
+                    p
+                }
             })
             .collect();
         budget.reset_peaks();
@@ -688,9 +693,24 @@ fn run(args: &Args) -> Result<(), Error> {
         }
         let peak = budget.snapshot().peak_used_bytes;
         let tm = outcome.timings;
+        let ceiling = max_synthesis.map_or_else(
+            || {
+                format!(
+                    "default ({})",
+                    std::thread::available_parallelism().map_or(2, |n| n.get())
+                )
+            },
+            |k| k.to_string(),
+        );
+        let ceiling = if job.parallel_witness() && !args.side_by_side {
+            format!("{ceiling}, each partition synthesized alone")
+        } else {
+            ceiling
+        };
         println!(
-            "engine: {n} partitions in {wall:.2} s = {:.3} proofs/s ({:.2} s/proof); sums: synthesis {:.1} s, \
-             device {:.1} s, assembly {:.1} s; peak charged {} vs VmHWM {} (TIMING ONLY, invalid proofs)",
+            "engine (max synthesis {ceiling}): {n} partitions in {wall:.2} s = {:.3} proofs/s ({:.2} s/proof); \
+             sums: synthesis {:.1} s, device {:.1} s, assembly {:.1} s; peak charged {} vs VmHWM {} \
+             (TIMING ONLY, invalid proofs)",
             n as f64 / wall,
             wall / n as f64,
             tm.synthesis.as_secs_f64(),
@@ -704,7 +724,7 @@ fn run(args: &Args) -> Result<(), Error> {
                 "porep c2 partitions through the engine, timing only ({})",
                 if args.gpu { "gpu" } else { "cpu" }
             ),
-            size: format!("{} x {n}", args.size_name),
+            size: format!("{} x {n}, max synthesis {ceiling}", args.size_name),
             ours: n as f64 / wall,
             peer: None,
             unit: "proofs/s",
@@ -713,6 +733,7 @@ fn run(args: &Args) -> Result<(), Error> {
             pass: None,
         }
         .emit();
+        put("engine_max_synthesis", max_synthesis.into());
         put("engine_partitions", n.into());
         put("engine_wall_s", wall.into());
         put("engine_proofs_per_s", (n as f64 / wall).into());
@@ -911,8 +932,8 @@ fn median_timings(runs: &[ProofOutput]) -> ProofTimings {
 
 fn steps(t: &ProofTimings) -> [(&'static str, Duration); 17] {
     [
-        ("synthesis (replay + a/b/c)", t.synthesis),
-        ("a/b/c evaluation after", t.abc_evaluation),
+        ("synthesis (circuit run, a/b/c beside)", t.synthesis),
+        ("a/b/c evaluation (after it)", t.abc_evaluation),
         ("witness check", t.witness_check),
         ("h (7 ntts)", t.h),
         ("  of which transfers", t.h_transfers),

@@ -3,8 +3,10 @@
 //! Two `bellperson::ConstraintSystem`s, both concrete (bellperson requires its constraint
 //! systems to be `Send`, which a wrapper around an arbitrary bellman system cannot promise):
 //! [`RecordingCs`] forwards every allocation and constraint to a `pce_cache::Recorder`, and
-//! [`WitnessCs`] runs only the value closures. [`Replay`] hands a computed witness to the
-//! prover as a bellman circuit that allocates the same values in the same order.
+//! [`WitnessCs`] runs only the value closures. The computed witness goes to the prover as
+//! it is (`groth16_prover::Prover::prove_witness`); [`Replay`] is the same witness as a
+//! bellman circuit that allocates the same values in the same order (for a prover path
+//! that takes a circuit).
 //!
 //! Scalars cross over through their canonical little-endian bytes (both crates implement
 //! the same field). Neither system is extensible nor a witness generator in bellperson's

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use bls12_381::Scalar;
 use groth16_prover::testing::ParamShape;
-use groth16_prover::{Prover, ProverConfig, ProvingKey, Randomness, Synthesis};
+use groth16_prover::{Prover, ProverConfig, ProvingKey, Randomness};
 use memory_budget::{Budget, Category, Reservation};
 use pce_cache::{Pce, Shape, Witness};
 use srs_store::{ExpectedSizes, LoadOptions, ParamsFile};
 use storage_proofs_core::parameter_cache::VERSION;
 
-use crate::bridge::{RecordingCs, Replay, WitnessCs};
+use crate::bridge::{RecordingCs, WitnessCs};
 use crate::FilecoinError;
 
 /// Bytes of one partition proof (compressed A, B, C).
@@ -94,12 +94,21 @@ pub trait PartitionJob: Send + Sync {
     /// Partition `k`'s public inputs as filecoin-proofs' verifier computes them (ONE
     /// excluded).
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, FilecoinError>;
+    /// Whether [`PartitionJob::witness`] computes a partition on all cores (rayon's pool):
+    /// an engine then synthesizes these partitions one at a time
+    /// (`engine::Partition::synthesized_alone`), as two beside each other only compete
+    /// for the same cores and hold two working sets.
+    fn parallel_witness(&self) -> bool {
+        false
+    }
 }
 
 /// A partition's bellperson circuit and how its witness is computed: by default one
 /// witness-only pass in allocation order; a circuit made of independent pieces (PoRep's
 /// challenges) computes them on all cores instead, into the same witness.
 pub(crate) trait PartitionCircuit: bellperson::Circuit<blstrs::Scalar> + Sized {
+    /// Whether [`PartitionCircuit::witness`] runs on all cores.
+    const PARALLEL_WITNESS: bool = false;
     /// Witness-only synthesis of partition `k` (`shape` sizes the buffers).
     fn witness(self, k: usize, shape: Shape) -> Result<Witness, FilecoinError> {
         one_pass(self, k, shape)
@@ -166,6 +175,10 @@ where
             .iter()
             .map(crate::bridge::to_bls)
             .collect())
+    }
+
+    fn parallel_witness(&self) -> bool {
+        C::PARALLEL_WITNESS
     }
 }
 
@@ -315,17 +328,19 @@ pub fn prove_partition(
         partition: k,
         source: Box::new(source),
     };
-    // The bridged witness is a second copy beside the prover's own: charge it.
-    let _witness_charge = budget
+    // The proof's whole working set first (it covers the witness, which is moved into
+    // the proof and a, b and c evaluated from it: one copy, charged before it exists).
+    let bytes = prover.working_set_bytes(pce).map_err(prover_err)?;
+    let admitted = budget
         .try_reserve(
-            32 * shape.n_columns(),
+            bytes,
             Category::WorkingSet,
-            "filecoin bridged witness",
+            "filecoin partition working set",
         )
         .map_err(|source| {
             prover_err(groth16_prover::ProverError::Budget {
-                what: "bridged witness",
-                requested_bytes: 32 * shape.n_columns(),
+                what: "filecoin partition working set",
+                requested_bytes: bytes,
                 source,
             })
         })?;
@@ -342,7 +357,7 @@ pub fn prove_partition(
     }
     let rs = rs.unwrap_or_else(|| Randomness::random(&mut rand::rng()));
     let out = prover
-        .prove(Synthesis::Pce(pce), Replay(witness), rs)
+        .prove_witness(pce, witness, Some(admitted), rs)
         .map_err(prover_err)?;
     if groth16::verify_proof(prover.key().prepared_vk(), &out.proof, &inputs).is_err() {
         return Err(FilecoinError::ProofRejected { partition: k });

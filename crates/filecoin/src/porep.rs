@@ -633,6 +633,8 @@ impl<Tree: 'static + MerkleTreeTrait> bellperson::Circuit<blstrs::Scalar> for Po
 /// shape; a challenge that allocates another count is an error, and a shape the
 /// challenges do not divide falls back to one pass in order.
 impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for PorepCircuit<Tree> {
+    const PARALLEL_WITNESS: bool = true;
+
     fn witness(self, k: usize, shape: Shape) -> Result<Witness, FilecoinError> {
         let p = match self {
             PorepCircuit::Partition(p) if p.challenges.len() > 1 => p,
