@@ -781,6 +781,12 @@ impl Engine {
         &self.shared.budget
     }
 
+    /// The most partitions synthesizing at once ([`EngineConfig::max_synthesis`], or its
+    /// default, the number of cores).
+    pub fn max_synthesis(&self) -> usize {
+        self.shared.max_synthesis
+    }
+
     /// Queues a job; returns its id at once.
     pub fn submit(&self, spec: JobSpec) -> Result<JobId, EngineError> {
         if !self.shared.accepting.load(Ordering::Acquire) {

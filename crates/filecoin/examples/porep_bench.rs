@@ -29,8 +29,8 @@
 //!    as the daemon does (`--max-synthesis`: the engine's ceiling on partitions
 //!    synthesizing at once, default its own, the number of cores; a list runs the job once
 //!    per value, so one recording compares them; the partitions are synthesized alone,
-//!    as the daemon's are, unless `--side-by-side`); memory: charged baseline (SRS + PCE), per-partition working set,
-//!    peak charged vs `VmHWM`, and the cgroup's `memory.current`/`memory.peak`.
+//!    as the daemon's are, unless `--side-by-side`); memory: charged baseline (SRS + PCE),
+//!    per-partition working set, peak charged vs `VmHWM`, and the cgroup's `memory.current`/`memory.peak`.
 //!
 //! Everything large is charged to one budget (`--budget-gib`, default 90% of
 //! MemAvailable). `--json` ends the output with one line of JSON; `PINION_BENCH` lines
@@ -633,7 +633,9 @@ fn run(args: &Args) -> Result<(), Error> {
     drop(witness);
     drop(_witness_charge);
 
-    // 4b. N partitions through the engine, once per synthesis ceiling asked for.
+    // 4b. N partitions through the engine, once per synthesis ceiling asked for; alone as
+    // the daemon's are, unless told to let them synthesize side by side.
+    let alone = job.parallel_witness() && !args.side_by_side;
     for &max_synthesis in args
         .max_synthesis
         .iter()
@@ -669,8 +671,7 @@ fn run(args: &Args) -> Result<(), Error> {
                     shape,
                 };
                 let p = Partition::witness(move || partition.witness());
-                // As the daemon does, unless told to let them synthesize side by side.
-                if job.parallel_witness() && !args.side_by_side {
+                if alone {
                     p.synthesized_alone()
                 } else {
                     p
@@ -693,20 +694,20 @@ fn run(args: &Args) -> Result<(), Error> {
         }
         let peak = budget.snapshot().peak_used_bytes;
         let tm = outcome.timings;
-        let ceiling = max_synthesis.map_or_else(
-            || {
-                format!(
-                    "default ({})",
-                    std::thread::available_parallelism().map_or(2, |n| n.get())
-                )
+        let ceiling = format!(
+            "{}{}{}",
+            engine.max_synthesis(),
+            if max_synthesis.is_none() {
+                " (default)"
+            } else {
+                ""
             },
-            |k| k.to_string(),
+            if alone {
+                ", each partition synthesized alone"
+            } else {
+                ""
+            }
         );
-        let ceiling = if job.parallel_witness() && !args.side_by_side {
-            format!("{ceiling}, each partition synthesized alone")
-        } else {
-            ceiling
-        };
         println!(
             "engine (max synthesis {ceiling}): {n} partitions in {wall:.2} s = {:.3} proofs/s ({:.2} s/proof); \
              sums: synthesis {:.1} s, device {:.1} s, assembly {:.1} s; peak charged {} vs VmHWM {} \

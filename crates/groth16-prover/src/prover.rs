@@ -740,16 +740,12 @@ impl Prover {
         circuit: C,
         admitted: Option<Reservation>,
     ) -> Result<Synthesized, ProverError> {
-        let started = Instant::now();
-        let mut timings = ProofTimings::default();
-        self.backend.reset_staging_peak();
-        let (ev, charge) = match synthesis {
+        self.phase_one(|timings| match synthesis {
             Synthesis::Pce(pce) => {
-                self.evaluate_pce(pce, WitnessFrom::Circuit(circuit), admitted, &mut timings)?
+                self.evaluate_pce(pce, WitnessFrom::Circuit(circuit), admitted, timings)
             }
-            Synthesis::Plain => self.evaluate_plain(circuit, admitted, &mut timings)?,
-        };
-        self.checked(ev, charge, timings, started)
+            Synthesis::Plain => self.evaluate_plain(circuit, admitted, timings),
+        })
     }
 
     /// [`Prover::synthesize`] on the PCE path from a witness computed elsewhere (`inputs`
@@ -767,16 +763,14 @@ impl Prover {
         witness: Witness,
         admitted: Option<Reservation>,
     ) -> Result<Synthesized, ProverError> {
-        let started = Instant::now();
-        let mut timings = ProofTimings::default();
-        self.backend.reset_staging_peak();
-        let (ev, charge) = self.evaluate_pce(
-            pce,
-            WitnessFrom::<NoCircuit>::Computed(witness),
-            admitted,
-            &mut timings,
-        )?;
-        self.checked(ev, charge, timings, started)
+        self.phase_one(|timings| {
+            self.evaluate_pce(
+                pce,
+                WitnessFrom::<NoCircuit>::Computed(witness),
+                admitted,
+                timings,
+            )
+        })
     }
 
     /// Proves from a computed witness ([`Prover::synthesize_witness`], then
@@ -794,14 +788,16 @@ impl Prover {
         self.assemble(computed, randomness, check, 0)
     }
 
-    /// The end of phase 1: the witness check on a, b and c.
-    fn checked(
+    /// Phase 1 around `evaluate` (the witness with a, b and c, and the charge holding
+    /// them): the staging peak reset before it, the witness check on a, b and c after.
+    fn phase_one(
         &self,
-        mut ev: Evaluated,
-        charge: Charge,
-        mut timings: ProofTimings,
-        started: Instant,
+        evaluate: impl FnOnce(&mut ProofTimings) -> Result<(Evaluated, Charge), ProverError>,
     ) -> Result<Synthesized, ProverError> {
+        let started = Instant::now();
+        let mut timings = ProofTimings::default();
+        self.backend.reset_staging_peak();
+        let (mut ev, charge) = evaluate(&mut timings)?;
         // An unsatisfied witness would give a proof that does not verify: refuse it.
         let t = Instant::now();
         let bad_row = match &mut ev.abc {

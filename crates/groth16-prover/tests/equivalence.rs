@@ -17,7 +17,8 @@ use rand::RngExt;
 use common::*;
 
 /// Proves `circuit` for each (r, s) with the reference and with both our paths (the PCE
-/// path also from a witness computed outside the prover) and both key sources; checks equal bytes, verification, and rejection of a wrong input.
+/// path also from a witness computed outside the prover) and both key sources; checks
+/// equal bytes, verification, and rejection of a wrong input.
 fn check_equivalence<C: Circuit<Scalar> + Clone>(
     name: &str,
     circuit: C,
