@@ -405,6 +405,14 @@ pub trait ProverBackend: Send + Sync {
         (0, 0)
     }
 
+    /// The MSMs' staging (the second part of [`ProverBackend::staging_bytes`]) of a proof
+    /// whose a, b and c went into this backend's buffers
+    /// ([`ProverBackend::abc_buffers_within`]), over a domain of `m` points with `n_terms`
+    /// inputs and aux values: less when the MSMs stage their scalars in those buffers.
+    fn msm_staging_after_abc(&self, m: usize, n_terms: usize) -> u64 {
+        self.staging_bytes(m, n_terms).1
+    }
+
     /// [`ProverBackend::abc_buffers`], paid from `from` (see
     /// [`ProverBackend::staging_bytes`]).
     fn abc_buffers_within(

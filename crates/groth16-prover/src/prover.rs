@@ -493,9 +493,18 @@ impl Prover {
 
     /// Bytes the MSM phase holds: witness, h, the backend's scratch and its scalar
     /// staging (paid from this charge).
-    fn msm_phase_bytes(&self, witness_bytes: u64, h_bytes: u64, shape: &ProofShape) -> u64 {
+    /// The MSM phase's bytes; `msm_staging` the backend's staging of their scalars, or
+    /// `None` for [`ProverBackend::staging_bytes`]'s.
+    fn msm_phase_bytes(
+        &self,
+        witness_bytes: u64,
+        h_bytes: u64,
+        shape: &ProofShape,
+        msm_staging: Option<u64>,
+    ) -> u64 {
         let n = n_max_terms(shape);
-        let (_, msm_staging) = self.backend.staging_bytes(shape.domain_size, n);
+        let msm_staging =
+            msm_staging.unwrap_or_else(|| self.backend.staging_bytes(shape.domain_size, n).1);
         // The G2 MSM sums b_g2_query's bases (inputs and aux dense in B), no more.
         let n_g2 = self.key.lens().b_g2.min(n);
         witness_bytes + h_bytes + self.backend.msm_scratch_bytes(n, n_g2) + msm_staging
@@ -542,14 +551,24 @@ impl Prover {
             3 * m as u64 * SCALAR_BYTES
         };
         let h_phase = witness_bytes + abc_bytes + self.backend.h_scratch_bytes(m);
-        // Staged a, b and c leave this charge for the pool when they are taken and stay
-        // there (idle, or reused by the MSMs' staging, which then gives back as many bytes
-        // of this charge): the MSM phase comes on top of them, so that the charge never
-        // has to grow in the middle of a proof (where a full budget would refuse it).
+        // Staged a, b and c leave this charge for the pool when they are taken and the
+        // proof keeps them through the MSMs, whose staging may write into them (the
+        // backend says how much more it needs): the MSM phase comes on top of them, so
+        // that the charge never has to grow in the middle of a proof (where a full budget
+        // would refuse it).
         let msm_phase = if self.stages_abc(m) {
-            abc_staging + self.msm_phase_bytes(witness_bytes, self.backend.h_host_bytes(m), shape)
+            let staging = self
+                .backend
+                .msm_staging_after_abc(m, shape.n_inputs + shape.n_aux);
+            abc_staging
+                + self.msm_phase_bytes(
+                    witness_bytes,
+                    self.backend.h_host_bytes(m),
+                    shape,
+                    Some(staging),
+                )
         } else {
-            self.msm_phase_bytes(witness_bytes, m as u64 * SCALAR_BYTES, shape)
+            self.msm_phase_bytes(witness_bytes, m as u64 * SCALAR_BYTES, shape, None)
         };
         h_phase.max(msm_phase)
     }
@@ -882,7 +901,13 @@ impl Prover {
         // bytes (none when it stays on the device), the MSMs' scratch and staging (kept,
         // never released only to be asked for again).
         let h_return = self.backend.h_host_bytes(shape.domain_size);
-        let msm_floor = self.msm_phase_bytes(witness_bytes, h_return, &shape);
+        let msm_floor = self.msm_phase_bytes(witness_bytes, h_return, &shape, None);
+        // What the MSMs stage beyond a, b and c's buffers when those are the backend's (as
+        // `pce_working_set` charged it).
+        let msm_staging = matches!(abc, Abc::Staged(_)).then(|| {
+            self.backend
+                .msm_staging_after_abc(shape.domain_size, shape.n_inputs + shape.n_aux)
+        });
         let mut released = || charge.shrink_to(msm_floor);
         let h_out = match abc {
             Abc::Host(v) => match self.key.h_step() {
@@ -899,7 +924,7 @@ impl Prover {
         let h = h_out.h;
         // b and c are gone; a host h lives in a's buffer until the H MSM is done.
         charge.set(
-            self.msm_phase_bytes(witness_bytes, h.host_bytes(), &shape),
+            self.msm_phase_bytes(witness_bytes, h.host_bytes(), &shape, msm_staging),
             "groth16 proof msm phase",
         )?;
 

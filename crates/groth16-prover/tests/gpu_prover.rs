@@ -352,6 +352,17 @@ fn gpu_staging_pool_is_charged_reused_and_evictable() {
         assert!(now > 0, "idle staging buffers stay charged");
         if round == 0 {
             charged_after_first = now;
+            let s = &got.shape;
+            assert!(
+                s.n_inputs + s.n_aux <= s.domain_size,
+                "{} inputs + {} aux over a domain of {}: the check below needs them within",
+                s.n_inputs,
+                s.n_aux,
+                s.domain_size
+            );
+            // The MSMs staged their scalars in the proof's own a, b, c buffers (the
+            // working set counts on it): the pool made those three and no more.
+            assert_eq!(now, 3 * 32 * m, "pool after the first proof");
         } else if round == 1 {
             assert_eq!(
                 now, charged_after_first,

@@ -28,6 +28,10 @@ pub(super) struct DeviceH {
     /// Recorded on the device's stream before and after the transforms.
     pub(super) started: CudaEvent,
     pub(super) finished: CudaEvent,
+    /// The pinned a, b, c buffers the transforms read, kept for the proof's MSM staging
+    /// (see `GpuBackend::msms_from`): handed back to the pool they could be taken by
+    /// another proof in between, and this one would then need new ones.
+    pub(super) abc: Option<PinnedAbc>,
 }
 
 impl BackendOwned for DeviceH {
@@ -122,13 +126,13 @@ impl GpuBackend {
             .map_err(|c| driver_err("cuEventSynchronize", c))?;
         drop((a, b, c));
         inputs_released();
-        let mut out = self.h_output(h, started)?;
+        let mut out = self.h_output(h, started, None)?;
         out.transfers = t.elapsed();
         Ok(out)
     }
 
     /// Queues the H step from a, b, c in the pool's pinned buffers (asynchronous copies);
-    /// the buffers go back to the pool at once (it waits for the copies before reuse).
+    /// h keeps the buffers for the proof's MSM staging.
     pub(super) fn h_from_pinned(&self, abc: PinnedAbc) -> Result<HOutput, ProverError> {
         let gpu_err = |e: GpuError| ntt_err(GpuNttError::Gpu(e));
         let stream = self.gpu.stream().clone();
@@ -148,10 +152,9 @@ impl GpuBackend {
                 &stream,
             )
             .map_err(ntt_err)?;
-        // Back to the pool while the copies may still run: gpu-ntt copies through
-        // cudarc's `host_slice()`, whose event the pool waits for before reuse.
-        drop(abc);
-        self.h_output(h, started)
+        // Kept for the MSMs' staging while the copies may still run: gpu-ntt copies
+        // through cudarc's `host_slice()`, whose event host access waits for.
+        self.h_output(h, started, Some(abc))
     }
 
     /// h left on the device, with the events around its transforms.
@@ -159,6 +162,7 @@ impl GpuBackend {
         &self,
         h: gpu_ntt::HPolyDevice,
         started: CudaEvent,
+        abc: Option<PinnedAbc>,
     ) -> Result<HOutput, ProverError> {
         let finished = self
             .gpu
@@ -177,6 +181,7 @@ impl GpuBackend {
                     gpu: self.gpu.clone(),
                     started,
                     finished,
+                    abc,
                 },
             )),
             transfers: std::time::Duration::ZERO,

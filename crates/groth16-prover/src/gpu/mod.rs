@@ -52,7 +52,7 @@ use memory_budget::{Budget, Category, Reservation};
 
 use bases::{GpuBases, Placed, STREAM_CHUNK_G1, STREAM_CHUNK_G2};
 use h_step::DeviceH;
-use staging::{write_parts, PinnedAbc, SCALAR_LIMBS};
+use staging::{take_held_abc, write_parts, PinnedAbc, SCALAR_LIMBS};
 
 use crate::backend::{
     cpu_sum, BackendKind, BasesKind, HOutput, HPoly, MsmInputs, MsmOutputs, MsmTimings, Part,
@@ -318,6 +318,17 @@ impl ProverBackend for GpuBackend {
         (abc, 4 * staging_buffer_bytes(n_max_terms))
     }
 
+    fn msm_staging_after_abc(&self, m: usize, n_terms: usize) -> u64 {
+        // The H step keeps a, b and c's three buffers (m scalars each) for the staged G1
+        // queries, at most three (l, a, b_g1; h is read on the device where the H step
+        // left it, or summed on the CPU): nothing more when each has at most m terms.
+        if staging::stages(m) && n_terms <= m {
+            0
+        } else {
+            self.staging_bytes(m, n_terms.max(m)).1
+        }
+    }
+
     fn abc_buffers_within(
         &self,
         m: usize,
@@ -460,6 +471,9 @@ impl GpuBackend {
                     Some(self.place::<G1Curve>(q.name(), &all_bases[q as usize], n)?);
             }
         }
+        // The pinned a, b, c buffers the H step kept: the G1 queries' staging, before any
+        // buffer from the pool (the working set counts on it: `msm_staging_after_abc`).
+        let (h, mut held) = take_held_abc(h);
         // H's scalars: in place when the H step left h on this device and the device
         // sums it; otherwise as host scalars like the other queries.
         let mut h_events = None;
@@ -571,8 +585,13 @@ impl GpuBackend {
                 for (q, _, parts) in &jobs {
                     match (placed[*q as usize].take(), scalars[*q as usize].take()) {
                         (Some(Placed::Gpu(bases)), Some(mut dst)) => {
-                            let (copied, host_time, waited) =
-                                self.stage(q.name(), parts, &mut dst, &copy_stream, from)?;
+                            let (copied, host_time, waited) = self.stage(
+                                q.name(),
+                                parts,
+                                &mut dst,
+                                &copy_stream,
+                                (&mut held, from),
+                            )?;
                             timings.scalar_transfers += host_time;
                             timings.staging_wait += waited;
                             let job = DeviceJob {

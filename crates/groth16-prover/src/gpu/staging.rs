@@ -12,8 +12,9 @@ use gpu_device::{CudaPinned, GpuError, PoolError, Pooled};
 use gpu_msm::{DeviceScalars, GpuMsmError};
 use rayon::prelude::*;
 
+use super::h_step::DeviceH;
 use super::{gpu_msm_err, ntt_err, GpuBackend};
-use crate::backend::{AbcStorage, BackendOwned, Part};
+use crate::backend::{AbcStorage, BackendH, BackendOwned, HPoly, Part};
 use crate::ProverError;
 use gpu_ntt::GpuNttError;
 
@@ -44,11 +45,29 @@ pub(super) fn staging_err(what: &'static str) -> impl FnOnce(PoolError) -> Prove
     move |source| ProverError::Staging { what, source }
 }
 
+/// One pinned staging buffer from the GPU backend's pool.
+pub(super) type PinnedBuf = Pooled<CudaPinned<u64>>;
+
+/// The pinned a, b, c buffers that h kept (see `DeviceH::abc`), taken out of it: none
+/// when h is not the GPU's or kept none.
+pub(super) fn take_held_abc(h: HPoly) -> (HPoly, Vec<PinnedBuf>) {
+    match h {
+        HPoly::Backend(d) => match d.downcast::<DeviceH>() {
+            Ok(mut d) => {
+                let held = d.abc.take().map_or_else(Vec::new, |abc| abc.bufs.into());
+                (HPoly::Backend(BackendH::new(d.n_coeffs, d)), held)
+            }
+            Err(other) => (HPoly::Backend(other), Vec::new()),
+        },
+        other => (other, Vec::new()),
+    }
+}
+
 /// Pinned buffers from the GPU backend's staging pool that the prover evaluates a, b and
 /// c into directly (bls-repr's Montgomery layout, `m` elements each). Dropping them
 /// returns them to the pool.
 pub(super) struct PinnedAbc {
-    pub(super) bufs: [Pooled<CudaPinned<u64>>; 3],
+    pub(super) bufs: [PinnedBuf; 3],
     pub(super) m: usize,
 }
 
@@ -119,9 +138,11 @@ impl GpuBackend {
     }
 
     /// Stages the scalars of `dst` (the parts concatenated, each filtered by its mask):
-    /// canonical limbs written straight into a pooled pinned buffer, then an
-    /// asynchronous copy into `dst` on `copy_stream`. The staging buffer goes back to the
-    /// pool at once (the pool waits for the copy before reusing it). Returns an event
+    /// canonical limbs written straight into a pinned buffer, one of `held` large enough
+    /// (the proof's own, e.g. its a, b, c buffers after the H step) or else one from the
+    /// pool paid from `from`, then an asynchronous copy into `dst` on `copy_stream`. The
+    /// staging buffer goes back to the pool at once (the pool waits for the copy before
+    /// reusing it). Returns an event
     /// recorded after the copy, for the MSM to wait on, the host time spent and the part
     /// of it spent waiting for the staging buffer.
     pub(super) fn stage(
@@ -130,16 +151,19 @@ impl GpuBackend {
         parts: &[Part<'_>],
         dst: &mut DeviceScalars,
         copy_stream: &Arc<CudaStream>,
-        from: &mut memory_budget::Reservation,
+        (held, from): (&mut Vec<PinnedBuf>, &mut memory_budget::Reservation),
     ) -> Result<(CudaEvent, Duration, Duration), ProverError> {
         let t = Instant::now();
         let n = dst.len();
         let limbs = SCALAR_LIMBS * n;
         let gpu_err = |e: GpuError| gpu_msm_err(query)(GpuMsmError::Gpu(e));
-        let mut staging = self
-            .pool
-            .acquire_from(limbs, from)
-            .map_err(staging_err(query))?;
+        let mut staging = match held.iter().position(|b| b.len() >= limbs) {
+            Some(i) => held.swap_remove(i),
+            None => self
+                .pool
+                .acquire_from(limbs, from)
+                .map_err(staging_err(query))?,
+        };
         let host = staging.as_mut_slice().map_err(gpu_err)?;
         let waited = t.elapsed();
         let written = write_parts(host, parts);
