@@ -510,8 +510,8 @@ impl DeviceScalars {
 /// Which bucket-accumulation kernel to run (same results; a tuning choice).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AccumulateKernel {
-    /// The curve's default ([`GpuCurve::DEFAULT_ACCUMULATE`]): [`Self::Capped128`] on G1,
-    /// [`Self::Uncapped`] on G2.
+    /// The curve's default ([`GpuCurve::DEFAULT_ACCUMULATE`]): [`Self::ChunkedCapped`] on
+    /// G1, [`Self::Chunked`] on G2.
     #[default]
     Auto,
     /// Registers as the compiler likes. G1: 142 on sm_90, no spills (3 blocks of 128
