@@ -25,8 +25,8 @@ pub struct FrRepr {
 /// `bls12_381` 0.9 keeps a `Scalar` as four little-endian u64 limbs in Montgomery form with
 /// R = 2^256, fully reduced: exactly [`FrRepr`]'s layout. The constant checks below prove
 /// that for the version this crate builds against (at compile time), so reading the limbs
-/// replaces a reduction and a Montgomery product per conversion (≈ 50 ns → ≈ 1 ns; most of
-/// a prover's conversions are of witness values and a, b, c).
+/// replaces a reduction and a Montgomery product per conversion (≈ 50 ns → a few ns, a
+/// memory copy; most of a prover's conversions are of witness values and a, b, c).
 #[allow(unsafe_code)]
 #[inline(always)]
 const fn scalar_limbs(s: Scalar) -> [u64; 4] {

@@ -11,8 +11,9 @@
 //!   ([`GpuMsm::upload_scalars`], canonical on the device) so that a caller can overlap
 //!   or time the copy.
 //! - Scalars: [`Scalar`]s are converted to canonical integers on the host (through
-//!   bls-repr, in parallel; 0 and 1 without a Montgomery reduction); [`FrRepr`] (Montgomery) scalars are uploaded as they are and
-//!   converted to canonical on the GPU ([`GpuMsm::upload_scalars_montgomery`]).
+//!   bls-repr, in parallel; 0 and 1 without a Montgomery reduction); [`FrRepr`]
+//!   (Montgomery) scalars are uploaded as they are and converted to canonical on the GPU
+//!   ([`GpuMsm::upload_scalars_montgomery`]).
 //! - Every device allocation (bases, scalars, scratch) is charged to the device's VRAM
 //!   budget first; a refusal or a real CUDA out-of-memory is [`GpuMsmError::Gpu`], never a
 //!   panic. Scratch lives only for one call.
