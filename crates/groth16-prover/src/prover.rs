@@ -492,22 +492,34 @@ impl Prover {
     }
 
     /// Bytes the MSM phase holds: witness, h, the backend's scratch and its scalar
-    /// staging (paid from this charge).
-    /// The MSM phase's bytes; `msm_staging` the backend's staging of their scalars, or
-    /// `None` for [`ProverBackend::staging_bytes`]'s.
+    /// staging (paid from this charge; see [`Prover::msm_staging_bytes`]).
     fn msm_phase_bytes(
         &self,
         witness_bytes: u64,
         h_bytes: u64,
         shape: &ProofShape,
-        msm_staging: Option<u64>,
+        abc_staged: bool,
     ) -> u64 {
         let n = n_max_terms(shape);
-        let msm_staging =
-            msm_staging.unwrap_or_else(|| self.backend.staging_bytes(shape.domain_size, n).1);
         // The G2 MSM sums b_g2_query's bases (inputs and aux dense in B), no more.
         let n_g2 = self.key.lens().b_g2.min(n);
-        witness_bytes + h_bytes + self.backend.msm_scratch_bytes(n, n_g2) + msm_staging
+        witness_bytes
+            + h_bytes
+            + self.backend.msm_scratch_bytes(n, n_g2)
+            + self.msm_staging_bytes(shape, abc_staged)
+    }
+
+    /// The MSMs' scalar staging: less when a, b and c went into the backend's buffers
+    /// (`abc_staged`), which the MSMs then stage into
+    /// ([`ProverBackend::msm_staging_after_abc`]).
+    fn msm_staging_bytes(&self, shape: &ProofShape, abc_staged: bool) -> u64 {
+        let m = shape.domain_size;
+        if abc_staged {
+            self.backend
+                .msm_staging_after_abc(m, shape.n_inputs + shape.n_aux)
+        } else {
+            self.backend.staging_bytes(m, n_max_terms(shape)).1
+        }
     }
 
     /// The shape of a PCE-path proof and its density masks, checked against the key.
@@ -557,18 +569,10 @@ impl Prover {
         // that the charge never has to grow in the middle of a proof (where a full budget
         // would refuse it).
         let msm_phase = if self.stages_abc(m) {
-            let staging = self
-                .backend
-                .msm_staging_after_abc(m, shape.n_inputs + shape.n_aux);
             abc_staging
-                + self.msm_phase_bytes(
-                    witness_bytes,
-                    self.backend.h_host_bytes(m),
-                    shape,
-                    Some(staging),
-                )
+                + self.msm_phase_bytes(witness_bytes, self.backend.h_host_bytes(m), shape, true)
         } else {
-            self.msm_phase_bytes(witness_bytes, m as u64 * SCALAR_BYTES, shape, None)
+            self.msm_phase_bytes(witness_bytes, m as u64 * SCALAR_BYTES, shape, false)
         };
         h_phase.max(msm_phase)
     }
@@ -901,13 +905,9 @@ impl Prover {
         // bytes (none when it stays on the device), the MSMs' scratch and staging (kept,
         // never released only to be asked for again).
         let h_return = self.backend.h_host_bytes(shape.domain_size);
-        let msm_floor = self.msm_phase_bytes(witness_bytes, h_return, &shape, None);
-        // What the MSMs stage beyond a, b and c's buffers when those are the backend's (as
-        // `pce_working_set` charged it).
-        let msm_staging = matches!(abc, Abc::Staged(_)).then(|| {
-            self.backend
-                .msm_staging_after_abc(shape.domain_size, shape.n_inputs + shape.n_aux)
-        });
+        let msm_floor = self.msm_phase_bytes(witness_bytes, h_return, &shape, false);
+        // As `pce_working_set` charged it: less staging when a, b, c are the backend's.
+        let abc_staged = matches!(abc, Abc::Staged(_));
         let mut released = || charge.shrink_to(msm_floor);
         let h_out = match abc {
             Abc::Host(v) => match self.key.h_step() {
@@ -924,7 +924,7 @@ impl Prover {
         let h = h_out.h;
         // b and c are gone; a host h lives in a's buffer until the H MSM is done.
         charge.set(
-            self.msm_phase_bytes(witness_bytes, h.host_bytes(), &shape, msm_staging),
+            self.msm_phase_bytes(witness_bytes, h.host_bytes(), &shape, abc_staged),
             "groth16 proof msm phase",
         )?;
 
