@@ -266,42 +266,66 @@ impl ConstraintSystem<blstrs::Scalar> for WitnessCs {
     witness_only_rest!();
 }
 
-/// Witness-only synthesis of one piece of a circuit straight into its place in the whole
-/// witness. The piece is a circuit that repeats a prologue of the whole one (allocations
-/// whose values it needs) before its own part: the first `skip` allocations (inputs with
-/// ONE, aux) are computed and dropped, the aux values after them fill `aux` in order and
-/// the inputs after them are kept. How many it allocated is checked by the caller
+/// Witness-only synthesis of one piece of a circuit, into its place in the whole witness
+/// or into a vector of its own. A piece first allocates what its part needs from the rest
+/// of the circuit (values computed, then dropped: the scratch), then calls
+/// [`PieceCs::start_here`]; the aux values after that fill the piece's place in order and
+/// the inputs after it are kept. How many it allocated is checked by the caller
 /// ([`PieceCs::counts`]): a piece of another shape must not pass as this one.
 pub(crate) struct PieceCs<'a> {
-    skip: (usize, usize),
+    start: Option<(usize, usize)>,
     seen: (usize, usize),
     inputs: Vec<Scalar>,
-    aux: &'a mut [Scalar],
+    aux: Sink<'a>,
+}
+
+/// Where a piece's aux values go.
+enum Sink<'a> {
+    /// Its place in the whole witness (values past its end are dropped and counted).
+    Place(&'a mut [Scalar]),
+    /// A vector of its own, for a piece whose place is not known yet.
+    Grow(Vec<Scalar>),
 }
 
 impl<'a> PieceCs<'a> {
-    /// A piece that drops its first `skip_inputs` inputs (ONE counted) and `skip_aux` aux
-    /// values, and writes the aux values after them into `aux`.
-    pub(crate) fn new(skip_inputs: usize, skip_aux: usize, aux: &'a mut [Scalar]) -> Self {
+    /// A piece whose aux values fill `place`.
+    pub(crate) fn into_place(place: &'a mut [Scalar]) -> Self {
+        Self::with(Sink::Place(place))
+    }
+
+    /// A piece whose aux values go into a vector of its own ([`PieceCs::into_parts`]).
+    pub(crate) fn growing() -> PieceCs<'static> {
+        PieceCs::with(Sink::Grow(Vec::new()))
+    }
+
+    fn with(aux: Sink<'a>) -> Self {
         PieceCs {
-            skip: (skip_inputs, skip_aux),
+            start: None,
             seen: (1, 0),
             inputs: Vec::new(),
             aux,
         }
     }
 
-    /// The inputs and aux values the piece allocated after the skipped ones.
-    pub(crate) fn counts(&self) -> (usize, usize) {
-        (
-            self.seen.0.saturating_sub(self.skip.0),
-            self.seen.1.saturating_sub(self.skip.1),
-        )
+    /// Ends the scratch: what is allocated from here on is the piece's own.
+    pub(crate) fn start_here(&mut self) {
+        self.start = Some(self.seen);
     }
 
-    /// The inputs kept (after the skipped ones), in allocation order.
-    pub(crate) fn into_inputs(self) -> Vec<Scalar> {
-        self.inputs
+    /// The inputs and aux values the piece allocated after [`PieceCs::start_here`].
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        match self.start {
+            Some((i, a)) => (self.seen.0 - i, self.seen.1 - a),
+            None => (0, 0),
+        }
+    }
+
+    /// The inputs kept (in allocation order) and, for a growing piece, its aux values.
+    pub(crate) fn into_parts(self) -> (Vec<Scalar>, Option<Vec<Scalar>>) {
+        match self.aux {
+            Sink::Place(_) => (self.inputs, None),
+            Sink::Grow(aux) => (self.inputs, Some(aux)),
+        }
     }
 }
 
@@ -317,8 +341,15 @@ impl ConstraintSystem<blstrs::Scalar> for PieceCs<'_> {
         // The closure always runs: gadgets keep the value it computes.
         let x = f()?;
         let j = self.seen.1;
-        if let Some(slot) = j.checked_sub(self.skip.1).and_then(|i| self.aux.get_mut(i)) {
-            *slot = to_bls(&x);
+        if let Some((_, from)) = self.start {
+            match &mut self.aux {
+                Sink::Place(place) => {
+                    if let Some(slot) = place.get_mut(j - from) {
+                        *slot = to_bls(&x);
+                    }
+                }
+                Sink::Grow(aux) => aux.push(to_bls(&x)),
+            }
         }
         self.seen.1 += 1;
         Ok(Variable::new_unchecked(Index::Aux(j)))
@@ -332,7 +363,7 @@ impl ConstraintSystem<blstrs::Scalar> for PieceCs<'_> {
     {
         let x = f()?;
         let i = self.seen.0;
-        if i >= self.skip.0 {
+        if self.start.is_some() {
             self.inputs.push(to_bls(&x));
         }
         self.seen.0 += 1;

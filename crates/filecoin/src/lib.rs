@@ -3,8 +3,8 @@
 //! The circuits are filecoin-proofs 19.x's own (`storage-proofs-porep`, `-post`,
 //! `-update`, built without their GPU code), unchanged. A bellperson constraint system
 //! records each circuit into a PCE ([`bridge::RecordingCs`]) and computes its witness
-//! ([`bridge::WitnessCs`]; a PoRep partition's challenges on all cores, each straight into
-//! its place in the witness), scalars converted to `bls12_381::Scalar` through canonical
+//! ([`bridge::WitnessCs`]; a PoRep partition's challenges on all cores, in pieces of a
+//! layer's label each, straight into their places in the witness), scalars converted to `bls12_381::Scalar` through canonical
 //! bytes, so the prover, the parameter store and the GPU path are the ones every other
 //! circuit uses.
 //!

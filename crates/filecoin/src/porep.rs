@@ -3,17 +3,23 @@
 use std::convert::TryInto;
 use std::sync::Arc;
 
+use bellperson::gadgets::{num::AllocatedNum, uint32::UInt32};
 use filecoin_hashers::{Domain, Hasher};
+use filecoin_hashers::{PoseidonArity, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::parameters::setup_params;
 use filecoin_proofs::{as_safe_commitment, DefaultPieceDomain, PoRepConfig};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::RegisteredSealProof;
+use neptune::circuit::poseidon_hash;
 use serde::Deserialize;
 use storage_proofs_core::api_version::ApiFeature;
 use storage_proofs_core::compound_proof::{CompoundProof, SetupParams};
-use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
+use storage_proofs_core::gadgets::{encode::encode, uint64::UInt64, variables::Root};
+use storage_proofs_core::merkle::{DiskTree, MerkleTreeTrait};
 use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg, Tau};
 
 use bls12_381::Scalar;
@@ -625,13 +631,18 @@ impl<Tree: 'static + MerkleTreeTrait> bellperson::Circuit<blstrs::Scalar> for Po
     }
 }
 
-/// A partition's witness on all cores: its challenges are independent pieces after a short
-/// prologue, allocated one after another, so each is synthesized on its own (prologue
-/// repeated and dropped, see [`PieceCs`]) straight into its place in the witness. Every
-/// challenge has the same shape (the blank circuit's challenges are all
-/// `Proof::empty`), so the places follow from the prologue's counts and the recorded
-/// shape; a challenge that allocates another count is an error, and a shape the
-/// challenges do not divide falls back to one pass in order.
+/// A partition's witness on all cores. After a short prologue its challenges are
+/// independent, and each challenge is a chain of pieces that only read values allocated
+/// before them ([`Piece`]): its data leaf's inclusion in comm_d's tree, its parents'
+/// columns, the labeling of each layer (one SHA-256 over 37 parents: most of the work),
+/// and a tail over the labels. Every piece is synthesized on its own (what it reads
+/// allocated as scratch, see [`PieceCs`]) straight into its place in the witness: 14
+/// pieces a challenge at 32 GiB instead of one, so 18 challenges keep 16 cores busy.
+/// Every challenge has the same shape (the blank circuit's challenges are all
+/// `Proof::empty`), so the places follow from the prologue's counts, the recorded shape
+/// and the pieces' counts (learned from a circuit's first partition and kept for the
+/// process); a piece that allocates another count is an error, and a circuit that does not
+/// split this way is synthesized in one pass.
 impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for PorepCircuit<Tree> {
     const PARALLEL_WITNESS: bool = true;
 
@@ -641,6 +652,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for PorepCircuit<Tree> {
             whole => return one_pass(whole, k, shape),
         };
         let n = p.challenges.len();
+        let layers = p.challenges[0].labeling_proofs.len();
+        if !p.splits(layers) {
+            return one_pass(PorepCircuit::Partition(p), k, shape);
+        }
         let mut prologue = WitnessCs::with_capacity(0, 0);
         p.synthesize_with(&mut prologue, &[])
             .map_err(|e| witness_error(k, e))?;
@@ -649,47 +664,374 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for PorepCircuit<Tree> {
             aux: head,
         } = prologue.into_witness();
         let (n_inputs, n_aux) = (shape.n_inputs as usize, shape.n_aux as usize);
-        let (rest_inputs, rest_aux) = match (
+        let rest = match (
             n_inputs.checked_sub(inputs.len()),
             n_aux.checked_sub(head.len()),
         ) {
             (Some(i), Some(a)) if i % n == 0 && a % n == 0 && a > 0 => (i / n, a / n),
             _ => return one_pass(PorepCircuit::Partition(p), k, shape),
         };
-        let (skip_inputs, skip_aux) = (inputs.len(), head.len());
+        let skip_aux = head.len();
         let mut aux = pce_cache::zeroed(n_aux);
         aux[..skip_aux].copy_from_slice(&head);
         drop(head);
-        let pieces: Vec<Result<Vec<Scalar>, FilecoinError>> = aux[skip_aux..]
-            .par_chunks_mut(rest_aux)
-            .zip(p.challenges.par_iter())
-            .map(|(place, challenge)| {
-                let mut cs = PieceCs::new(skip_inputs, skip_aux, place);
-                p.synthesize_with(&mut cs, std::slice::from_ref(challenge))
-                    .map_err(|e| witness_error(k, e))?;
-                let (found_inputs, found_aux) = cs.counts();
-                if found_aux != rest_aux {
-                    return Err(FilecoinError::CountMismatch {
-                        what: "aux values of one porep challenge",
-                        expected: rest_aux,
-                        found: found_aux,
-                    });
-                }
-                if found_inputs != rest_inputs {
-                    return Err(FilecoinError::CountMismatch {
-                        what: "public inputs of one porep challenge",
-                        expected: rest_inputs,
-                        found: found_inputs,
-                    });
-                }
-                Ok(cs.into_inputs())
-            })
-            .collect();
-        inputs.reserve(n * rest_inputs);
-        for piece in pieces {
-            inputs.extend(piece?);
-        }
+        let challenge_inputs = p.challenges_into(k, layers, rest, &mut aux[skip_aux..])?;
+        inputs.reserve(n * rest.0);
+        inputs.extend(challenge_inputs.into_iter().flatten());
         Ok(Witness { inputs, aux })
+    }
+}
+
+/// A piece of one PoRep challenge, in the order filecoin-proofs' `Proof::synthesize`
+/// allocates them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Piece {
+    /// The data leaf and its inclusion in comm_d's tree (SHA-256 all the way up).
+    Data,
+    /// The drg and expander parents' columns, their hashes and inclusions in comm_c's
+    /// tree, and the challenged node as a public input.
+    Columns,
+    /// The label of layer `l` (from 1): the parents' bits and one SHA-256 over them.
+    Label(usize),
+    /// The encoded node and its inclusion in comm_r_last's tree, the labels' column hash
+    /// and its inclusion in comm_c's tree.
+    Tail,
+}
+
+impl Piece {
+    /// Largest first: a data leaf's inclusion, then labels, then the rest.
+    fn rank(self) -> u8 {
+        match self {
+            Piece::Data => 0,
+            Piece::Label(_) => 1,
+            Piece::Columns | Piece::Tail => 2,
+        }
+    }
+}
+
+/// A challenge's pieces for `layers` layers.
+fn pieces(layers: usize) -> Vec<Piece> {
+    let mut pieces = vec![Piece::Data, Piece::Columns];
+    pieces.extend((1..=layers).map(Piece::Label));
+    pieces.push(Piece::Tail);
+    pieces
+}
+
+/// (inputs, aux) allocated by each of a challenge's pieces.
+type Layout = Vec<(usize, usize)>;
+
+/// Layouts learned, by tree type, layers and a challenge's (inputs, aux).
+type LayoutKey = (&'static str, usize, (usize, usize));
+
+static LAYOUTS: std::sync::Mutex<Vec<(LayoutKey, Layout)>> = std::sync::Mutex::new(Vec::new());
+
+/// filecoin-proofs' circuit form of vanilla challenge proofs. Its type has no public name
+/// (it is `StackedCircuit::synthesize`'s last argument), so it is inferred from there.
+#[allow(clippy::type_complexity)] // the signature it is inferred from
+fn circuit_proofs<S, A, B, C, D, E, P>(
+    _: fn(S, A, B, C, D, E, Vec<P>) -> Result<(), bellperson::SynthesisError>,
+    proofs: Vec<P>,
+) -> Vec<P> {
+    proofs
+}
+
+/// A scratch number: a value a piece reads, allocated before the piece starts.
+fn scratch_num(
+    cs: &mut PieceCs<'_>,
+    value: Option<blstrs::Scalar>,
+) -> Result<AllocatedNum<blstrs::Scalar>, bellperson::SynthesisError> {
+    AllocatedNum::alloc(cs, || {
+        value.ok_or(bellperson::SynthesisError::AssignmentMissing)
+    })
+}
+
+/// `leaf`'s inclusion under `root` by `path`, as the PoRep circuit encloses it.
+fn inclusion<H, U, V, W>(
+    cs: &mut PieceCs<'_>,
+    path: AuthPath<H, U, V, W>,
+    root: &AllocatedNum<blstrs::Scalar>,
+    leaf: &AllocatedNum<blstrs::Scalar>,
+) -> Result<(), bellperson::SynthesisError>
+where
+    H: 'static + Hasher,
+    U: 'static + PoseidonArity,
+    V: 'static + PoseidonArity,
+    W: 'static + PoseidonArity,
+{
+    PoRCircuit::<DiskTree<H, U, V, W>>::synthesize(
+        cs,
+        Root::from_allocated::<PieceCs<'_>>(leaf.clone()),
+        path,
+        Root::from_allocated::<PieceCs<'_>>(root.clone()),
+        true,
+    )
+}
+
+/// The labels' column hash, as the PoRep circuit hashes a column (2 or 11 layers).
+fn column_hash(
+    cs: &mut PieceCs<'_>,
+    labels: &[AllocatedNum<blstrs::Scalar>],
+) -> Result<AllocatedNum<blstrs::Scalar>, bellperson::SynthesisError> {
+    match labels.len() {
+        2 => poseidon_hash(cs, labels.to_vec(), &*POSEIDON_CONSTANTS_2),
+        11 => poseidon_hash(cs, labels.to_vec(), &*POSEIDON_CONSTANTS_11),
+        _ => Err(bellperson::SynthesisError::Unsatisfiable),
+    }
+}
+
+/// A piece's counts against what its place holds.
+fn check_piece(found: (usize, usize), expected: (usize, usize)) -> Result<(), FilecoinError> {
+    if found.1 != expected.1 {
+        return Err(FilecoinError::CountMismatch {
+            what: "aux values of one piece of a porep challenge",
+            expected: expected.1,
+            found: found.1,
+        });
+    }
+    if found.0 != expected.0 {
+        return Err(FilecoinError::CountMismatch {
+            what: "public inputs of one piece of a porep challenge",
+            expected: expected.0,
+            found: found.0,
+        });
+    }
+    Ok(())
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
+    /// Whether the challenges split into [`Piece`]s as filecoin-proofs' circuit allocates
+    /// them: every challenge with `layers` labels, columns of a hashable height and 37
+    /// parents a label. Otherwise the circuit is synthesized in one pass, as it is.
+    fn splits(&self, layers: usize) -> bool {
+        let same = |c: &stacked::Proof<Tree, DefaultPieceHasher>| {
+            let columns = &c.replica_column_proofs;
+            let (drg, exp) = (columns.drg_parents.len(), columns.exp_parents.len());
+            c.labeling_proofs.len() == layers
+                && drg > 0
+                && drg * 6 + 1 == stacked::TOTAL_PARENTS
+                && (drg + exp) * 2 + 9 == stacked::TOTAL_PARENTS
+        };
+        matches!(layers, 2 | 11) && self.challenges.iter().all(same)
+    }
+
+    /// The challenges' pieces on all cores into `place` (the aux values after the
+    /// prologue, `rest.1` a challenge), returning each challenge's public inputs.
+    fn challenges_into(
+        &self,
+        k: usize,
+        layers: usize,
+        rest: (usize, usize),
+        place: &mut [Scalar],
+    ) -> Result<Vec<Vec<Scalar>>, FilecoinError> {
+        let n = self.challenges.len();
+        let proofs = circuit_proofs(
+            stacked::StackedCircuit::<Tree, DefaultPieceHasher>::synthesize::<WitnessCs>,
+            self.challenges.iter().cloned().map(Into::into).collect(),
+        );
+        let replica_id: blstrs::Scalar = self.replica_id.into();
+        let comm_d: Option<blstrs::Scalar> = self.comm_d.map(Into::into);
+        let comm_r_last: blstrs::Scalar = self.comm_r_last.into();
+        let comm_c: blstrs::Scalar = self.comm_c.into();
+        use bellperson::SynthesisError as E;
+        // One piece of challenge `i` (`labels`: its layers' labels, for the tail).
+        let run = |i: usize,
+                   piece: Piece,
+                   labels: &[blstrs::Scalar],
+                   cs: &mut PieceCs<'_>|
+         -> Result<Option<blstrs::Scalar>, E> {
+            let proof = &proofs[i];
+            match piece {
+                Piece::Data => {
+                    let comm_d = scratch_num(cs, comm_d)?;
+                    cs.start_here();
+                    let leaf = AllocatedNum::alloc(&mut *cs, || {
+                        proof.data_leaf.ok_or(E::AssignmentMissing)
+                    })?;
+                    inclusion(cs, proof.comm_d_path.clone(), &comm_d, &leaf)?;
+                    Ok(None)
+                }
+                Piece::Columns => {
+                    let comm_c = scratch_num(cs, Some(comm_c))?;
+                    cs.start_here();
+                    for parent in proof
+                        .drg_parents_proofs
+                        .iter()
+                        .chain(&proof.exp_parents_proofs)
+                    {
+                        let (column, path) = parent.clone().alloc(&mut *cs)?;
+                        let hash = column.hash(&mut *cs)?;
+                        inclusion(cs, path, &comm_c, &hash)?;
+                    }
+                    let challenge = UInt64::alloc(&mut *cs, proof.challenge)?;
+                    challenge.pack_into_input(&mut *cs)?;
+                    Ok(None)
+                }
+                Piece::Label(layer) => {
+                    let replica = scratch_num(cs, Some(replica_id))?;
+                    let replica_bits = reverse_bit_numbering(replica.to_bits_le(&mut *cs)?);
+                    let mut columns = Vec::new();
+                    for parent in proof
+                        .drg_parents_proofs
+                        .iter()
+                        .chain(&proof.exp_parents_proofs)
+                    {
+                        columns.push(parent.clone().alloc(&mut *cs)?.0);
+                    }
+                    let (drg, exp) = columns.split_at(proof.drg_parents_proofs.len());
+                    let challenge = UInt64::alloc(&mut *cs, proof.challenge)?;
+                    cs.start_here();
+                    let mut parents = Vec::with_capacity(drg.len() + exp.len());
+                    for column in drg {
+                        let bits = column.get_value(layer).to_bits_le(&mut *cs)?;
+                        parents.push(reverse_bit_numbering(bits));
+                    }
+                    if layer > 1 {
+                        for column in exp {
+                            let bits = column.get_value(layer - 1).to_bits_le(&mut *cs)?;
+                            parents.push(reverse_bit_numbering(bits));
+                        }
+                    }
+                    // Repeated to 37, as the circuit (and the labeling) repeats them.
+                    let mut expanded = parents.clone();
+                    if layer > 1 {
+                        expanded.extend_from_slice(&parents);
+                        expanded.extend_from_slice(&parents[..9]);
+                    } else {
+                        for _ in 0..5 {
+                            expanded.extend_from_slice(&parents);
+                        }
+                        expanded.push(parents[0].clone());
+                    }
+                    let label = stacked::create_label_circuit(
+                        &mut *cs,
+                        &replica_bits,
+                        expanded,
+                        UInt32::constant(layer as u32),
+                        challenge,
+                    )?;
+                    label.get_value().ok_or(E::AssignmentMissing).map(Some)
+                }
+                Piece::Tail => {
+                    let leaf = scratch_num(cs, proof.data_leaf)?;
+                    let comm_r_last = scratch_num(cs, Some(comm_r_last))?;
+                    let comm_c = scratch_num(cs, Some(comm_c))?;
+                    let labels = labels
+                        .iter()
+                        .map(|&label| scratch_num(cs, Some(label)))
+                        .collect::<Result<Vec<_>, E>>()?;
+                    cs.start_here();
+                    let key = labels.last().ok_or(E::AssignmentMissing)?;
+                    let encoded = encode(&mut *cs, key, &leaf)?;
+                    inclusion(cs, proof.comm_r_last_path.clone(), &comm_r_last, &encoded)?;
+                    let hash = column_hash(cs, &labels)?;
+                    inclusion(cs, proof.comm_c_path.clone(), &comm_c, &hash)?;
+                    Ok(None)
+                }
+            }
+        };
+        let kinds = pieces(layers);
+        let key: LayoutKey = (std::any::type_name::<Tree>(), layers, rest);
+        let known = LAYOUTS
+            .lock()
+            .ok()
+            .and_then(|l| l.iter().find(|(k, _)| *k == key).map(|(_, l)| l.clone()));
+        let mut inputs: Vec<Vec<Scalar>> = vec![Vec::new(); n];
+        let mut labels: Vec<Vec<blstrs::Scalar>> = vec![Vec::new(); n];
+        let (layout, first) = match known {
+            Some(layout) => (layout, 0),
+            None => {
+                // The first challenge into vectors of its own: its pieces' counts place
+                // every other challenge's pieces.
+                let grown = |pieces: &[Piece], labels: &[blstrs::Scalar]| {
+                    pieces
+                        .par_iter()
+                        .map(|&piece| {
+                            let mut cs = PieceCs::growing();
+                            let label = run(0, piece, labels, &mut cs)?;
+                            let counts = cs.counts();
+                            let (inputs, aux) = cs.into_parts();
+                            Ok((label, counts, inputs, aux.unwrap_or_default()))
+                        })
+                        .collect::<Result<Vec<_>, E>>()
+                        .map_err(|e| witness_error(k, e))
+                };
+                let (tail, heads) = kinds.split_last().expect("a challenge has pieces");
+                let mut grown_pieces = grown(heads, &[])?;
+                labels[0] = grown_pieces.iter().filter_map(|g| g.0).collect();
+                grown_pieces.extend(grown(std::slice::from_ref(tail), &labels[0])?);
+                let layout: Layout = grown_pieces.iter().map(|g| g.1).collect();
+                let total = layout
+                    .iter()
+                    .fold((0, 0), |(i, a), &(pi, pa)| (i + pi, a + pa));
+                check_piece(total, rest).map_err(|e| match e {
+                    FilecoinError::CountMismatch {
+                        expected, found, ..
+                    } => FilecoinError::CountMismatch {
+                        what: "values of one porep challenge (sum of its pieces)",
+                        expected,
+                        found,
+                    },
+                    other => other,
+                })?;
+                let mut at = 0;
+                for (_, (_, a), piece_inputs, piece_aux) in grown_pieces {
+                    place[at..at + a].copy_from_slice(&piece_aux);
+                    inputs[0].extend(piece_inputs);
+                    at += a;
+                }
+                if let Ok(mut known) = LAYOUTS.lock() {
+                    known.push((key, layout.clone()));
+                }
+                (layout, 1)
+            }
+        };
+        // Every other piece's place; labels before tails (the tails read them).
+        let mut heads = Vec::with_capacity((n - first) * (kinds.len() - 1));
+        let mut tails = Vec::with_capacity(n - first);
+        for (i, mut chunk) in (first..n).zip(place[first * rest.1..].chunks_mut(rest.1)) {
+            for (slot, (&piece, &counts)) in kinds.iter().zip(&layout).enumerate() {
+                let (mine, after) = std::mem::take(&mut chunk).split_at_mut(counts.1);
+                chunk = after;
+                let task = (i, slot, piece, mine, counts);
+                if piece == Piece::Tail {
+                    tails.push(task);
+                } else {
+                    heads.push(task);
+                }
+            }
+        }
+        // Largest first, taken one at a time by whichever core is free: a data leaf's
+        // inclusion (60 SHA-256 blocks at 32 GiB) is three labels' work, and one started
+        // last would leave the other cores idle at the end.
+        heads.sort_by_key(|&(i, _, piece, _, _)| (piece.rank(), i));
+        let in_place = |(i, slot, piece, mine, counts): (usize, usize, Piece, &mut [Scalar], _),
+                        labels: &[blstrs::Scalar]| {
+            let mut cs = PieceCs::into_place(mine);
+            let label = run(i, piece, labels, &mut cs).map_err(|e| witness_error(k, e))?;
+            check_piece(cs.counts(), counts)?;
+            Ok((i, slot, label, cs.into_parts().0))
+        };
+        let mut done = heads
+            .into_iter()
+            .par_bridge()
+            .map(|task| in_place(task, &[]))
+            .collect::<Result<Vec<_>, FilecoinError>>()?;
+        done.sort_unstable_by_key(|&(i, slot, _, _)| (i, slot));
+        for (i, _, label, piece_inputs) in done {
+            labels[i].extend(label);
+            inputs[i].extend(piece_inputs);
+        }
+        let done = tails
+            .into_par_iter()
+            .map(|task| {
+                let i = task.0;
+                in_place(task, &labels[i])
+            })
+            .collect::<Result<Vec<_>, FilecoinError>>()?;
+        for (i, _, _, piece_inputs) in done {
+            inputs[i].extend(piece_inputs);
+        }
+        Ok(inputs)
     }
 }
 
@@ -698,8 +1040,10 @@ mod tests {
     use super::*;
     use filecoin_proofs::SectorShape2KiB;
 
-    /// The parallel witness of a 2 KiB partition equals one witness-only pass over the same
-    /// circuit, and a shape its challenges do not divide falls back to that pass.
+    /// The witness of a 2 KiB partition in pieces equals one witness-only pass over the
+    /// same circuit, for the partition that teaches the pieces' layout and for one after
+    /// it (placed by that layout), and a shape its challenges do not divide falls back to
+    /// that pass.
     #[test]
     fn challenges_on_all_cores_give_the_one_pass_witness() {
         if !crate::testing::enabled("synthesize 2 KiB PoRep partitions") {
@@ -708,8 +1052,8 @@ mod tests {
         let seed = groth16_prover::testing::test_seed();
         let config = RegisteredSealProof::StackedDrg2KiBV1_1.as_v1_config();
         let params = public_params::<SectorShape2KiB>(&config).expect("public params");
-        let circuit = || synthetic_partition::<SectorShape2KiB>(&params, seed, 0).unwrap();
-        let challenges = match circuit() {
+        let circuit = |k| synthetic_partition::<SectorShape2KiB>(&params, seed, k).unwrap();
+        let challenges = match circuit(0) {
             PorepCircuit::Partition(p) => p.challenges.len(),
             PorepCircuit::Blank(_) => unreachable!(),
         };
@@ -717,18 +1061,29 @@ mod tests {
             challenges > 1,
             "{challenges} challenge(s): nothing to split"
         );
-        let one_pass = WitnessCs::synthesize(circuit(), 0, 0).expect("one pass");
+        let one_pass = WitnessCs::synthesize(circuit(0), 0, 0).expect("one pass");
         let shape = Shape {
             n_inputs: one_pass.inputs.len() as u64,
             n_aux: one_pass.aux.len() as u64,
             n_constraints: 0,
             n_rows: 0,
         };
-        assert_eq!(circuit().witness(0, shape).expect("parallel"), one_pass);
+        assert_eq!(circuit(0).witness(0, shape).expect("pieces"), one_pass);
+        let learned = LAYOUTS
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|((tree, layers, _), layout)| {
+                *tree == std::any::type_name::<SectorShape2KiB>() && layout.len() == layers + 3
+            });
+        assert!(learned, "the witness did not go by pieces");
+        let other = WitnessCs::synthesize(circuit(1), 0, 0).expect("one pass");
+        assert_ne!(other, one_pass, "two partitions' witnesses should differ");
+        assert_eq!(circuit(1).witness(1, shape).expect("placed"), other);
         let odd = Shape {
             n_aux: shape.n_aux + 1,
             ..shape
         };
-        assert_eq!(circuit().witness(0, odd).expect("fallback"), one_pass);
+        assert_eq!(circuit(0).witness(0, odd).expect("fallback"), one_pass);
     }
 }
