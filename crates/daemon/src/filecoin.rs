@@ -229,31 +229,19 @@ struct FilecoinPartition {
     _request: Arc<WitnessCharge>,
 }
 
-fn failed(reason: String) -> ProverError {
-    ProverError::Synthesis(SynthesisError::IoError(std::io::Error::other(reason)))
-}
-
 impl FilecoinPartition {
     fn witness(&self) -> Result<Witness, ProverError> {
-        let witness = self
-            .job
-            .witness(self.k, self.shape)
-            .map_err(|e| failed(e.to_string()))?;
-        let inputs = self
-            .job
-            .public_inputs(self.k)
-            .map_err(|e| failed(e.to_string()))?;
+        let witness = self.job.witness(self.k, self.shape)?;
+        let inputs = self.job.public_inputs(self.k)?;
         let ours = witness.inputs.get(1..).unwrap_or(&[]);
         if let Some(index) =
             (0..inputs.len().max(ours.len())).find(|&i| inputs.get(i) != ours.get(i))
         {
-            return Err(failed(
-                FilecoinError::PublicInputsMismatch {
-                    partition: self.k,
-                    index,
-                }
-                .to_string(),
-            ));
+            return Err(FilecoinError::PublicInputsMismatch {
+                partition: self.k,
+                index,
+            }
+            .into());
         }
         Ok(witness)
     }

@@ -267,11 +267,9 @@ struct EnginePartition {
 
 impl EnginePartition {
     fn witness(&self) -> Result<Witness, ProverError> {
-        self.job.witness(self.k, self.shape).map_err(|e| {
-            ProverError::Synthesis(bellman::SynthesisError::IoError(std::io::Error::other(
-                e.to_string(),
-            )))
-        })
+        self.job
+            .witness(self.k, self.shape)
+            .map_err(ProverError::from)
     }
 }
 

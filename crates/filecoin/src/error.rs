@@ -182,3 +182,14 @@ impl From<srs_store::SrsError> for FilecoinError {
         FilecoinError::Srs(Box::new(e))
     }
 }
+
+/// A Filecoin failure inside a proof the engine runs (a partition's witness or public
+/// inputs), as the prover reports a synthesis that failed: its message kept, as an I/O
+/// error of synthesis (the prover's error has no variant for another crate's error).
+impl From<FilecoinError> for groth16_prover::ProverError {
+    fn from(e: FilecoinError) -> Self {
+        groth16_prover::ProverError::Synthesis(bellman::SynthesisError::IoError(
+            std::io::Error::other(e.to_string()),
+        ))
+    }
+}
