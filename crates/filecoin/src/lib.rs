@@ -42,6 +42,7 @@
 pub mod bridge;
 mod error;
 pub mod job;
+mod label;
 pub mod params;
 pub mod porep;
 pub mod post;

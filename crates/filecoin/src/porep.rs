@@ -706,8 +706,14 @@ fn pieces(layers: usize) -> Vec<Piece> {
     pieces
 }
 
-/// (inputs, aux) allocated by each of a challenge's pieces.
-type Layout = Vec<(usize, usize)>;
+/// What the first challenge of a circuit taught: (inputs, aux) allocated by each of its
+/// pieces, and whether the labels' native witness ([`crate::label`]) gave the gadget's
+/// values there (otherwise the labels go through the gadget).
+#[derive(Clone, Debug)]
+struct Layout {
+    counts: Vec<(usize, usize)>,
+    native_labels: bool,
+}
 
 /// Layouts learned, by tree type, layers and a challenge's (inputs, aux).
 type LayoutKey = (&'static str, usize, (usize, usize));
@@ -788,6 +794,47 @@ fn check_piece(found: (usize, usize), expected: (usize, usize)) -> Result<(), Fi
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
+    /// Challenge `i`'s label at `layer` into `place` without the gadget
+    /// ([`crate::label::label_witness`]): the label and how many values it allocated.
+    fn native_label(
+        &self,
+        i: usize,
+        layer: usize,
+        node: Option<u64>,
+        place: &mut [Scalar],
+    ) -> Result<(blstrs::Scalar, usize), bellperson::SynthesisError> {
+        use bellperson::SynthesisError as E;
+        let bytes = |d: &<Tree::Hasher as Hasher>::Domain| {
+            let x: blstrs::Scalar = (*d).into();
+            x.to_bytes_le()
+        };
+        let columns = &self.challenges[i].replica_column_proofs;
+        let mut parents = Vec::with_capacity(columns.drg_parents.len() + columns.exp_parents.len());
+        for p in &columns.drg_parents {
+            parents.push(bytes(
+                p.get_node_at_layer(layer)
+                    .map_err(|_| E::AssignmentMissing)?,
+            ));
+        }
+        if layer > 1 {
+            for p in &columns.exp_parents {
+                parents.push(bytes(
+                    p.get_node_at_layer(layer - 1)
+                        .map_err(|_| E::AssignmentMissing)?,
+                ));
+            }
+        }
+        let (label, count) = crate::label::label_witness(
+            place,
+            &bytes(&self.replica_id),
+            layer as u32,
+            node.ok_or(E::AssignmentMissing)?,
+            &parents,
+        );
+        let label = Option::from(blstrs::Scalar::from_bytes_le(&label)).ok_or(E::Unsatisfiable)?;
+        Ok((label, count))
+    }
+
     /// Whether the challenges split into [`Piece`]s as filecoin-proofs' circuit allocates
     /// them: every challenge with `layers` labels, columns of a hashable height and 37
     /// parents a label. Otherwise the circuit is synthesized in one pass, as it is.
@@ -926,59 +973,79 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
             .and_then(|l| l.iter().find(|(k, _)| *k == key).map(|(_, l)| l.clone()));
         let mut inputs: Vec<Vec<Scalar>> = vec![Vec::new(); n];
         let mut labels: Vec<Vec<blstrs::Scalar>> = vec![Vec::new(); n];
-        let (layout, first) = match known {
-            Some(layout) => (layout, 0),
-            None => {
-                // The first challenge into vectors of its own: its pieces' counts place
-                // every other challenge's pieces.
-                let grown = |pieces: &[Piece], labels: &[blstrs::Scalar]| {
-                    pieces
-                        .par_iter()
-                        .map(|&piece| {
-                            let mut cs = PieceCs::growing();
-                            let label = run(0, piece, labels, &mut cs)?;
-                            let counts = cs.counts();
-                            let (inputs, aux) = cs.into_parts();
-                            Ok((label, counts, inputs, aux.unwrap_or_default()))
-                        })
-                        .collect::<Result<Vec<_>, E>>()
-                        .map_err(|e| witness_error(k, e))
-                };
-                let (tail, heads) = kinds.split_last().expect("a challenge has pieces");
-                let mut grown_pieces = grown(heads, &[])?;
-                labels[0] = grown_pieces.iter().filter_map(|g| g.0).collect();
-                grown_pieces.extend(grown(std::slice::from_ref(tail), &labels[0])?);
-                let layout: Layout = grown_pieces.iter().map(|g| g.1).collect();
-                let total = layout
-                    .iter()
-                    .fold((0, 0), |(i, a), &(pi, pa)| (i + pi, a + pa));
-                check_piece(total, rest).map_err(|e| match e {
-                    FilecoinError::CountMismatch {
-                        expected, found, ..
-                    } => FilecoinError::CountMismatch {
-                        what: "values of one porep challenge (sum of its pieces)",
-                        expected,
-                        found,
-                    },
-                    other => other,
-                })?;
-                let mut at = 0;
-                for (_, (_, a), piece_inputs, piece_aux) in grown_pieces {
-                    place[at..at + a].copy_from_slice(&piece_aux);
-                    inputs[0].extend(piece_inputs);
-                    at += a;
+        let (layout, first) =
+            match known {
+                Some(layout) => (layout, 0),
+                None => {
+                    // The first challenge into vectors of its own: its pieces' counts place
+                    // every other challenge's pieces.
+                    let grown = |pieces: &[Piece], labels: &[blstrs::Scalar]| {
+                        pieces
+                            .par_iter()
+                            .map(|&piece| {
+                                let mut cs = PieceCs::growing();
+                                let label = run(0, piece, labels, &mut cs)?;
+                                let counts = cs.counts();
+                                let (inputs, aux) = cs.into_parts();
+                                Ok((label, counts, inputs, aux.unwrap_or_default()))
+                            })
+                            .collect::<Result<Vec<_>, E>>()
+                            .map_err(|e| witness_error(k, e))
+                    };
+                    let (tail, heads) = kinds.split_last().expect("a challenge has pieces");
+                    let mut grown_pieces = grown(heads, &[])?;
+                    labels[0] = grown_pieces.iter().filter_map(|g| g.0).collect();
+                    grown_pieces.extend(grown(std::slice::from_ref(tail), &labels[0])?);
+                    let counts: Vec<(usize, usize)> = grown_pieces.iter().map(|g| g.1).collect();
+                    let total = counts
+                        .iter()
+                        .fold((0, 0), |(i, a), &(pi, pa)| (i + pi, a + pa));
+                    check_piece(total, rest).map_err(|e| match e {
+                        FilecoinError::CountMismatch {
+                            expected, found, ..
+                        } => FilecoinError::CountMismatch {
+                            what: "values of one porep challenge (sum of its pieces)",
+                            expected,
+                            found,
+                        },
+                        other => other,
+                    })?;
+                    // The labels' native witness against the gadget's, on this challenge:
+                    // every value, the count and the label.
+                    let native_labels = kinds.par_iter().zip(&grown_pieces).all(
+                        |(&piece, (label, (_, a), _, aux))| match piece {
+                            Piece::Label(layer) => {
+                                let mut native = vec![Scalar::zero(); *a];
+                                let made =
+                                    self.native_label(0, layer, proofs[0].challenge, &mut native);
+                                matches!(made, Ok((l, count)) if count == *a
+                                && Some(l) == *label
+                                && native == *aux)
+                            }
+                            _ => true,
+                        },
+                    );
+                    let layout = Layout {
+                        counts,
+                        native_labels,
+                    };
+                    let mut at = 0;
+                    for (_, (_, a), piece_inputs, piece_aux) in grown_pieces {
+                        place[at..at + a].copy_from_slice(&piece_aux);
+                        inputs[0].extend(piece_inputs);
+                        at += a;
+                    }
+                    if let Ok(mut known) = LAYOUTS.lock() {
+                        known.push((key, layout.clone()));
+                    }
+                    (layout, 1)
                 }
-                if let Ok(mut known) = LAYOUTS.lock() {
-                    known.push((key, layout.clone()));
-                }
-                (layout, 1)
-            }
-        };
+            };
         // Every other piece's place; labels before tails (the tails read them).
         let mut heads = Vec::with_capacity((n - first) * (kinds.len() - 1));
         let mut tails = Vec::with_capacity(n - first);
         for (i, mut chunk) in (first..n).zip(place[first * rest.1..].chunks_mut(rest.1)) {
-            for (&piece, &counts) in kinds.iter().zip(&layout) {
+            for (&piece, &counts) in kinds.iter().zip(&layout.counts) {
                 let (mine, after) = std::mem::take(&mut chunk).split_at_mut(counts.1);
                 chunk = after;
                 let task = (i, piece, mine, counts);
@@ -991,6 +1058,13 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
         }
         let in_place = |(i, piece, mine, counts): (usize, Piece, &mut [Scalar], _),
                         labels: &[blstrs::Scalar]| {
+            if let (Piece::Label(layer), true) = (piece, layout.native_labels) {
+                let (label, count) = self
+                    .native_label(i, layer, proofs[i].challenge, mine)
+                    .map_err(|e| witness_error(k, e))?;
+                check_piece((0, count), counts)?;
+                return Ok((i, Some(label), Vec::new()));
+            }
             let mut cs = PieceCs::into_place(mine);
             let label = run(i, piece, labels, &mut cs).map_err(|e| witness_error(k, e))?;
             check_piece(cs.counts(), counts)?;
@@ -1061,9 +1135,14 @@ mod tests {
             .unwrap()
             .iter()
             .any(|((tree, layers, _), layout)| {
-                *tree == std::any::type_name::<SectorShape2KiB>() && layout.len() == layers + 3
+                *tree == std::any::type_name::<SectorShape2KiB>()
+                    && layout.counts.len() == layers + 3
+                    && layout.native_labels
             });
-        assert!(learned, "the witness did not go by pieces");
+        assert!(
+            learned,
+            "the witness did not go by pieces, or not with native labels"
+        );
         let other = WitnessCs::synthesize(circuit(1), 0, 0).expect("one pass");
         assert_ne!(other, one_pass, "two partitions' witnesses should differ");
         assert_eq!(circuit(1).witness(1, shape).expect("placed"), other);

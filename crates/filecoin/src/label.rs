@@ -1,0 +1,535 @@
+//! A PoRep label's witness without the gadgets.
+//!
+//! filecoin-proofs' `create_label_circuit` hashes a node's 37 parents with bellperson's
+//! SHA-256 gadget: ~27,000 allocations a compression block, 20 blocks a label, 11 labels a
+//! challenge — four fifths of a 32 GiB partition's witness. Through the gadget each
+//! allocation costs a closure, a linear combination and `MultiEq`'s clones of ever longer
+//! combinations (≈ 0.4 µs a value on the H200's host). Here the same allocations are made
+//! on plain bits: each value the gadget would allocate is written, in the gadget's order,
+//! as 0 or 1 (the packed label last), and nothing else is built.
+//!
+//! The order is the gadget's exactly because the gadget's decisions are mirrored: a bit is a
+//! constant, a variable or a variable's negation ([`Bit`]), and every operation allocates
+//! in the same cases as bellpepper's `Boolean` (`xor`, `and`, `sha256_ch`, `sha256_maj`) and
+//! bellperson's `UInt32::addmany` and `sha256_compression_function` (deferred sums
+//! included). Callers check the count against the piece's place, and the PoRep witness
+//! compares this against the gadget on the first challenge of a circuit before using it
+//! (`porep::challenges_into`); the tests compare it on random labels of both kinds.
+
+use bls12_381::Scalar;
+use ff::Field as _;
+
+/// A bit as bellpepper's `Boolean` sees it: a constant, an allocated variable (its value),
+/// or the negation of one (the variable's value, not the bit's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bit {
+    Const(bool),
+    Is(bool),
+    Not(bool),
+}
+
+impl Bit {
+    fn value(self) -> bool {
+        match self {
+            Bit::Const(b) | Bit::Is(b) => b,
+            Bit::Not(b) => !b,
+        }
+    }
+
+    fn not(self) -> Bit {
+        match self {
+            Bit::Const(b) => Bit::Const(!b),
+            Bit::Is(b) => Bit::Not(b),
+            Bit::Not(b) => Bit::Is(b),
+        }
+    }
+
+    fn is_const(self) -> bool {
+        matches!(self, Bit::Const(_))
+    }
+}
+
+/// Where the allocations go: a piece's place in the witness. Allocations past its end
+/// are counted, not written, so the caller can report the count it found.
+struct Out<'a> {
+    aux: &'a mut [Scalar],
+    at: usize,
+}
+
+impl Out<'_> {
+    #[inline]
+    fn value(&mut self, v: Scalar) {
+        if let Some(slot) = self.aux.get_mut(self.at) {
+            *slot = v;
+        }
+        self.at += 1;
+    }
+
+    /// An allocated boolean variable holding `v`.
+    #[inline]
+    fn var(&mut self, v: bool) -> bool {
+        self.value(if v { Scalar::ONE } else { Scalar::ZERO });
+        v
+    }
+
+    /// `Boolean::xor`.
+    #[inline]
+    fn xor(&mut self, a: Bit, b: Bit) -> Bit {
+        use Bit::*;
+        match (a, b) {
+            (Const(false), x) | (x, Const(false)) => x,
+            (Const(true), x) | (x, Const(true)) => x.not(),
+            // `xor(is, not.not()).not()`: the variable holds the variables' xor.
+            (Is(u), Not(v)) | (Not(v), Is(u)) => Not(self.var(u ^ v)),
+            (Is(u), Is(v)) | (Not(u), Not(v)) => Is(self.var(u ^ v)),
+        }
+    }
+
+    /// `Boolean::and` (its `and_not` and `nor` cases allocate the bits' and as well).
+    #[inline]
+    fn and(&mut self, a: Bit, b: Bit) -> Bit {
+        use Bit::*;
+        match (a, b) {
+            (Const(false), _) | (_, Const(false)) => Const(false),
+            (Const(true), x) | (x, Const(true)) => x,
+            _ => Is(self.var(a.value() & b.value())),
+        }
+    }
+
+    /// `Boolean::sha256_ch`, its cases in its order.
+    fn ch(&mut self, a: Bit, b: Bit, c: Bit) -> Bit {
+        use Bit::*;
+        let v = (a.value() & b.value()) ^ (!a.value() & c.value());
+        match (a, b, c) {
+            (Const(_), Const(_), Const(_)) => Const(v),
+            (Const(false), _, c) => c,
+            (a, Const(false), c) => self.and(a.not(), c),
+            (a, b, Const(false)) => self.and(a, b),
+            (a, b, Const(true)) => self.and(a, b.not()).not(),
+            (a, Const(true), c) => self.and(a.not(), c.not()).not(),
+            _ => Is(self.var(v)),
+        }
+    }
+
+    /// `Boolean::sha256_maj`, its cases in its order.
+    fn maj(&mut self, a: Bit, b: Bit, c: Bit) -> Bit {
+        use Bit::*;
+        let (x, y, z) = (a.value(), b.value(), c.value());
+        let v = (x & y) ^ (x & z) ^ (y & z);
+        match (a, b, c) {
+            (Const(_), Const(_), Const(_)) => Const(v),
+            (Const(false), b, c) => self.and(b, c),
+            (a, Const(false), c) => self.and(a, c),
+            (a, b, Const(false)) => self.and(a, b),
+            (a, b, Const(true)) => self.and(a.not(), b.not()).not(),
+            (a, Const(true), c) => self.and(a.not(), c.not()).not(),
+            (Const(true), b, c) => self.and(b.not(), c.not()).not(),
+            _ => {
+                let maj = self.var(v);
+                self.and(b, c); // the gadget's `b and c`, allocated after `maj`
+                Is(maj)
+            }
+        }
+    }
+
+    /// `UInt32::xor`.
+    fn xor_word(&mut self, a: &Word, b: &Word) -> Word {
+        let mut bits = [Bit::Const(false); 32];
+        for (i, bit) in bits.iter_mut().enumerate() {
+            *bit = self.xor(a.bits[i], b.bits[i]);
+        }
+        Word {
+            bits,
+            value: a.value ^ b.value,
+        }
+    }
+
+    /// `UInt32::sha256_ch` / `sha256_maj`, bit by bit from the least significant.
+    fn triop(&mut self, a: &Word, b: &Word, c: &Word, maj: bool) -> Word {
+        let mut bits = [Bit::Const(false); 32];
+        for (i, bit) in bits.iter_mut().enumerate() {
+            *bit = if maj {
+                self.maj(a.bits[i], b.bits[i], c.bits[i])
+            } else {
+                self.ch(a.bits[i], b.bits[i], c.bits[i])
+            };
+        }
+        let value = if maj {
+            (a.value & b.value) ^ (a.value & c.value) ^ (b.value & c.value)
+        } else {
+            (a.value & b.value) ^ (!a.value & c.value)
+        };
+        Word { bits, value }
+    }
+
+    /// `UInt32::addmany`: a constant when every operand bit is, otherwise the sum's bits
+    /// up to the largest possible sum's width, the carries dropped after allocation.
+    fn addmany(&mut self, operands: &[Word]) -> Word {
+        let max = operands.len() as u64 * u64::from(u32::MAX);
+        let sum: u64 = operands.iter().map(|w| u64::from(w.value)).sum();
+        if operands.iter().all(|w| w.bits.iter().all(|b| b.is_const())) {
+            return Word::constant(sum as u32);
+        }
+        let mut bits = [Bit::Const(false); 32];
+        for i in 0..(64 - max.leading_zeros()) as usize {
+            let bit = Bit::Is(self.var((sum >> i) & 1 == 1));
+            if let Some(slot) = bits.get_mut(i) {
+                *slot = bit;
+            }
+        }
+        Word {
+            bits,
+            value: sum as u32,
+        }
+    }
+}
+
+/// `UInt32`: bits from the least significant, and the value.
+#[derive(Clone, Copy)]
+struct Word {
+    bits: [Bit; 32],
+    value: u32,
+}
+
+impl Word {
+    fn constant(value: u32) -> Word {
+        let mut bits = [Bit::Const(false); 32];
+        for (i, bit) in bits.iter_mut().enumerate() {
+            *bit = Bit::Const((value >> i) & 1 == 1);
+        }
+        Word { bits, value }
+    }
+
+    /// `UInt32::from_bits_be`.
+    fn from_bits_be(be: &[Bit]) -> Word {
+        let mut bits = [Bit::Const(false); 32];
+        let mut value = 0u32;
+        for (i, &bit) in be.iter().rev().enumerate() {
+            bits[i] = bit;
+            value |= u32::from(bit.value()) << i;
+        }
+        Word { bits, value }
+    }
+
+    fn rotr(&self, by: usize) -> Word {
+        let mut bits = [Bit::Const(false); 32];
+        for (i, bit) in bits.iter_mut().enumerate() {
+            *bit = self.bits[(i + by) % 32];
+        }
+        Word {
+            bits,
+            value: self.value.rotate_right(by as u32),
+        }
+    }
+
+    fn shr(&self, by: usize) -> Word {
+        let mut bits = [Bit::Const(false); 32];
+        bits[..32 - by].copy_from_slice(&self.bits[by..]);
+        Word {
+            bits,
+            value: self.value >> by,
+        }
+    }
+}
+
+const ROUND_CONSTANTS: [u32; 64] = [
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+];
+
+const IV: [u32; 8] = [
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+];
+
+/// The gadget's `Maybe`: a word computed, or the operands of a sum not yet allocated.
+enum Maybe {
+    Concrete(Word),
+    Deferred(Vec<Word>),
+}
+
+impl Maybe {
+    fn compute(self, out: &mut Out<'_>, others: &[Word]) -> Word {
+        match self {
+            Maybe::Concrete(w) => w,
+            Maybe::Deferred(mut v) => {
+                v.extend_from_slice(others);
+                out.addmany(&v)
+            }
+        }
+    }
+}
+
+/// `sha256_compression_function` over 512 bits (big-endian words).
+fn compress(out: &mut Out<'_>, input: &[Bit], current: &[Word; 8]) -> [Word; 8] {
+    let mut w: Vec<Word> = input.chunks(32).map(Word::from_bits_be).collect();
+    for i in 16..64 {
+        let mut s0 = w[i - 15].rotr(7);
+        s0 = out.xor_word(&s0, &w[i - 15].rotr(18));
+        s0 = out.xor_word(&s0, &w[i - 15].shr(3));
+        let mut s1 = w[i - 2].rotr(17);
+        s1 = out.xor_word(&s1, &w[i - 2].rotr(19));
+        s1 = out.xor_word(&s1, &w[i - 2].shr(10));
+        let next = out.addmany(&[w[i - 16], s0, w[i - 7], s1]);
+        w.push(next);
+    }
+    let mut a = Maybe::Concrete(current[0]);
+    let [_, mut b, mut c, mut d, _, mut f, mut g, mut h] = *current;
+    let mut e = Maybe::Concrete(current[4]);
+    for (&k, &wi) in ROUND_CONSTANTS.iter().zip(&w) {
+        let new_e = e.compute(out, &[]);
+        let mut s1 = new_e.rotr(6);
+        s1 = out.xor_word(&s1, &new_e.rotr(11));
+        s1 = out.xor_word(&s1, &new_e.rotr(25));
+        let ch = out.triop(&new_e, &f, &g, false);
+        let temp1 = [h, s1, ch, Word::constant(k), wi];
+        let new_a = a.compute(out, &[]);
+        let mut s0 = new_a.rotr(2);
+        s0 = out.xor_word(&s0, &new_a.rotr(13));
+        s0 = out.xor_word(&s0, &new_a.rotr(22));
+        let maj = out.triop(&new_a, &b, &c, true);
+        h = g;
+        g = f;
+        f = new_e;
+        let mut deferred_e = temp1.to_vec();
+        deferred_e.push(d);
+        e = Maybe::Deferred(deferred_e);
+        d = c;
+        c = b;
+        b = new_a;
+        let mut deferred_a = temp1.to_vec();
+        deferred_a.extend_from_slice(&[s0, maj]);
+        a = Maybe::Deferred(deferred_a);
+    }
+    let h0 = a.compute(out, &[current[0]]);
+    let h1 = out.addmany(&[current[1], b]);
+    let h2 = out.addmany(&[current[2], c]);
+    let h3 = out.addmany(&[current[3], d]);
+    let h4 = e.compute(out, &[current[4]]);
+    let h5 = out.addmany(&[current[5], f]);
+    let h6 = out.addmany(&[current[6], g]);
+    let h7 = out.addmany(&[current[7], h]);
+    [h0, h1, h2, h3, h4, h5, h6, h7]
+}
+
+/// bellperson's `sha256`: the message padded with constants, then compressed block by
+/// block from the constant IV.
+fn sha256(out: &mut Out<'_>, message: &[Bit]) -> [Word; 8] {
+    let mut padded = message.to_vec();
+    let length = message.len() as u64;
+    padded.push(Bit::Const(true));
+    while (padded.len() + 64) % 512 != 0 {
+        padded.push(Bit::Const(false));
+    }
+    padded.extend((0..64).rev().map(|i| Bit::Const((length >> i) & 1 == 1)));
+    let mut current = IV.map(Word::constant);
+    for block in padded.chunks(512) {
+        current = compress(out, block, &current);
+    }
+    current
+}
+
+/// A field element's 255 low bits from the least significant (`to_bits_le`), the bytes'
+/// bits then reversed byte by byte (`reverse_bit_numbering`, padded to 256 with a constant
+/// zero): the order the label hashes them in. `var` makes each bit.
+fn element_bits(bytes: &[u8; 32], mut var: impl FnMut(bool) -> Bit) -> Vec<Bit> {
+    let le: Vec<Bit> = (0..255)
+        .map(|i| var((bytes[i / 8] >> (i % 8)) & 1 == 1))
+        .collect();
+    let mut padded = le;
+    padded.push(Bit::Const(false));
+    padded
+        .chunks(8)
+        .flat_map(|c| c.iter().rev().copied())
+        .collect()
+}
+
+/// Number of parents a label hashes (filecoin-proofs' `TOTAL_PARENTS`).
+pub(crate) const HASHED_PARENTS: usize = 37;
+
+/// The label of `node` at `layer` into `aux`, as `create_label_circuit` allocates it after
+/// the piece's scratch (the replica id's bits and the node's `UInt64` allocated before):
+/// each parent's 255 bits (drg parents, then expander parents from layer 2), the SHA-256
+/// gadget's values, and the label packed into one element.
+///
+/// `replica_id` and `parents` are canonical little-endian bytes of field elements; parents
+/// are 6 drg parents at layer 1, 6 + 8 after (at least one), repeated to 37 as the
+/// circuit repeats them.
+/// Returns the label (canonical bytes, top two bits cleared as the packing drops them) and
+/// how many values were allocated; only the first `aux.len()` are written.
+pub(crate) fn label_witness(
+    aux: &mut [Scalar],
+    replica_id: &[u8; 32],
+    layer: u32,
+    node: u64,
+    parents: &[[u8; 32]],
+) -> ([u8; 32], usize) {
+    let mut out = Out { aux, at: 0 };
+    let parent_bits: Vec<Vec<Bit>> = parents
+        .iter()
+        .map(|p| element_bits(p, |v| Bit::Is(out.var(v))))
+        .collect();
+    let mut message = element_bits(replica_id, Bit::Is);
+    message.extend((0..32).rev().map(|i| Bit::Const((layer >> i) & 1 == 1)));
+    message.extend((0..64).rev().map(|i| Bit::Is((node >> i) & 1 == 1)));
+    message.resize(512, Bit::Const(false));
+    // Repeated to 37 in turn, as the circuit repeats them (14 + 14 + 9, or 6 × 6 + 1).
+    for i in 0..HASHED_PARENTS {
+        message.extend_from_slice(&parent_bits[i % parent_bits.len()]);
+    }
+    let digest = sha256(&mut out, &message);
+    let mut label = [0u8; 32];
+    for (chunk, word) in label.chunks_mut(4).zip(&digest) {
+        chunk.copy_from_slice(&word.value.to_be_bytes());
+    }
+    label[31] &= 0b0011_1111;
+    let packed = Scalar::from_bytes(&label);
+    // Below 2^254 < r: always a canonical element.
+    out.value(packed.unwrap_or(Scalar::ZERO));
+    (label, out.at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bridge::{to_bls, PieceCs};
+    use bellperson::gadgets::{num::AllocatedNum, uint32::UInt32};
+    use groth16_prover::testing::{test_seed, SplitMix};
+    use storage_proofs_core::gadgets::uint64::UInt64;
+    use storage_proofs_core::util::reverse_bit_numbering;
+    use storage_proofs_porep::stacked;
+
+    /// A field element drawn over the whole field (bit 254 included).
+    fn element(g: &mut SplitMix) -> [u8; 32] {
+        loop {
+            let mut b = [0u8; 32];
+            for c in b.chunks_mut(8) {
+                c.copy_from_slice(&g.next_u64().to_le_bytes());
+            }
+            b[31] &= 0x7f;
+            if bool::from(Scalar::from_bytes(&b).is_some()) {
+                return b;
+            }
+        }
+    }
+
+    fn blstrs(bytes: &[u8; 32]) -> blstrs::Scalar {
+        Option::from(blstrs::Scalar::from_bytes_le(bytes)).expect("canonical")
+    }
+
+    /// The label piece through filecoin-proofs' gadget, as the PoRep witness makes it.
+    fn gadget(
+        replica: &[u8; 32],
+        layer: u32,
+        node: u64,
+        parents: &[[u8; 32]],
+    ) -> (Vec<Scalar>, Scalar) {
+        let mut cs = PieceCs::growing();
+        let replica = AllocatedNum::alloc(&mut cs, || Ok(blstrs(replica))).unwrap();
+        let replica_bits = reverse_bit_numbering(replica.to_bits_le(&mut cs).unwrap());
+        let nums: Vec<_> = parents
+            .iter()
+            .map(|p| AllocatedNum::alloc(&mut cs, || Ok(blstrs(p))).unwrap())
+            .collect();
+        let node = UInt64::alloc(&mut cs, Some(node)).unwrap();
+        cs.start_here();
+        let bits: Vec<_> = nums
+            .iter()
+            .map(|n| reverse_bit_numbering(n.to_bits_le(&mut cs).unwrap()))
+            .collect();
+        let expanded = (0..HASHED_PARENTS)
+            .map(|i| bits[i % bits.len()].clone())
+            .collect();
+        let label = stacked::create_label_circuit(
+            &mut cs,
+            &replica_bits,
+            expanded,
+            UInt32::constant(layer),
+            node,
+        )
+        .unwrap();
+        let label = to_bls(&label.get_value().unwrap());
+        (cs.into_parts().1.unwrap(), label)
+    }
+
+    fn native(
+        replica: &[u8; 32],
+        layer: u32,
+        node: u64,
+        parents: &[[u8; 32]],
+        len: usize,
+    ) -> (Vec<Scalar>, Scalar, usize) {
+        let mut aux = vec![-Scalar::ONE; len];
+        let (label, count) = label_witness(&mut aux, replica, layer, node, parents);
+        (aux, Scalar::from_bytes(&label).unwrap(), count)
+    }
+
+    /// Random labels of layer 1 (6 parents) and later layers (14), and extreme values:
+    /// every value the gadget allocates, in its order, and the same label.
+    #[test]
+    fn labels_equal_the_gadgets_witness() {
+        let seed = test_seed();
+        let mut g = SplitMix::new(seed);
+        let minus_one = (-Scalar::ONE).to_bytes();
+        let cases: Vec<(u32, usize, bool)> = vec![
+            (1, 6, false),
+            (2, 14, false),
+            (11, 14, false),
+            (1, 6, true),
+            (5, 14, true),
+        ];
+        for (layer, n, extreme) in cases {
+            let (replica, parents, node) = if extreme {
+                (minus_one, vec![minus_one; n], u64::MAX)
+            } else {
+                let parents = (0..n).map(|_| element(&mut g)).collect::<Vec<_>>();
+                (
+                    element(&mut g),
+                    parents,
+                    g.next_u64() >> (g.next_u64() % 64),
+                )
+            };
+            let (expected, expected_label) = gadget(&replica, layer, node, &parents);
+            let (aux, label, count) = native(&replica, layer, node, &parents, expected.len());
+            assert_eq!(count, expected.len(), "seed {seed}, layer {layer}: count");
+            let first = aux.iter().zip(&expected).position(|(a, b)| a != b);
+            assert_eq!(
+                first, None,
+                "seed {seed}, layer {layer}: first differing value"
+            );
+            assert_eq!(label, expected_label, "seed {seed}, layer {layer}: label");
+            assert_eq!(
+                aux.last(),
+                Some(&label),
+                "the packed label is the last value"
+            );
+        }
+        // Zero everywhere: constants meet variables holding zero.
+        let zero = [0u8; 32];
+        let (expected, _) = gadget(&zero, 3, 0, &[zero; 14]);
+        let (aux, _, count) = native(&zero, 3, 0, &[zero; 14], expected.len());
+        assert_eq!((count, aux), (expected.len(), expected));
+    }
+
+    /// A place too short or too long: the count says so, nothing written past the place.
+    #[test]
+    fn a_wrong_place_is_counted_not_overrun() {
+        let mut g = SplitMix::new(test_seed());
+        let parents: Vec<_> = (0..14).map(|_| element(&mut g)).collect();
+        let replica = element(&mut g);
+        let mut whole = vec![Scalar::ZERO; 1 << 20];
+        let (_, count) = label_witness(&mut whole, &replica, 4, 99, &parents);
+        assert!(count < whole.len());
+        let mut short = vec![Scalar::ZERO; count - 1];
+        assert_eq!(
+            label_witness(&mut short, &replica, 4, 99, &parents).1,
+            count
+        );
+        assert_eq!(short[..], whole[..count - 1]);
+    }
+}
