@@ -42,7 +42,7 @@
 pub mod bridge;
 mod error;
 pub mod job;
-mod label;
+mod native;
 pub mod params;
 pub mod porep;
 pub mod post;

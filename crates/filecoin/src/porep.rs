@@ -707,12 +707,12 @@ fn pieces(layers: usize) -> Vec<Piece> {
 }
 
 /// What the first challenge of a circuit taught: (inputs, aux) allocated by each of its
-/// pieces, and whether the labels' native witness ([`crate::label`]) gave the gadget's
-/// values there (otherwise the labels go through the gadget).
+/// pieces, and for each whether its native witness ([`crate::native`]) gave the gadgets'
+/// values there (a piece without one, or one that differed, goes through the gadgets).
 #[derive(Clone, Debug)]
 struct Layout {
     counts: Vec<(usize, usize)>,
-    native_labels: bool,
+    native: Vec<bool>,
 }
 
 /// Layouts learned, by tree type, layers and a challenge's (inputs, aux).
@@ -794,8 +794,52 @@ fn check_piece(found: (usize, usize), expected: (usize, usize)) -> Result<(), Fi
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
+    /// Challenge `i`'s `piece` into `place` without the gadgets, where a native witness is
+    /// written for its kind ([`crate::native`]): its label (a label's), its public inputs
+    /// and how many aux values it allocated.
+    #[allow(clippy::type_complexity)]
+    fn native_piece(
+        &self,
+        i: usize,
+        piece: Piece,
+        node: Option<u64>,
+        place: &mut [Scalar],
+    ) -> Option<Result<(Option<blstrs::Scalar>, Vec<Scalar>, usize), bellperson::SynthesisError>>
+    {
+        match piece {
+            Piece::Label(layer) => Some(
+                self.native_label(i, layer, node, place)
+                    .map(|(label, count)| (Some(label), Vec::new(), count)),
+            ),
+            Piece::Data => Some(self.native_data(i, place)),
+            Piece::Columns | Piece::Tail => None,
+        }
+    }
+
+    /// Challenge `i`'s data leaf inclusion into `place` ([`crate::native::data_witness`]).
+    #[allow(clippy::type_complexity)]
+    fn native_data(
+        &self,
+        i: usize,
+        place: &mut [Scalar],
+    ) -> Result<(Option<blstrs::Scalar>, Vec<Scalar>, usize), bellperson::SynthesisError> {
+        use storage_proofs_core::merkle::MerkleProofTrait as _;
+        let proof = &self.challenges[i].comm_d_proofs;
+        let leaf: blstrs::Scalar = proof.leaf().into();
+        let path = proof
+            .as_options()
+            .into_iter()
+            .map(|(hashes, index)| match (hashes.as_slice(), index) {
+                ([Some(sibling)], Some(index @ (0 | 1))) => Ok((sibling.to_bytes_le(), index == 1)),
+                _ => Err(bellperson::SynthesisError::Unsatisfiable),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let (inputs, _, count) = crate::native::data_witness(place, &leaf.to_bytes_le(), &path);
+        Ok((None, inputs, count))
+    }
+
     /// Challenge `i`'s label at `layer` into `place` without the gadget
-    /// ([`crate::label::label_witness`]): the label and how many values it allocated.
+    /// ([`crate::native::label_witness`]): the label and how many values it allocated.
     fn native_label(
         &self,
         i: usize,
@@ -824,7 +868,7 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
                 ));
             }
         }
-        let (label, count) = crate::label::label_witness(
+        let (label, count) = crate::native::label_witness(
             place,
             &bytes(&self.replica_id),
             layer as u32,
@@ -973,82 +1017,78 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
             .and_then(|l| l.iter().find(|(k, _)| *k == key).map(|(_, l)| l.clone()));
         let mut inputs: Vec<Vec<Scalar>> = vec![Vec::new(); n];
         let mut labels: Vec<Vec<blstrs::Scalar>> = vec![Vec::new(); n];
-        let (layout, first) =
-            match known {
-                Some(layout) => (layout, 0),
-                None => {
-                    // The first challenge into vectors of its own: its pieces' counts place
-                    // every other challenge's pieces.
-                    let grown = |pieces: &[Piece], labels: &[blstrs::Scalar]| {
-                        pieces
-                            .par_iter()
-                            .map(|&piece| {
-                                let mut cs = PieceCs::growing();
-                                let label = run(0, piece, labels, &mut cs)?;
-                                let counts = cs.counts();
-                                let (inputs, aux) = cs.into_parts();
-                                Ok((label, counts, inputs, aux.unwrap_or_default()))
-                            })
-                            .collect::<Result<Vec<_>, E>>()
-                            .map_err(|e| witness_error(k, e))
-                    };
-                    let (tail, heads) = kinds.split_last().expect("a challenge has pieces");
-                    let mut grown_pieces = grown(heads, &[])?;
-                    labels[0] = grown_pieces.iter().filter_map(|g| g.0).collect();
-                    grown_pieces.extend(grown(std::slice::from_ref(tail), &labels[0])?);
-                    let counts: Vec<(usize, usize)> = grown_pieces.iter().map(|g| g.1).collect();
-                    let total = counts
-                        .iter()
-                        .fold((0, 0), |(i, a), &(pi, pa)| (i + pi, a + pa));
-                    check_piece(total, rest).map_err(|e| match e {
-                        FilecoinError::CountMismatch {
-                            expected, found, ..
-                        } => FilecoinError::CountMismatch {
-                            what: "values of one porep challenge (sum of its pieces)",
-                            expected,
-                            found,
-                        },
-                        other => other,
-                    })?;
-                    // The labels' native witness against the gadget's, on this challenge:
-                    // every value, the count and the label.
-                    let native_labels = kinds.par_iter().zip(&grown_pieces).all(
-                        |(&piece, (label, (_, a), _, aux))| match piece {
-                            Piece::Label(layer) => {
-                                let mut native = vec![Scalar::zero(); *a];
-                                let made =
-                                    self.native_label(0, layer, proofs[0].challenge, &mut native);
-                                matches!(made, Ok((l, count)) if count == *a
-                                && Some(l) == *label
-                                && native == *aux)
-                            }
-                            _ => true,
-                        },
-                    );
-                    let layout = Layout {
-                        counts,
-                        native_labels,
-                    };
-                    let mut at = 0;
-                    for (_, (_, a), piece_inputs, piece_aux) in grown_pieces {
-                        place[at..at + a].copy_from_slice(&piece_aux);
-                        inputs[0].extend(piece_inputs);
-                        at += a;
-                    }
-                    if let Ok(mut known) = LAYOUTS.lock() {
-                        known.push((key, layout.clone()));
-                    }
-                    (layout, 1)
+        let (layout, first) = match known {
+            Some(layout) => (layout, 0),
+            None => {
+                // The first challenge into vectors of its own: its pieces' counts place
+                // every other challenge's pieces.
+                let grown = |pieces: &[Piece], labels: &[blstrs::Scalar]| {
+                    pieces
+                        .par_iter()
+                        .map(|&piece| {
+                            let mut cs = PieceCs::growing();
+                            let label = run(0, piece, labels, &mut cs)?;
+                            let counts = cs.counts();
+                            let (inputs, aux) = cs.into_parts();
+                            Ok((label, counts, inputs, aux.unwrap_or_default()))
+                        })
+                        .collect::<Result<Vec<_>, E>>()
+                        .map_err(|e| witness_error(k, e))
+                };
+                let (tail, heads) = kinds.split_last().expect("a challenge has pieces");
+                let mut grown_pieces = grown(heads, &[])?;
+                labels[0] = grown_pieces.iter().filter_map(|g| g.0).collect();
+                grown_pieces.extend(grown(std::slice::from_ref(tail), &labels[0])?);
+                let counts: Vec<(usize, usize)> = grown_pieces.iter().map(|g| g.1).collect();
+                let total = counts
+                    .iter()
+                    .fold((0, 0), |(i, a), &(pi, pa)| (i + pi, a + pa));
+                check_piece(total, rest).map_err(|e| match e {
+                    FilecoinError::CountMismatch {
+                        expected, found, ..
+                    } => FilecoinError::CountMismatch {
+                        what: "values of one porep challenge (sum of its pieces)",
+                        expected,
+                        found,
+                    },
+                    other => other,
+                })?;
+                // Each native witness against the gadgets', on this challenge: every
+                // value, the count, the inputs and the label.
+                let native = kinds
+                    .par_iter()
+                    .zip(&grown_pieces)
+                    .map(|(&piece, (label, (_, a), inputs, aux))| {
+                        let mut mine = vec![Scalar::zero(); *a];
+                        let made = self.native_piece(0, piece, proofs[0].challenge, &mut mine);
+                        matches!(made, Some(Ok((l, ref i, count))) if count == *a
+                                && l == *label
+                                && i == inputs
+                                && mine == *aux)
+                    })
+                    .collect();
+                let layout = Layout { counts, native };
+                let mut at = 0;
+                for (_, (_, a), piece_inputs, piece_aux) in grown_pieces {
+                    place[at..at + a].copy_from_slice(&piece_aux);
+                    inputs[0].extend(piece_inputs);
+                    at += a;
                 }
-            };
+                if let Ok(mut known) = LAYOUTS.lock() {
+                    known.push((key, layout.clone()));
+                }
+                (layout, 1)
+            }
+        };
         // Every other piece's place; labels before tails (the tails read them).
         let mut heads = Vec::with_capacity((n - first) * (kinds.len() - 1));
         let mut tails = Vec::with_capacity(n - first);
         for (i, mut chunk) in (first..n).zip(place[first * rest.1..].chunks_mut(rest.1)) {
-            for (&piece, &counts) in kinds.iter().zip(&layout.counts) {
+            for ((&piece, &counts), &native) in kinds.iter().zip(&layout.counts).zip(&layout.native)
+            {
                 let (mine, after) = std::mem::take(&mut chunk).split_at_mut(counts.1);
                 chunk = after;
-                let task = (i, piece, mine, counts);
+                let task = (i, piece, mine, counts, native);
                 if piece == Piece::Tail {
                     tails.push(task);
                 } else {
@@ -1056,20 +1096,21 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
                 }
             }
         }
-        let in_place = |(i, piece, mine, counts): (usize, Piece, &mut [Scalar], _),
-                        labels: &[blstrs::Scalar]| {
-            if let (Piece::Label(layer), true) = (piece, layout.native_labels) {
-                let (label, count) = self
-                    .native_label(i, layer, proofs[i].challenge, mine)
-                    .map_err(|e| witness_error(k, e))?;
-                check_piece((0, count), counts)?;
-                return Ok((i, Some(label), Vec::new()));
-            }
-            let mut cs = PieceCs::into_place(mine);
-            let label = run(i, piece, labels, &mut cs).map_err(|e| witness_error(k, e))?;
-            check_piece(cs.counts(), counts)?;
-            Ok((i, label, cs.into_parts().0))
-        };
+        let in_place =
+            |(i, piece, mine, counts, native): (usize, Piece, &mut [Scalar], _, bool),
+             labels: &[blstrs::Scalar]| {
+                if native {
+                    if let Some(made) = self.native_piece(i, piece, proofs[i].challenge, mine) {
+                        let (label, inputs, count) = made.map_err(|e| witness_error(k, e))?;
+                        check_piece((inputs.len(), count), counts)?;
+                        return Ok((i, label, inputs));
+                    }
+                }
+                let mut cs = PieceCs::into_place(mine);
+                let label = run(i, piece, labels, &mut cs).map_err(|e| witness_error(k, e))?;
+                check_piece(cs.counts(), counts)?;
+                Ok((i, label, cs.into_parts().0))
+            };
         // In order of challenges and pieces (collected in that order): each core's share
         // mixes a data leaf's inclusion (60 SHA-256 blocks at 32 GiB, three labels' work)
         // with labels. Largest first measured the same on the H200 (4.11–4.20 against
@@ -1137,11 +1178,11 @@ mod tests {
             .any(|((tree, layers, _), layout)| {
                 *tree == std::any::type_name::<SectorShape2KiB>()
                     && layout.counts.len() == layers + 3
-                    && layout.native_labels
+                    && layout.native.iter().filter(|&&n| n).count() == layers + 1
             });
         assert!(
             learned,
-            "the witness did not go by pieces, or not with native labels"
+            "the witness did not go by pieces, or not with native labels and data inclusions"
         );
         let other = WitnessCs::synthesize(circuit(1), 0, 0).expect("one pass");
         assert_ne!(other, one_pass, "two partitions' witnesses should differ");

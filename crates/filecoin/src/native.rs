@@ -1,20 +1,23 @@
-//! A PoRep label's witness without the gadgets.
+//! Witness values of a PoRep challenge's SHA-256 pieces without the gadgets.
 //!
 //! filecoin-proofs' `create_label_circuit` hashes a node's 37 parents with bellperson's
 //! SHA-256 gadget: ~27,000 allocations a compression block, 20 blocks a label, 11 labels a
-//! challenge — four fifths of a 32 GiB partition's witness. Through the gadget each
+//! challenge; the data leaf's inclusion in comm_d's tree is 2 more blocks a level, 60 at
+//! 32 GiB. Together nearly all of a 32 GiB partition's witness. Through the gadget each
 //! allocation costs a closure, a linear combination and `MultiEq`'s clones of ever longer
-//! combinations (≈ 0.4 µs a value on the H200's host). Here the same allocations are made
-//! on plain bits: each value the gadget would allocate is written, in the gadget's order,
-//! as 0 or 1 (the packed label last), and nothing else is built.
+//! combinations (157 ms a label on a 2-core VM). Here the same allocations are made on
+//! plain bits (3.4 ms a label): each value the gadget would allocate is written, in the
+//! gadget's order, as 0 or 1 (packed numbers where the circuit packs), and nothing else is
+//! built.
 //!
 //! The order is the gadget's exactly because the gadget's decisions are mirrored: a bit is a
 //! constant, a variable or a variable's negation ([`Bit`]), and every operation allocates
 //! in the same cases as bellpepper's `Boolean` (`xor`, `and`, `sha256_ch`, `sha256_maj`) and
 //! bellperson's `UInt32::addmany` and `sha256_compression_function` (deferred sums
 //! included). Callers check the count against the piece's place, and the PoRep witness
-//! compares this against the gadget on the first challenge of a circuit before using it
-//! (`porep::challenges_into`); the tests compare it on random labels of both kinds.
+//! compares each piece kind against the gadget on the first challenge of a circuit before
+//! using it (`porep::challenges_into`); the tests compare them on random and extreme
+//! values.
 
 use bls12_381::Scalar;
 use ff::Field as _;
@@ -349,6 +352,63 @@ fn element_bits(bytes: &[u8; 32], mut var: impl FnMut(bool) -> Bit) -> Vec<Bit> 
         .collect()
 }
 
+/// The inclusion of a data leaf in comm_d's binary SHA-256 tree, as storage-proofs-core's
+/// `PoRCircuit` allocates it after the piece's scratch (comm_d): the leaf, then per level
+/// the index bit, the sibling, the pair in order (`insert_2`'s two picks), both elements'
+/// 255 bits, the SHA-256 gadget's values and the hash packed into one element. `path`:
+/// each level's sibling (canonical little-endian bytes) and whether the node is the right
+/// one. Returns the public input it packs the index bits into (the challenged leaf's
+/// index), the root it reaches, and how many aux values it allocated; only the first
+/// `aux.len()` are written.
+pub(crate) fn data_witness(
+    aux: &mut [Scalar],
+    leaf: &[u8; 32],
+    path: &[([u8; 32], bool)],
+) -> (Vec<Scalar>, [u8; 32], usize) {
+    let mut out = Out { aux, at: 0 };
+    let element = |bytes: &[u8; 32]| Scalar::from_bytes(bytes).unwrap_or(Scalar::ZERO);
+    out.value(element(leaf));
+    let mut cur = *leaf;
+    for (sibling, right) in path {
+        out.var(*right);
+        out.value(element(sibling));
+        let (left, right) = if *right {
+            (sibling, &cur)
+        } else {
+            (&cur, sibling)
+        };
+        out.value(element(left));
+        out.value(element(right));
+        let mut message = element_bits(left, |v| Bit::Is(out.var(v)));
+        message.extend(element_bits(right, |v| Bit::Is(out.var(v))));
+        cur = digest_element(&sha256(&mut out, &message));
+        out.value(element(&cur));
+    }
+    // `pack_into_inputs`: the index bits, least significant first, 254 to an input.
+    let inputs = path
+        .chunks(254)
+        .map(|bits| {
+            let mut bytes = [0u8; 32];
+            for (i, (_, right)) in bits.iter().enumerate() {
+                bytes[i / 8] |= u8::from(*right) << (i % 8);
+            }
+            element(&bytes)
+        })
+        .collect();
+    (inputs, cur, out.at)
+}
+
+/// A digest as filecoin-proofs packs it into an element: its bytes little-endian, the top
+/// two bits dropped (below 2^254, always canonical).
+fn digest_element(digest: &[Word; 8]) -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    for (chunk, word) in bytes.chunks_mut(4).zip(digest) {
+        chunk.copy_from_slice(&word.value.to_be_bytes());
+    }
+    bytes[31] &= 0b0011_1111;
+    bytes
+}
+
 /// Number of parents a label hashes (filecoin-proofs' `TOTAL_PARENTS`).
 pub(crate) const HASHED_PARENTS: usize = 37;
 
@@ -382,15 +442,8 @@ pub(crate) fn label_witness(
     for i in 0..HASHED_PARENTS {
         message.extend_from_slice(&parent_bits[i % parent_bits.len()]);
     }
-    let digest = sha256(&mut out, &message);
-    let mut label = [0u8; 32];
-    for (chunk, word) in label.chunks_mut(4).zip(&digest) {
-        chunk.copy_from_slice(&word.value.to_be_bytes());
-    }
-    label[31] &= 0b0011_1111;
-    let packed = Scalar::from_bytes(&label);
-    // Below 2^254 < r: always a canonical element.
-    out.value(packed.unwrap_or(Scalar::ZERO));
+    let label = digest_element(&sha256(&mut out, &message));
+    out.value(Scalar::from_bytes(&label).unwrap_or(Scalar::ZERO));
     (label, out.at)
 }
 
@@ -514,6 +567,68 @@ mod tests {
         let (expected, _) = gadget(&zero, 3, 0, &[zero; 14]);
         let (aux, _, count) = native(&zero, 3, 0, &[zero; 14], expected.len());
         assert_eq!((count, aux), (expected.len(), expected));
+    }
+
+    /// The data leaf's inclusion through storage-proofs-core's `PoRCircuit`, as the PoRep
+    /// witness makes it: (aux values, inputs).
+    fn data_gadget(leaf: &[u8; 32], path: &[([u8; 32], bool)]) -> (Vec<Scalar>, Vec<Scalar>) {
+        use filecoin_hashers::sha256::Sha256Hasher;
+        use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
+        use storage_proofs_core::gadgets::variables::Root;
+        use storage_proofs_core::merkle::{BinaryMerkleTree, MerkleTreeTrait};
+        type Tree = BinaryMerkleTree<Sha256Hasher>;
+        let mut cs = PieceCs::growing();
+        let comm_d = AllocatedNum::alloc(&mut cs, || Ok(blstrs(&[9u8; 32]))).unwrap();
+        cs.start_here();
+        let leaf = AllocatedNum::alloc(&mut cs, || Ok(blstrs(leaf))).unwrap();
+        let options: Vec<(Vec<Option<blstrs::Scalar>>, Option<usize>)> = path
+            .iter()
+            .map(|(sibling, right)| (vec![Some(blstrs(sibling))], Some(usize::from(*right))))
+            .collect();
+        let path: AuthPath<
+            Sha256Hasher,
+            <Tree as MerkleTreeTrait>::Arity,
+            <Tree as MerkleTreeTrait>::SubTreeArity,
+            <Tree as MerkleTreeTrait>::TopTreeArity,
+        > = options.into();
+        PoRCircuit::<Tree>::synthesize(&mut cs, Root::Var(leaf), path, Root::Var(comm_d), true)
+            .unwrap();
+        let (inputs, aux) = cs.into_parts();
+        (aux.unwrap(), inputs)
+    }
+
+    /// Random paths of a few heights (32 GiB's 30 among them), and extreme values.
+    #[test]
+    fn data_inclusions_equal_the_gadgets_witness() {
+        let seed = test_seed();
+        let mut g = SplitMix::new(seed);
+        let minus_one = (-Scalar::ONE).to_bytes();
+        for (height, extreme) in [(1, false), (5, false), (30, false), (4, true)] {
+            let (leaf, path): ([u8; 32], Vec<([u8; 32], bool)>) = if extreme {
+                (
+                    minus_one,
+                    (0..height).map(|l| (minus_one, l % 2 == 0)).collect(),
+                )
+            } else {
+                let path = (0..height)
+                    .map(|_| (element(&mut g), g.next_u64() % 2 == 1))
+                    .collect();
+                (element(&mut g), path)
+            };
+            let (expected, expected_inputs) = data_gadget(&leaf, &path);
+            let mut aux = vec![-Scalar::ONE; expected.len()];
+            let (inputs, _, count) = data_witness(&mut aux, &leaf, &path);
+            assert_eq!(count, expected.len(), "seed {seed}, height {height}: count");
+            let first = aux.iter().zip(&expected).position(|(a, b)| a != b);
+            assert_eq!(
+                first, None,
+                "seed {seed}, height {height}: first differing value"
+            );
+            assert_eq!(
+                inputs, expected_inputs,
+                "seed {seed}, height {height}: inputs"
+            );
+        }
     }
 
     /// A place too short or too long: the count says so, nothing written past the place.
