@@ -1,23 +1,26 @@
-//! Witness values of a PoRep challenge's SHA-256 pieces without the gadgets.
+//! Witness values of a PoRep challenge's pieces without the gadgets.
 //!
 //! filecoin-proofs' `create_label_circuit` hashes a node's 37 parents with bellperson's
 //! SHA-256 gadget: ~27,000 allocations a compression block, 20 blocks a label, 11 labels a
 //! challenge; the data leaf's inclusion in comm_d's tree is 2 more blocks a level, 60 at
-//! 32 GiB. Together nearly all of a 32 GiB partition's witness. Through the gadget each
-//! allocation costs a closure, a linear combination and `MultiEq`'s clones of ever longer
-//! combinations (157 ms a label on a 2-core VM). Here the same allocations are made on
-//! plain bits (3.4 ms a label): each value the gadget would allocate is written, in the
-//! gadget's order, as 0 or 1 (packed numbers where the circuit packs), and nothing else is
-//! built.
+//! 32 GiB. Through the gadget each allocation costs a closure, a linear combination and
+//! `MultiEq`'s clones of ever longer combinations (157 ms a label on a 2-core VM). Here the
+//! same allocations are made on plain bits (3.4 ms a label): each value the gadget would
+//! allocate is written, in the gadget's order, as 0 or 1 (packed numbers where the circuit
+//! packs), and nothing else is built. The Poseidon side (the parents' columns, their
+//! inclusions in comm_c's tree, the tail's inclusions) goes the same way: neptune's
+//! circuit allocates ≈ 500 numbers a hash through linear combinations (≈ 1.2 ms a hash
+//! here); [`poseidon`] computes the same numbers with neptune's own constants.
 //!
-//! The order is the gadget's exactly because the gadget's decisions are mirrored: a bit is a
+//! The order is the gadgets' exactly because their decisions are mirrored: a bit is a
 //! constant, a variable or a variable's negation ([`Bit`]), and every operation allocates
-//! in the same cases as bellpepper's `Boolean` (`xor`, `and`, `sha256_ch`, `sha256_maj`) and
+//! in the same cases as bellpepper's `Boolean` (`xor`, `and`, `sha256_ch`, `sha256_maj`),
 //! bellperson's `UInt32::addmany` and `sha256_compression_function` (deferred sums
-//! included). Callers check the count against the piece's place, and the PoRep witness
-//! compares each piece kind against the gadget on the first challenge of a circuit before
-//! using it (`porep::challenges_into`); the tests compare them on random and extreme
-//! values.
+//! included), neptune's S-boxes (an input allocated when it is a linear combination) and
+//! storage-proofs-core's `insert` picks. Callers check the count against the piece's
+//! place, and the PoRep witness compares each piece kind against the gadgets on the first
+//! challenge of a circuit before using it (`porep::challenges_into`); the tests compare
+//! them on random and extreme values.
 
 use bls12_381::Scalar;
 use ff::Field as _;
@@ -447,6 +450,334 @@ pub(crate) fn label_witness(
     (label, out.at)
 }
 
+/// A field element of filecoin-proofs' circuits (blstrs, as neptune computes in it).
+type Fr = blstrs::Scalar;
+
+impl Out<'_> {
+    /// An allocated number holding `v`.
+    #[inline]
+    fn num(&mut self, v: Fr) -> Fr {
+        self.value(crate::bridge::to_bls(&v));
+        v
+    }
+
+    /// storage-proofs-core's `pick`: `cond ? a : b`, allocated.
+    #[inline]
+    fn pick(&mut self, cond: bool, a: Fr, b: Fr) -> Fr {
+        self.num(if cond { a } else { b })
+    }
+}
+
+/// neptune's circuit `poseidon_hash` (its first, "legacy" circuit, the one filecoin-proofs
+/// uses): the domain tag as a constant, the preimage allocated; each S-box allocates its
+/// input when that is a linear combination (after a matrix product), then x², x⁴ and
+/// x⁵ (+ key); the result allocated last. Values computed with neptune's own constants.
+fn poseidon<A: neptune::Arity<Fr>>(
+    out: &mut Out<'_>,
+    preimage: &[Fr],
+    c: &neptune::poseidon::PoseidonConstants<Fr, A>,
+) -> Fr {
+    use ff013::Field as _;
+    let width = c.width();
+    let mut state: Vec<Fr> = std::iter::once(c.domain_tag)
+        .chain(preimage.iter().copied())
+        .collect();
+    // Whether each element is an allocated number (else a linear combination).
+    let mut allocated: Vec<bool> = (0..width).map(|i| i > 0).collect();
+    let mut offset = 0;
+    let mut round = 0;
+    let ensure = |out: &mut Out<'_>, v: Fr, allocated: bool| {
+        if !allocated {
+            out.num(v);
+        }
+        v
+    };
+    let product = |state: &mut Vec<Fr>, allocated: &mut Vec<bool>, round: &mut usize| {
+        let sparse_offset = c.half_full_rounds - 1;
+        let dense = |state: &[Fr], m: &[Vec<Fr>]| -> Vec<Fr> {
+            (0..width)
+                .map(|j| {
+                    state
+                        .iter()
+                        .enumerate()
+                        .fold(Fr::ZERO, |acc, (i, x)| acc + *x * m[i][j])
+                })
+                .collect()
+        };
+        let next = if *round == sparse_offset {
+            dense(state, &c.pre_sparse_matrix)
+        } else if *round > sparse_offset && *round < c.half_full_rounds + c.partial_rounds {
+            let m = &c.sparse_matrixes[*round - sparse_offset - 1];
+            let mut next = Vec::with_capacity(width);
+            next.push(
+                state
+                    .iter()
+                    .zip(&m.w_hat)
+                    .fold(Fr::ZERO, |acc, (x, w)| acc + *x * w),
+            );
+            for j in 1..width {
+                next.push(state[j] + state[0] * m.v_rest[j - 1]);
+            }
+            next
+        } else {
+            dense(state, &c.mds_matrices.m)
+        };
+        *state = next;
+        allocated.iter_mut().for_each(|a| *a = false);
+        *round += 1;
+    };
+    let full_round = |out: &mut Out<'_>,
+                      state: &mut Vec<Fr>,
+                      allocated: &mut Vec<bool>,
+                      offset: &mut usize,
+                      round: &mut usize,
+                      first: bool,
+                      last: bool| {
+        let pre = if first {
+            let keys = &c.compressed_round_constants[*offset..*offset + width];
+            *offset += width;
+            Some(keys)
+        } else {
+            None
+        };
+        let post = if first || !last {
+            let keys = &c.compressed_round_constants[*offset..*offset + width];
+            *offset += width;
+            Some(keys)
+        } else {
+            None
+        };
+        for i in 0..width {
+            let post_key = post.map(|k| k[i]);
+            if let Some(pre) = pre {
+                let x = state[i] + pre[i];
+                if i == 0 {
+                    // The tag: a constant S-box, no allocation.
+                    let x5 = x.square().square() * x;
+                    state[0] = x5 + post_key.unwrap_or(Fr::ZERO);
+                    allocated[0] = false;
+                    continue;
+                }
+                let l = ensure(out, state[i], allocated[i]);
+                let l2 = out.num((l + pre[i]).square());
+                let l4 = out.num(l2.square());
+                state[i] = out.num(l4 * (l + pre[i]) + post_key.unwrap_or(Fr::ZERO));
+            } else {
+                let l = ensure(out, state[i], allocated[i]);
+                let l2 = out.num(l.square());
+                let l4 = out.num(l2.square());
+                state[i] = out.num(l4 * l + post_key.unwrap_or(Fr::ZERO));
+            }
+            allocated[i] = true;
+        }
+        product(state, allocated, round);
+    };
+    full_round(
+        out,
+        &mut state,
+        &mut allocated,
+        &mut offset,
+        &mut round,
+        true,
+        false,
+    );
+    for _ in 1..c.full_rounds / 2 {
+        full_round(
+            out,
+            &mut state,
+            &mut allocated,
+            &mut offset,
+            &mut round,
+            false,
+            false,
+        );
+    }
+    for _ in 0..c.partial_rounds {
+        let key = c.compressed_round_constants[offset];
+        offset += 1;
+        let l = ensure(out, state[0], allocated[0]);
+        let l2 = out.num(l.square());
+        let l4 = out.num(l2.square());
+        state[0] = out.num(l4 * l + key);
+        allocated[0] = true;
+        product(&mut state, &mut allocated, &mut round);
+    }
+    for _ in 0..(c.full_rounds / 2) - 1 {
+        full_round(
+            out,
+            &mut state,
+            &mut allocated,
+            &mut offset,
+            &mut round,
+            false,
+            false,
+        );
+    }
+    full_round(
+        out,
+        &mut state,
+        &mut allocated,
+        &mut offset,
+        &mut round,
+        false,
+        true,
+    );
+    let result = state[1];
+    ensure(out, result, allocated[1]);
+    result
+}
+
+/// A Poseidon hash of `preimage` by the constants of its length (filecoin-hashers'
+/// `PoseidonArity::PARAMETERS` for tree arities, the column constants for 11).
+fn poseidon_by_arity(out: &mut Out<'_>, preimage: &[Fr]) -> Option<Fr> {
+    use filecoin_hashers::{
+        POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2, POSEIDON_CONSTANTS_4, POSEIDON_CONSTANTS_8,
+    };
+    Some(match preimage.len() {
+        2 => poseidon(out, preimage, &POSEIDON_CONSTANTS_2),
+        4 => poseidon(out, preimage, &POSEIDON_CONSTANTS_4),
+        8 => poseidon(out, preimage, &POSEIDON_CONSTANTS_8),
+        11 => poseidon(out, preimage, &POSEIDON_CONSTANTS_11),
+        _ => return None,
+    })
+}
+
+/// storage-proofs-core's `insert` for 2 and 8 elements (the arities of Filecoin's trees):
+/// `cur` put at `index` among `siblings`, through its picks (and for 8 the two bits' nor
+/// and and) in its order. Other sizes have no native path here.
+fn insert(out: &mut Out<'_>, cur: Fr, index: usize, siblings: &[Fr]) -> Option<Vec<Fr>> {
+    let bit = |i: usize| (index >> i) & 1 == 1;
+    let a = cur;
+    Some(match *siblings {
+        [b] => {
+            let b0 = bit(0);
+            vec![out.pick(b0, b, a), out.pick(b0, a, b)]
+        }
+        [b, c, d, e, f, g, h] => {
+            let (b0, b1, b2) = (bit(0), bit(1), bit(2));
+            let nor = out.var(!b0 & !b1);
+            let and = out.var(b0 & b1);
+            let p0_xx0 = out.pick(nor, a, b);
+            let p0 = out.pick(b2, b, p0_xx0);
+            let p1_x00 = out.pick(b0, a, b);
+            let p1_xx0 = out.pick(b1, c, p1_x00);
+            let p1 = out.pick(b2, c, p1_xx0);
+            let p2_x10 = out.pick(b0, d, a);
+            let p2_xx0 = out.pick(b1, p2_x10, c);
+            let p2 = out.pick(b2, d, p2_xx0);
+            let p3_xx0 = out.pick(and, a, d);
+            let p3 = out.pick(b2, e, p3_xx0);
+            let p4_xx1 = out.pick(nor, a, f);
+            let p4 = out.pick(b2, p4_xx1, e);
+            let p5_x01 = out.pick(b0, a, f);
+            let p5_xx1 = out.pick(b1, g, p5_x01);
+            let p5 = out.pick(b2, p5_xx1, f);
+            let p6_x11 = out.pick(b0, h, a);
+            let p6_xx1 = out.pick(b1, p6_x11, g);
+            let p6 = out.pick(b2, p6_xx1, g);
+            let p7_xx1 = out.pick(and, a, h);
+            let p7 = out.pick(b2, p7_xx1, h);
+            vec![p0, p1, p2, p3, p4, p5, p6, p7]
+        }
+        _ => return None,
+    })
+}
+
+/// A path of a Poseidon tree as `MerkleProofTrait::as_options` gives it: per level (base,
+/// then sub and top tree levels) the siblings and the node's index among them.
+pub(crate) type PoseidonPath = [(Vec<Fr>, usize)];
+
+/// `leaf`'s inclusion by `path` in a Poseidon tree, as `PoRCircuit` allocates it (the leaf
+/// and the root already allocated): per level the index bits, the siblings, the insertion
+/// and the hash; the index bits are packed into public inputs. Returns (inputs, the root it
+/// reaches), or `None` for an arity without a native path here.
+fn poseidon_inclusion(
+    out: &mut Out<'_>,
+    leaf: Fr,
+    path: &PoseidonPath,
+) -> Option<(Vec<Scalar>, Fr)> {
+    let mut cur = leaf;
+    let mut bits = Vec::new();
+    for (siblings, index) in path {
+        let arity = siblings.len() + 1;
+        if !arity.is_power_of_two() || *index >= arity {
+            return None;
+        }
+        for i in 0..arity.trailing_zeros() as usize {
+            bits.push(out.var((index >> i) & 1 == 1));
+        }
+        for s in siblings {
+            out.num(*s);
+        }
+        let inserted = insert(out, cur, *index, siblings)?;
+        cur = poseidon_by_arity(out, &inserted)?;
+    }
+    Some((pack_inputs(&bits), cur))
+}
+
+/// `pack_into_inputs`: bits, least significant first, 254 to an input.
+fn pack_inputs(bits: &[bool]) -> Vec<Scalar> {
+    bits.chunks(254)
+        .map(|chunk| {
+            let mut bytes = [0u8; 32];
+            for (i, b) in chunk.iter().enumerate() {
+                bytes[i / 8] |= u8::from(*b) << (i % 8);
+            }
+            Scalar::from_bytes(&bytes).unwrap_or(Scalar::ZERO)
+        })
+        .collect()
+}
+
+/// One parent's column in a challenge's columns piece: its rows allocated, their Poseidon
+/// hash, and the hash's inclusion in comm_c's tree.
+pub(crate) struct ColumnIn<'p> {
+    pub(crate) rows: &'p [Fr],
+    pub(crate) path: &'p PoseidonPath,
+}
+
+/// A challenge's columns piece (after comm_c, its scratch): every parent's column as
+/// [`ColumnIn`] says, then the challenge's 64 bits packed into a public input. Returns
+/// (inputs, how many aux values it allocated), or `None` where a shape has no native path.
+pub(crate) fn columns_witness(
+    aux: &mut [Scalar],
+    parents: &[ColumnIn<'_>],
+    challenge: u64,
+) -> Option<(Vec<Scalar>, usize)> {
+    let mut out = Out { aux, at: 0 };
+    let mut inputs = Vec::new();
+    for parent in parents {
+        for row in parent.rows {
+            out.num(*row);
+        }
+        let hash = poseidon_by_arity(&mut out, parent.rows)?;
+        inputs.extend(poseidon_inclusion(&mut out, hash, parent.path)?.0);
+    }
+    let bits: Vec<bool> = (0..64)
+        .map(|i| out.var((challenge >> i) & 1 == 1))
+        .collect();
+    inputs.extend(pack_inputs(&bits));
+    Some((inputs, out.at))
+}
+
+/// A challenge's tail (after the data leaf, comm_r_last, comm_c and the labels, its
+/// scratch): the encoded node (last label + data leaf), its inclusion in comm_r_last's
+/// tree, the labels' column hash and its inclusion in comm_c's tree. Returns (inputs, how
+/// many aux values it allocated), or `None` where a shape has no native path.
+pub(crate) fn tail_witness(
+    aux: &mut [Scalar],
+    leaf: Fr,
+    labels: &[Fr],
+    replica_path: &PoseidonPath,
+    column_path: &PoseidonPath,
+) -> Option<(Vec<Scalar>, usize)> {
+    let mut out = Out { aux, at: 0 };
+    let encoded = out.num(*labels.last()? + leaf);
+    let mut inputs = poseidon_inclusion(&mut out, encoded, replica_path)?.0;
+    let hash = poseidon_by_arity(&mut out, labels)?;
+    inputs.extend(poseidon_inclusion(&mut out, hash, column_path)?.0);
+    Some((inputs, out.at))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,6 +785,7 @@ mod tests {
     use bellperson::gadgets::{num::AllocatedNum, uint32::UInt32};
     use groth16_prover::testing::{test_seed, SplitMix};
     use storage_proofs_core::gadgets::uint64::UInt64;
+    use storage_proofs_core::merkle::MerkleTreeTrait;
     use storage_proofs_core::util::reverse_bit_numbering;
     use storage_proofs_porep::stacked;
 
@@ -628,6 +960,146 @@ mod tests {
                 inputs, expected_inputs,
                 "seed {seed}, height {height}: inputs"
             );
+        }
+    }
+
+    /// `leaf`'s inclusion through `PoRCircuit` over a Poseidon tree of `Tree`'s arities
+    /// (leaf and root scratch, as in the columns and the tail): (aux, inputs).
+    fn poseidon_gadget<Tree: MerkleTreeTrait>(
+        leaf: Fr,
+        path: &PoseidonPath,
+    ) -> (Vec<Scalar>, Vec<Scalar>)
+    where
+        Tree::Hasher: 'static,
+    {
+        use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
+        use storage_proofs_core::gadgets::variables::Root;
+        let mut cs = PieceCs::growing();
+        let leaf = AllocatedNum::alloc(&mut cs, || Ok(leaf)).unwrap();
+        let root = AllocatedNum::alloc(&mut cs, || Ok(Fr::from(5u64))).unwrap();
+        cs.start_here();
+        let options: Vec<(Vec<Option<Fr>>, Option<usize>)> = path
+            .iter()
+            .map(|(s, i)| (s.iter().copied().map(Some).collect(), Some(*i)))
+            .collect();
+        let path: AuthPath<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity> =
+            options.into();
+        PoRCircuit::<Tree>::synthesize(&mut cs, Root::Var(leaf), path, Root::Var(root), true)
+            .unwrap();
+        let (inputs, aux) = cs.into_parts();
+        (aux.unwrap(), inputs)
+    }
+
+    /// A gadget run: (aux, inputs) of a leaf's inclusion by a path.
+    type Gadget = dyn Fn(Fr, &PoseidonPath) -> (Vec<Scalar>, Vec<Scalar>);
+
+    fn random_path(g: &mut SplitMix, arities: &[usize]) -> Vec<(Vec<Fr>, usize)> {
+        arities
+            .iter()
+            .map(|&a| {
+                let siblings = (0..a - 1).map(|_| blstrs(&element(g))).collect();
+                (siblings, (g.next_u64() % a as u64) as usize)
+            })
+            .collect()
+    }
+
+    /// Paths of Filecoin's tree shapes with sub-trees of 8 and 2 and a top of 2: every value
+    /// of the insertions and hashes, the packed index, the count; an arity of 4 has no
+    /// native path.
+    #[test]
+    fn poseidon_inclusions_equal_the_gadgets_witness() {
+        use filecoin_proofs::{SectorShape32GiB, SectorShape4KiB, SectorShape64GiB};
+        let seed = test_seed();
+        let mut g = SplitMix::new(seed);
+        let check = |name: &str, arities: &[usize], gadget: &Gadget, g: &mut SplitMix| {
+            for _ in 0..2 {
+                let path = random_path(g, arities);
+                let leaf = blstrs(&element(g));
+                let (expected, expected_inputs) = gadget(leaf, &path);
+                let mut aux = vec![-Scalar::ONE; expected.len()];
+                let mut out = Out {
+                    aux: &mut aux,
+                    at: 0,
+                };
+                let (inputs, _) = poseidon_inclusion(&mut out, leaf, &path).expect("native path");
+                let count = out.at;
+                assert_eq!(count, expected.len(), "seed {seed}, {name}: count");
+                let first = aux.iter().zip(&expected).position(|(a, b)| a != b);
+                assert_eq!(first, None, "seed {seed}, {name}: first differing value");
+                assert_eq!(inputs, expected_inputs, "seed {seed}, {name}: inputs");
+            }
+        };
+        let mut aux = vec![Scalar::ZERO; 1 << 12];
+        let four = random_path(&mut g, &[4]);
+        assert!(poseidon_inclusion(
+            &mut Out {
+                aux: &mut aux,
+                at: 0
+            },
+            Fr::from(1u64),
+            &four
+        )
+        .is_none());
+        check(
+            "8^3 then a sub-tree of 8 (32 GiB)",
+            &[8, 8, 8, 8],
+            &|l, p| poseidon_gadget::<SectorShape32GiB>(l, p),
+            &mut g,
+        );
+        check(
+            "8^2, 8, then a top of 2 (64 GiB)",
+            &[8, 8, 8, 2],
+            &|l, p| poseidon_gadget::<SectorShape64GiB>(l, p),
+            &mut g,
+        );
+        check(
+            "8^2 then a sub-tree of 2 (4 KiB)",
+            &[8, 8, 2],
+            &|l, p| poseidon_gadget::<SectorShape4KiB>(l, p),
+            &mut g,
+        );
+    }
+
+    /// A column of 11 and of 2 rows hashed as the columns piece and the tail hash them.
+    #[test]
+    fn column_hashes_equal_the_gadgets_witness() {
+        let seed = test_seed();
+        let mut g = SplitMix::new(seed);
+        for n in [2, 11] {
+            let rows: Vec<Fr> = (0..n).map(|_| blstrs(&element(&mut g))).collect();
+            let mut cs = PieceCs::growing();
+            let nums: Vec<_> = rows
+                .iter()
+                .map(|r| AllocatedNum::alloc(&mut cs, || Ok(*r)).unwrap())
+                .collect();
+            cs.start_here();
+            let hash = match n {
+                2 => neptune::circuit::poseidon_hash(
+                    &mut cs,
+                    nums,
+                    &*filecoin_hashers::POSEIDON_CONSTANTS_2,
+                ),
+                _ => neptune::circuit::poseidon_hash(
+                    &mut cs,
+                    nums,
+                    &*filecoin_hashers::POSEIDON_CONSTANTS_11,
+                ),
+            }
+            .unwrap();
+            let expected = cs.into_parts().1.unwrap();
+            let mut aux = vec![-Scalar::ONE; expected.len()];
+            let mut out = Out {
+                aux: &mut aux,
+                at: 0,
+            };
+            let native = poseidon_by_arity(&mut out, &rows).expect("an arity of a column");
+            assert_eq!(out.at, expected.len(), "seed {seed}, {n} rows: count");
+            assert_eq!(
+                Some(native),
+                hash.get_value(),
+                "seed {seed}, {n} rows: hash"
+            );
+            assert_eq!(aux, expected, "seed {seed}, {n} rows: values");
         }
     }
 
