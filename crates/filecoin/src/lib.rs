@@ -4,9 +4,10 @@
 //! `-update`, built without their GPU code), unchanged. A bellperson constraint system
 //! records each circuit into a PCE ([`bridge::RecordingCs`]) and computes its witness
 //! ([`bridge::WitnessCs`]; a PoRep partition's challenges on all cores, in pieces of a
-//! layer's label each, straight into their places in the witness), scalars converted to `bls12_381::Scalar` through canonical
-//! bytes, so the prover, the parameter store and the GPU path are the ones every other
-//! circuit uses.
+//! layer's label each, straight into their places in the witness, each piece's values
+//! computed natively after the gadgets' own on a circuit's first challenge agreed with
+//! them), scalars converted to `bls12_381::Scalar` through canonical bytes, so the
+//! prover, the parameter store and the GPU path are the ones every other circuit uses.
 //!
 //! # Flow
 //! 1. Inputs as Curio hands them to cuzk become a [`PartitionJob`]: [`porep::parse_c1`] +

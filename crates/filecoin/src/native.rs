@@ -477,22 +477,94 @@ fn poseidon<A: neptune::Arity<Fr>>(
     preimage: &[Fr],
     c: &neptune::poseidon::PoseidonConstants<Fr, A>,
 ) -> Fr {
-    use ff013::Field as _;
     let width = c.width();
-    let mut state: Vec<Fr> = std::iter::once(c.domain_tag)
-        .chain(preimage.iter().copied())
-        .collect();
-    // Whether each element is an allocated number (else a linear combination).
-    let mut allocated: Vec<bool> = (0..width).map(|i| i > 0).collect();
-    let mut offset = 0;
-    let mut round = 0;
-    let ensure = |out: &mut Out<'_>, v: Fr, allocated: bool| {
-        if !allocated {
-            out.num(v);
-        }
-        v
+    let mut p = Poseidon {
+        c,
+        state: std::iter::once(c.domain_tag)
+            .chain(preimage.iter().copied())
+            .collect(),
+        allocated: (0..width).map(|i| i > 0).collect(),
+        offset: 0,
+        round: 0,
     };
-    let product = |state: &mut Vec<Fr>, allocated: &mut Vec<bool>, round: &mut usize| {
+    p.full_round(out, true, false);
+    for _ in 1..c.full_rounds / 2 {
+        p.full_round(out, false, false);
+    }
+    for _ in 0..c.partial_rounds {
+        let key = c.compressed_round_constants[p.offset];
+        p.offset += 1;
+        p.s_box(out, 0, None, Some(key));
+        p.product();
+    }
+    for _ in 0..(c.full_rounds / 2) - 1 {
+        p.full_round(out, false, false);
+    }
+    p.full_round(out, false, true);
+    p.ensure(out, 1)
+}
+
+/// neptune's `PoseidonCircuit` state: the elements, whether each is an allocated number
+/// (else a linear combination), the next round constant and the round.
+struct Poseidon<'c, A: neptune::Arity<Fr>> {
+    c: &'c neptune::poseidon::PoseidonConstants<Fr, A>,
+    state: Vec<Fr>,
+    allocated: Vec<bool>,
+    offset: usize,
+    round: usize,
+}
+
+impl<A: neptune::Arity<Fr>> Poseidon<'_, A> {
+    /// `Elt::ensure_allocated`: a linear combination is allocated.
+    fn ensure(&mut self, out: &mut Out<'_>, i: usize) -> Fr {
+        if !self.allocated[i] {
+            out.num(self.state[i]);
+            self.allocated[i] = true;
+        }
+        self.state[i]
+    }
+
+    /// `quintic_s_box` (`pre` absent) or `quintic_s_box_pre_add`: the input allocated if it
+    /// is a combination, then (x + pre)², x⁴ and x⁴·(x + pre) + post, each allocated.
+    fn s_box(&mut self, out: &mut Out<'_>, i: usize, pre: Option<Fr>, post: Option<Fr>) {
+        use ff013::Field as _;
+        let x = self.ensure(out, i) + pre.unwrap_or(Fr::ZERO);
+        let x2 = out.num(x.square());
+        let x4 = out.num(x2.square());
+        self.state[i] = out.num(x4 * x + post.unwrap_or(Fr::ZERO));
+    }
+
+    fn full_round(&mut self, out: &mut Out<'_>, first: bool, last: bool) {
+        use ff013::Field as _;
+        let width = self.c.width();
+        let keys = |offset: &mut usize| {
+            let at = *offset;
+            *offset += width;
+            &self.c.compressed_round_constants[at..at + width]
+        };
+        let pre = first.then(|| keys(&mut self.offset));
+        let post = (first || !last).then(|| keys(&mut self.offset));
+        for i in 0..width {
+            let post_key = post.map(|k| k[i]);
+            match pre {
+                // The tag: a constant S-box, nothing allocated.
+                Some(pre) if i == 0 => {
+                    let x = self.state[0] + pre[0];
+                    self.state[0] = x.square().square() * x + post_key.unwrap_or(Fr::ZERO);
+                }
+                Some(pre) => self.s_box(out, i, Some(pre[i]), post_key),
+                None => self.s_box(out, i, None, post_key),
+            }
+        }
+        self.product();
+    }
+
+    /// `product_mds`: the pre-sparse matrix, then the sparse ones through the partial
+    /// rounds, else the MDS matrix; every element becomes a linear combination.
+    fn product(&mut self) {
+        use ff013::Field as _;
+        let c = self.c;
+        let width = c.width();
         let sparse_offset = c.half_full_rounds - 1;
         let dense = |state: &[Fr], m: &[Vec<Fr>]| -> Vec<Fr> {
             (0..width)
@@ -504,127 +576,25 @@ fn poseidon<A: neptune::Arity<Fr>>(
                 })
                 .collect()
         };
-        let next = if *round == sparse_offset {
-            dense(state, &c.pre_sparse_matrix)
-        } else if *round > sparse_offset && *round < c.half_full_rounds + c.partial_rounds {
-            let m = &c.sparse_matrixes[*round - sparse_offset - 1];
-            let mut next = Vec::with_capacity(width);
-            next.push(
-                state
-                    .iter()
-                    .zip(&m.w_hat)
-                    .fold(Fr::ZERO, |acc, (x, w)| acc + *x * w),
-            );
-            for j in 1..width {
-                next.push(state[j] + state[0] * m.v_rest[j - 1]);
-            }
-            next
+        self.state = if self.round == sparse_offset {
+            dense(&self.state, &c.pre_sparse_matrix)
+        } else if self.round > sparse_offset && self.round < c.half_full_rounds + c.partial_rounds {
+            let m = &c.sparse_matrixes[self.round - sparse_offset - 1];
+            let first = self
+                .state
+                .iter()
+                .zip(&m.w_hat)
+                .fold(Fr::ZERO, |acc, (x, w)| acc + *x * w);
+            let x0 = self.state[0];
+            std::iter::once(first)
+                .chain((1..width).map(|j| self.state[j] + x0 * m.v_rest[j - 1]))
+                .collect()
         } else {
-            dense(state, &c.mds_matrices.m)
+            dense(&self.state, &c.mds_matrices.m)
         };
-        *state = next;
-        allocated.iter_mut().for_each(|a| *a = false);
-        *round += 1;
-    };
-    let full_round = |out: &mut Out<'_>,
-                      state: &mut Vec<Fr>,
-                      allocated: &mut Vec<bool>,
-                      offset: &mut usize,
-                      round: &mut usize,
-                      first: bool,
-                      last: bool| {
-        let pre = if first {
-            let keys = &c.compressed_round_constants[*offset..*offset + width];
-            *offset += width;
-            Some(keys)
-        } else {
-            None
-        };
-        let post = if first || !last {
-            let keys = &c.compressed_round_constants[*offset..*offset + width];
-            *offset += width;
-            Some(keys)
-        } else {
-            None
-        };
-        for i in 0..width {
-            let post_key = post.map(|k| k[i]);
-            if let Some(pre) = pre {
-                let x = state[i] + pre[i];
-                if i == 0 {
-                    // The tag: a constant S-box, no allocation.
-                    let x5 = x.square().square() * x;
-                    state[0] = x5 + post_key.unwrap_or(Fr::ZERO);
-                    allocated[0] = false;
-                    continue;
-                }
-                let l = ensure(out, state[i], allocated[i]);
-                let l2 = out.num((l + pre[i]).square());
-                let l4 = out.num(l2.square());
-                state[i] = out.num(l4 * (l + pre[i]) + post_key.unwrap_or(Fr::ZERO));
-            } else {
-                let l = ensure(out, state[i], allocated[i]);
-                let l2 = out.num(l.square());
-                let l4 = out.num(l2.square());
-                state[i] = out.num(l4 * l + post_key.unwrap_or(Fr::ZERO));
-            }
-            allocated[i] = true;
-        }
-        product(state, allocated, round);
-    };
-    full_round(
-        out,
-        &mut state,
-        &mut allocated,
-        &mut offset,
-        &mut round,
-        true,
-        false,
-    );
-    for _ in 1..c.full_rounds / 2 {
-        full_round(
-            out,
-            &mut state,
-            &mut allocated,
-            &mut offset,
-            &mut round,
-            false,
-            false,
-        );
+        self.allocated.iter_mut().for_each(|a| *a = false);
+        self.round += 1;
     }
-    for _ in 0..c.partial_rounds {
-        let key = c.compressed_round_constants[offset];
-        offset += 1;
-        let l = ensure(out, state[0], allocated[0]);
-        let l2 = out.num(l.square());
-        let l4 = out.num(l2.square());
-        state[0] = out.num(l4 * l + key);
-        allocated[0] = true;
-        product(&mut state, &mut allocated, &mut round);
-    }
-    for _ in 0..(c.full_rounds / 2) - 1 {
-        full_round(
-            out,
-            &mut state,
-            &mut allocated,
-            &mut offset,
-            &mut round,
-            false,
-            false,
-        );
-    }
-    full_round(
-        out,
-        &mut state,
-        &mut allocated,
-        &mut offset,
-        &mut round,
-        false,
-        true,
-    );
-    let result = state[1];
-    ensure(out, result, allocated[1]);
-    result
 }
 
 /// A Poseidon hash of `preimage` by the constants of its length (filecoin-hashers'
