@@ -361,13 +361,12 @@ fn element_bits(bytes: &[u8; 32], mut var: impl FnMut(bool) -> Bit) -> Vec<Bit> 
 /// 255 bits, the SHA-256 gadget's values and the hash packed into one element. `path`:
 /// each level's sibling (canonical little-endian bytes) and whether the node is the right
 /// one. Returns the public input it packs the index bits into (the challenged leaf's
-/// index), the root it reaches, and how many aux values it allocated; only the first
-/// `aux.len()` are written.
+/// index) and how many aux values it allocated; only the first `aux.len()` are written.
 pub(crate) fn data_witness(
     aux: &mut [Scalar],
     leaf: &[u8; 32],
     path: &[([u8; 32], bool)],
-) -> (Vec<Scalar>, [u8; 32], usize) {
+) -> (Vec<Scalar>, usize) {
     let mut out = Out { aux, at: 0 };
     let element = |bytes: &[u8; 32]| Scalar::from_bytes(bytes).unwrap_or(Scalar::ZERO);
     out.value(element(leaf));
@@ -387,18 +386,8 @@ pub(crate) fn data_witness(
         cur = digest_element(&sha256(&mut out, &message));
         out.value(element(&cur));
     }
-    // `pack_into_inputs`: the index bits, least significant first, 254 to an input.
-    let inputs = path
-        .chunks(254)
-        .map(|bits| {
-            let mut bytes = [0u8; 32];
-            for (i, (_, right)) in bits.iter().enumerate() {
-                bytes[i / 8] |= u8::from(*right) << (i % 8);
-            }
-            element(&bytes)
-        })
-        .collect();
-    (inputs, cur, out.at)
+    let bits: Vec<bool> = path.iter().map(|(_, right)| *right).collect();
+    (pack_inputs(&bits), out.at)
 }
 
 /// A digest as filecoin-proofs packs it into an element: its bytes little-endian, the top
@@ -659,13 +648,9 @@ pub(crate) type PoseidonPath = [(Vec<Fr>, usize)];
 
 /// `leaf`'s inclusion by `path` in a Poseidon tree, as `PoRCircuit` allocates it (the leaf
 /// and the root already allocated): per level the index bits, the siblings, the insertion
-/// and the hash; the index bits are packed into public inputs. Returns (inputs, the root it
-/// reaches), or `None` for an arity without a native path here.
-fn poseidon_inclusion(
-    out: &mut Out<'_>,
-    leaf: Fr,
-    path: &PoseidonPath,
-) -> Option<(Vec<Scalar>, Fr)> {
+/// and the hash; the index bits are packed into public inputs. Returns the inputs, or
+/// `None` for an arity without a native path here.
+fn poseidon_inclusion(out: &mut Out<'_>, leaf: Fr, path: &PoseidonPath) -> Option<Vec<Scalar>> {
     let mut cur = leaf;
     let mut bits = Vec::new();
     for (siblings, index) in path {
@@ -682,7 +667,7 @@ fn poseidon_inclusion(
         let inserted = insert(out, cur, *index, siblings)?;
         cur = poseidon_by_arity(out, &inserted)?;
     }
-    Some((pack_inputs(&bits), cur))
+    Some(pack_inputs(&bits))
 }
 
 /// `pack_into_inputs`: bits, least significant first, 254 to an input.
@@ -720,7 +705,7 @@ pub(crate) fn columns_witness(
             out.num(*row);
         }
         let hash = poseidon_by_arity(&mut out, parent.rows)?;
-        inputs.extend(poseidon_inclusion(&mut out, hash, parent.path)?.0);
+        inputs.extend(poseidon_inclusion(&mut out, hash, parent.path)?);
     }
     let bits: Vec<bool> = (0..64)
         .map(|i| out.var((challenge >> i) & 1 == 1))
@@ -742,9 +727,9 @@ pub(crate) fn tail_witness(
 ) -> Option<(Vec<Scalar>, usize)> {
     let mut out = Out { aux, at: 0 };
     let encoded = out.num(*labels.last()? + leaf);
-    let mut inputs = poseidon_inclusion(&mut out, encoded, replica_path)?.0;
+    let mut inputs = poseidon_inclusion(&mut out, encoded, replica_path)?;
     let hash = poseidon_by_arity(&mut out, labels)?;
-    inputs.extend(poseidon_inclusion(&mut out, hash, column_path)?.0);
+    inputs.extend(poseidon_inclusion(&mut out, hash, column_path)?);
     Some((inputs, out.at))
 }
 
@@ -919,7 +904,7 @@ mod tests {
             };
             let (expected, expected_inputs) = data_gadget(&leaf, &path);
             let mut aux = vec![-Scalar::ONE; expected.len()];
-            let (inputs, _, count) = data_witness(&mut aux, &leaf, &path);
+            let (inputs, count) = data_witness(&mut aux, &leaf, &path);
             assert_eq!(count, expected.len(), "seed {seed}, height {height}: count");
             let first = aux.iter().zip(&expected).position(|(a, b)| a != b);
             assert_eq!(
@@ -991,7 +976,7 @@ mod tests {
                     aux: &mut aux,
                     at: 0,
                 };
-                let (inputs, _) = poseidon_inclusion(&mut out, leaf, &path).expect("native path");
+                let inputs = poseidon_inclusion(&mut out, leaf, &path).expect("native path");
                 let count = out.at;
                 assert_eq!(count, expected.len(), "seed {seed}, {name}: count");
                 let first = aux.iter().zip(&expected).position(|(a, b)| a != b);

@@ -879,15 +879,15 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
         use storage_proofs_core::merkle::MerkleProofTrait as _;
         let proof = &self.challenges[i].comm_d_proofs;
         let leaf: blstrs::Scalar = proof.leaf().into();
-        let path = proof
-            .as_options()
+        let path = options_path(proof.as_options())
+            .ok_or(bellperson::SynthesisError::Unsatisfiable)?
             .into_iter()
             .map(|(hashes, index)| match (hashes.as_slice(), index) {
-                ([Some(sibling)], Some(index @ (0 | 1))) => Ok((sibling.to_bytes_le(), index == 1)),
+                ([sibling], index @ (0 | 1)) => Ok((sibling.to_bytes_le(), index == 1)),
                 _ => Err(bellperson::SynthesisError::Unsatisfiable),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let (inputs, _, count) = crate::native::data_witness(place, &leaf.to_bytes_le(), &path);
+        let (inputs, count) = crate::native::data_witness(place, &leaf.to_bytes_le(), &path);
         Ok((None, inputs, count))
     }
 
