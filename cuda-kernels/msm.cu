@@ -10,6 +10,8 @@
 //   msm_scan_apply(const u32* counts, u32 n_keys, u32 chunk, const u32* chunk_sums,
 //                  u32* offsets, u32* cursors)
 //   msm_scatter(const u32* scalars, u32 n, u32 c, u32 W, u32* cursors, u32* entries)
+//   msm_select(const u32* src, u32 n, const u64* mask, const u32* word_offsets, u32* dst)
+//                                                                    compaction by a mask
 // Point kernels (g1_ here, g2_ in msm_g2.cu; the macro is in include/msm_kernels.cuh):
 //   <g>_accumulate(const Affine* bases, const u32* entries, const u32* offsets,
 //                  const u32* counts, Xyzz* buckets, u32 n_keys)
@@ -60,6 +62,27 @@ extern "C" __global__ void msm_scatter(const uint32_t* scalars, uint32_t n, uint
                                        uint32_t n_windows, uint32_t* cursors,
                                        uint32_t* entries) {
   GRID_STRIDE(i, n) scatter_body(scalars, Windows{c, n_windows}, cursors, entries, i);
+}
+
+// The scalars a density mask selects, packed in order: src[i] (i < n, 8 words) goes to
+// dst[word_offsets[i / 64] + (set bits of mask word i / 64 below bit i % 64)] when bit i is
+// set; word_offsets[k] is the number of set bits in words 0..k. One thread per source
+// scalar: the reads are coalesced, the writes of consecutive selected scalars contiguous.
+// src and dst are 16-byte aligned (device allocations; views start at whole scalars).
+extern "C" __global__ void msm_select(const uint32_t* src, uint32_t n, const uint64_t* mask,
+                                      const uint32_t* word_offsets, uint32_t* dst) {
+  GRID_STRIDE(i, n) {
+    const uint32_t k = i >> 6;
+    const uint32_t bit = i & 63;
+    const uint64_t w = mask[k];
+    if ((w >> bit) & 1) {
+      const uint32_t pos = word_offsets[k] + __popcll(w & ((1ull << bit) - 1));
+      const uint4* s = reinterpret_cast<const uint4*>(src) + 2 * static_cast<size_t>(i);
+      uint4* d = reinterpret_cast<uint4*>(dst) + 2 * static_cast<size_t>(pos);
+      d[0] = s[0];
+      d[1] = s[1];
+    }
+  }
 }
 
 POINT_KERNELS(g1, Fp)

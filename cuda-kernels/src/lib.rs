@@ -272,6 +272,9 @@ entries! {
     MsmScanApply => (Msm, "msm_scan_apply"),
     /// `msm_scatter(scalars, n, c, n_windows, cursors, entries)`: counting-sort scatter.
     MsmScatter => (Msm, "msm_scatter"),
+    /// `msm_select(src, n, mask, word_offsets, dst)`: the scalars a density mask selects,
+    /// packed in order (`word_offsets[k]`: set bits in mask words `0..k`).
+    MsmSelect => (Msm, "msm_select"),
     /// `g1_accumulate(bases, entries, offsets, counts, buckets, n_keys)`: bucket sums.
     G1Accumulate => (Msm, "g1_accumulate"),
     /// `g1_accumulate_capped(..)`: as `g1_accumulate`, registers capped at 128.

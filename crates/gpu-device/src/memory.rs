@@ -118,6 +118,24 @@ impl Gpu {
         Ok(DeviceBuffer { slice, reservation })
     }
 
+    /// A device buffer of `len` plain words whose contents are unspecified until written,
+    /// charged to the VRAM budget first: for a buffer a copy or a kernel fills entirely.
+    /// Nothing is queued (no fill), so it never waits behind kernels running on the
+    /// device; every bit pattern is a valid `T`, so reading it early gives arbitrary values,
+    /// never undefined behaviour.
+    pub fn alloc_for_overwrite<T: DeviceRepr + bytemuck::Pod>(
+        &self,
+        len: usize,
+        label: &str,
+    ) -> Result<DeviceBuffer<T>, GpuError> {
+        let bytes = size_bytes::<T>(len)?;
+        let reservation = self.reserve_vram(bytes, label)?;
+        // SAFETY: `T` is plain data (`Pod`): any bytes the allocation holds are a valid `T`.
+        let slice =
+            unsafe { self.stream().alloc::<T>(len) }.map_err(|e| alloc_error(self, bytes, e))?;
+        Ok(DeviceBuffer { slice, reservation })
+    }
+
     /// A device buffer holding a copy of `data`, charged to the VRAM budget first.
     pub fn upload<T: DeviceRepr>(
         &self,

@@ -167,6 +167,16 @@ pub enum GpuMsmError {
         /// Scalars on the device.
         n_scalars: usize,
     },
+    /// A scalar range or selection does not fit the device buffers it reads or writes.
+    #[error("{what}: needs {needed} scalars, the device buffer holds {found}")]
+    ScalarRange {
+        /// Which operation and buffer.
+        what: &'static str,
+        /// Scalars (end of the range) the operation needs.
+        needed: usize,
+        /// Scalars the buffer holds.
+        found: usize,
+    },
     /// A pinned host buffer of bases does not hold a whole number of points.
     #[error("{n_words} pinned words are not a whole number of {words_per_point}-word points")]
     BadPinnedBases {
@@ -506,6 +516,52 @@ impl DeviceScalars {
     pub fn words_mut(&mut self) -> &mut DeviceBuffer<u32> {
         &mut self.words
     }
+    /// The device words (8 per scalar), e.g. to read them back.
+    pub fn words(&self) -> &DeviceBuffer<u32> {
+        &self.words
+    }
+    /// Keeps the first `n` scalars (at most [`DeviceScalars::len`]); the buffer stays, so
+    /// a prefix of a longer array can be summed without a copy.
+    pub fn truncate(&mut self, n: usize) {
+        self.n = self.n.min(n);
+    }
+}
+
+/// A density mask on the device ([`GpuMsm::upload_mask`]): its bits, and for each 64-bit
+/// word the number of set bits in the words before it, so that a kernel knows where each
+/// selected scalar goes.
+#[derive(Debug)]
+pub struct DeviceMask {
+    words: DeviceBuffer<u64>,
+    offsets: DeviceBuffer<u32>,
+    len: usize,
+    ones: usize,
+}
+
+impl DeviceMask {
+    /// Number of bits.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether it has no bits.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Number of set bits.
+    pub fn count_ones(&self) -> usize {
+        self.ones
+    }
+}
+
+/// Set bits in each word before it (exclusive prefix sums), and the total.
+fn word_offsets(words: &[u64]) -> (Vec<u32>, usize) {
+    let mut offsets = Vec::with_capacity(words.len());
+    let mut total = 0usize;
+    for w in words {
+        offsets.push(total as u32);
+        total += w.count_ones() as usize;
+    }
+    (offsets, total)
 }
 
 /// Which bucket-accumulation kernel to run (same results; a tuning choice).
@@ -933,6 +989,17 @@ impl GpuMsm {
         Ok(DeviceScalars { words, n })
     }
 
+    /// Room for `n` scalars whose contents are unspecified until written, entirely, by a
+    /// copy or [`GpuMsm::select_scalars`] (charged to the VRAM budget). Unlike
+    /// [`GpuMsm::alloc_scalars`] nothing is queued, so the call never waits behind kernels
+    /// running on the device.
+    pub fn alloc_scalars_for_overwrite(&self, n: usize) -> Result<DeviceScalars, GpuMsmError> {
+        let words = self
+            .gpu
+            .alloc_for_overwrite::<u32>(n * SCALAR_WORDS, "gpu-msm scalars")?;
+        Ok(DeviceScalars { words, n })
+    }
+
     /// Uploads Montgomery-form scalars and converts them to canonical on the GPU.
     pub fn upload_scalars_montgomery(
         &self,
@@ -991,6 +1058,123 @@ impl GpuMsm {
             unsafe { l.launch(grid(n32, SCALAR_BLOCK)) }.map_err(launch_err)?;
         }
         Ok(DeviceScalars { words, n })
+    }
+
+    /// Converts scalars that were copied to the device in Montgomery form (the limbs of a
+    /// `bls12_381::Scalar` or an [`FrRepr`], e.g. a witness copied as it is held) to
+    /// canonical, in place, queued on this engine's stream.
+    pub fn montgomery_to_canonical(&self, scalars: &mut DeviceScalars) -> Result<(), GpuMsmError> {
+        let n = u32::try_from(scalars.n).map_err(|_| GpuMsmError::TooManyTerms {
+            n_terms: scalars.n,
+            max_terms: GPU_MAX_TERMS,
+        })?;
+        if n > 0 {
+            let f = self.gpu.function(Entry::MsmFromMontgomery)?;
+            let mut l = self.gpu.stream().launch_builder(&f);
+            l.arg(scalars.words.slice_mut()).arg(&n);
+            // SAFETY: (u32* scalars, u32 n); the buffer holds at least 8n words.
+            unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
+        }
+        Ok(())
+    }
+
+    /// Uploads the first `limit` bits of a density mask (all of them when it is shorter):
+    /// its words and each word's offset among the set bits, both charged to the VRAM
+    /// budget, for [`GpuMsm::select_scalars`]. Host memory while they upload: 12 bytes per
+    /// 64 bits (a copy of the words, cut at `limit`, and the offsets). Copies from pageable
+    /// memory: the call returns once the driver has taken them, after the work queued
+    /// earlier on this engine's stream.
+    pub fn upload_mask(&self, mask: &DensityMask, limit: usize) -> Result<DeviceMask, GpuMsmError> {
+        let len = mask.len().min(limit);
+        // The words of the first `len` bits (the last one cut at `len`), one at least so
+        // that an empty mask is still a valid allocation.
+        let mut words = mask.words()[..len.div_ceil(64)].to_vec();
+        if let (Some(last), r) = (words.last_mut(), len % 64) {
+            if r != 0 {
+                *last &= (1u64 << r) - 1;
+            }
+        }
+        if words.is_empty() {
+            words.push(0);
+        }
+        let (offsets, ones) = word_offsets(&words);
+        Ok(DeviceMask {
+            words: self.gpu.upload(&words, "gpu-msm mask words")?,
+            offsets: self.gpu.upload(&offsets, "gpu-msm mask offsets")?,
+            len,
+            ones,
+        })
+    }
+
+    /// Writes the scalars `src[from..from + n]` into `dst` from scalar `at` on, in order;
+    /// with a mask, only those whose bit is set (bit `j` for `src[from + j]`; then `n` must
+    /// be the mask's length). Queued on this engine's stream; returns how many were
+    /// written. A range outside either buffer, or a mask of another length, is
+    /// [`GpuMsmError::ScalarRange`], and nothing is queued.
+    pub fn select_scalars(
+        &self,
+        (src, from, n): (&DeviceScalars, usize, usize),
+        mask: Option<&DeviceMask>,
+        dst: &mut DeviceScalars,
+        at: usize,
+    ) -> Result<usize, GpuMsmError> {
+        let range = |what, needed: Option<usize>, found| match needed {
+            Some(needed) if needed <= found => Ok(needed),
+            _ => Err(GpuMsmError::ScalarRange {
+                what,
+                needed: needed.unwrap_or(usize::MAX),
+                found,
+            }),
+        };
+        let end = range("select_scalars source", from.checked_add(n), src.n)?;
+        let count = match mask {
+            None => n,
+            Some(m) if m.len == n => m.ones,
+            Some(m) => {
+                return Err(GpuMsmError::ScalarRange {
+                    what: "select_scalars mask (bits) over the source range",
+                    needed: n,
+                    found: m.len,
+                })
+            }
+        };
+        range("select_scalars destination", at.checked_add(count), dst.n)?;
+        if count == 0 {
+            return Ok(0);
+        }
+        let stream = self.gpu.stream();
+        let src_words = src
+            .words
+            .slice()
+            .slice(from * SCALAR_WORDS..end * SCALAR_WORDS);
+        let mut dst_words = dst
+            .words
+            .slice_mut()
+            .slice_mut(at * SCALAR_WORDS..(at + count) * SCALAR_WORDS);
+        match mask {
+            None => stream
+                .memcpy_dtod(&src_words, &mut dst_words)
+                .map_err(driver("cuMemcpyDtoDAsync"))?,
+            Some(m) => {
+                let n32 = u32::try_from(n).map_err(|_| GpuMsmError::TooManyTerms {
+                    n_terms: n,
+                    max_terms: GPU_MAX_TERMS,
+                })?;
+                let f = self.gpu.function(Entry::MsmSelect)?;
+                let mut l = stream.launch_builder(&f);
+                l.arg(&src_words)
+                    .arg(&n32)
+                    .arg(m.words.slice())
+                    .arg(m.offsets.slice())
+                    .arg(&mut dst_words);
+                // SAFETY: (const u32* src, u32 n, const u64* mask, const u32* word_offsets,
+                // u32* dst): src holds the n scalars (8 words each); the mask has ⌈n/64⌉
+                // words (its bits past n clear) and as many offsets; its set bits, `count`,
+                // fit dst from `at` (checked above).
+                unsafe { l.launch(grid(n32, SCALAR_BLOCK)) }.map_err(launch_err)?;
+            }
+        }
+        Ok(count)
     }
 
     /// `Σ scalars[i]·bases[i]` on curve `C` (with a density mask: see the crate docs);

@@ -349,6 +349,141 @@ fn resident_and_montgomery_scalars<C: TestCurve>(engine: &GpuMsm, rng: &mut StdR
     ));
 }
 
+/// Witness-shaped scalars: zeros and ones most of the time.
+fn witness_scalars(rng: &mut StdRng, n: usize) -> Vec<Scalar> {
+    (0..n)
+        .map(|_| match rng.random_range(0..4) {
+            0 => Scalar::ZERO,
+            1 => Scalar::ONE,
+            2 => -Scalar::ONE,
+            _ => Scalar::random(&mut *rng),
+        })
+        .collect()
+}
+
+/// A witness copied in Montgomery form, converted on the device and compacted by masks
+/// (what the prover does with one upload) gives the words the host selection gives, and
+/// the same MSMs; writes stay inside their range (the rest of the buffer keeps its
+/// poison); bad ranges and masks are typed errors.
+#[test]
+fn gpu_select_scalars_matches_host_selection() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    let engine = GpuMsm::new(gpu.clone());
+    let mut rng = rng();
+    const POISON: u32 = 0xdead_beef;
+    for n in [0usize, 1, 63, 64, 65, 1000, 4097, 70_001] {
+        let scalars = witness_scalars(&mut rng, n);
+        let mont: Vec<bls_repr::FrRepr> =
+            scalars.iter().map(bls_repr::FrRepr::from_scalar).collect();
+        let mut w = engine
+            .upload_scalar_words(bytemuck::cast_slice(&mont))
+            .expect("witness upload");
+        engine
+            .montgomery_to_canonical(&mut w)
+            .expect("to canonical");
+        let density = rng.random_range(0..=100);
+        let mask = DensityMask::from_bools((0..n).map(|_| rng.random_range(0..100) < density));
+        // The selected scalars after a prefix written from the first 3 scalars (as the
+        // prover puts the inputs before the aux), with two poisoned scalars beyond.
+        let head = n.min(3);
+        let k = mask.count_ones();
+        let total = head + k;
+        let mut dst = engine
+            .upload_scalar_words(&vec![POISON; 8 * (total + 2)])
+            .expect("poisoned destination");
+        let d_mask = engine.upload_mask(&mask, n).expect("mask");
+        assert_eq!((d_mask.len(), d_mask.count_ones()), (n, k));
+        let wrote_head = engine
+            .select_scalars((&w, 0, head), None, &mut dst, 0)
+            .expect("copy");
+        let wrote = engine
+            .select_scalars((&w, 0, n), Some(&d_mask), &mut dst, head)
+            .expect("select");
+        assert_eq!((wrote_head, wrote), (head, k), "n = {n}");
+        let got = gpu.download(dst.words()).expect("download");
+        let mut want = vec![0u32; 8 * total];
+        let mut at = gpu_msm::select_scalar_words_into(&mut want, &scalars[..head], None);
+        at += gpu_msm::select_scalar_words_into(&mut want[8 * at..], &scalars, Some(&mask));
+        assert_eq!(at, total);
+        assert_eq!(&got[..8 * total], &want[..], "n = {n}, density {density}%");
+        assert!(
+            got[8 * total..].iter().all(|&x| x == POISON),
+            "n = {n}: wrote past its range"
+        );
+        // The canonical witness itself, and an MSM over the selection.
+        let all = gpu.download(w.words()).expect("download witness");
+        assert_eq!(all, gpu_msm::scalars_to_words(&scalars), "n = {n}");
+        if k > 0 {
+            let bases = points::<G1Curve>(&mut rng, k);
+            let d_bases = engine.upload_bases::<G1Curve>(&bases).expect("bases");
+            let mut sel = engine.alloc_scalars(k).expect("alloc");
+            engine
+                .select_scalars((&w, 0, n), Some(&d_mask), &mut sel, 0)
+                .expect("select");
+            let picked: Vec<Scalar> = (0..n)
+                .filter(|&i| mask.get(i))
+                .map(|i| scalars[i])
+                .collect();
+            assert_eq!(
+                engine.msm_resident(&d_bases, &sel).expect("msm"),
+                G1Curve::cpu(&bases, &picked, None).expect("cpu"),
+                "n = {n}"
+            );
+        }
+        // A mask limited to a prefix selects from that prefix only.
+        let half = n / 2;
+        let d_half = engine.upload_mask(&mask, half).expect("half mask");
+        let k_half = (0..half).filter(|&i| mask.get(i)).count();
+        assert_eq!((d_half.len(), d_half.count_ones()), (half, k_half));
+        let mut sel = engine.alloc_scalars(k_half).expect("alloc");
+        assert_eq!(
+            engine
+                .select_scalars((&w, 0, half), Some(&d_half), &mut sel, 0)
+                .expect("select prefix"),
+            k_half
+        );
+        let mut want = vec![0u32; 8 * k_half];
+        gpu_msm::select_scalar_words_into(&mut want, &scalars[..half], Some(&mask));
+        assert_eq!(
+            gpu.download(sel.words()).expect("download"),
+            want,
+            "n = {n}"
+        );
+    }
+    // Out of range: the source, the destination, a mask of another length.
+    let w = engine.alloc_scalars(10).expect("alloc");
+    let mut dst = engine.alloc_scalars(4).expect("alloc");
+    let bad = |r: Result<usize, GpuMsmError>| matches!(r, Err(GpuMsmError::ScalarRange { .. }));
+    assert!(bad(engine.select_scalars((&w, 8, 3), None, &mut dst, 0)));
+    assert!(bad(engine.select_scalars((&w, 0, 5), None, &mut dst, 0)));
+    assert!(bad(engine.select_scalars(
+        (&w, usize::MAX, 2),
+        None,
+        &mut dst,
+        0
+    )));
+    let full = engine
+        .upload_mask(&DensityMask::full(10), 10)
+        .expect("mask");
+    assert!(bad(engine.select_scalars(
+        (&w, 0, 9),
+        Some(&full),
+        &mut dst,
+        0
+    )));
+    assert!(bad(engine.select_scalars(
+        (&w, 0, 10),
+        Some(&full),
+        &mut dst,
+        0
+    )));
+    let two = engine.upload_mask(&DensityMask::full(10), 2).expect("mask");
+    let wrote = engine.select_scalars((&w, 0, 2), Some(&two), &mut dst, 2);
+    assert_eq!(wrote.expect("two of a longer mask"), 2);
+}
+
 #[test]
 fn gpu_random_sizes_match_cpu_and_naive() {
     let Some(gpu) = gpu_or_skip("gpu-msm") else {
