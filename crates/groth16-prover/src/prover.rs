@@ -311,9 +311,10 @@ fn first_unsatisfied_repr(a: &[FrRepr], b: &[FrRepr], c: &[FrRepr]) -> Option<us
         .find_first(|&i| a[i].mul(&b[i]) != c[i])
 }
 
-/// Scalars of a proof's largest MSM.
+/// Scalars of a proof's largest MSM or of its whole witness, whichever is more.
 fn n_max_terms(shape: &ProofShape) -> usize {
-    (shape.domain_size - 1).max(shape.n_aux).max(shape.n_inputs)
+    // The witness (inputs and aux together) is staged as one array by the GPU backend.
+    (shape.domain_size - 1).max(shape.n_aux + shape.n_inputs)
 }
 
 fn domain_size(n_rows: usize) -> Result<usize, ProverError> {

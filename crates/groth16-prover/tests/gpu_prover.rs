@@ -486,10 +486,21 @@ fn gpu_msms_from_host_h_match_cpu() {
     let want = cpu
         .msms(&cpu.view_key(&key).unwrap(), HPoly::Host(h.clone()), &x)
         .unwrap();
-    assert_eq!(
-        (got.h, got.l, got.a, got.b_g1, got.b_g2),
-        (want.h, want.l, want.a, want.b_g1, want.b_g2)
+    let same = [
+        ("h", got.h == want.h),
+        ("l", got.l == want.l),
+        ("a", got.a == want.a),
+        ("b_g1", got.b_g1 == want.b_g1),
+        ("b_g2", got.b_g2 == want.b_g2),
+    ];
+    assert!(
+        same.iter().all(|(_, s)| *s),
+        "gpu = cpu per query: {same:?}"
     );
+    // Every query ran on the device (h staged from the host, the rest from the witness).
+    for p in &got.placement {
+        assert_ne!(p.kind, groth16_prover::BasesKind::Cpu, "{}", p.query);
+    }
     // A VRAM budget with no room for any query's scalars: every sum falls back to the
     // CPU, reading the bases where they are, and the result does not change.
     let tiny = gpu_device::Gpu::open(0).expect("second handle on device 0");

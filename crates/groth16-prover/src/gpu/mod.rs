@@ -27,13 +27,15 @@
 //! buffers from the backend's [`PinnedStagingPool`] (charged to the backend's budget,
 //! `Category::PinnedPool`; [`ProverBackend::abc_buffers`]) and copied asynchronously. h
 //! **stays on the device**: the H MSM adopts the result buffer in place; nothing comes
-//! back. MSMs ([`staging`]): each query's scalars are converted to canonical limbs (and
-//! filtered by the densities) straight into a pooled pinned buffer, then copied
-//! asynchronously on the backend's copy stream into a device buffer allocated for it up
-//! front; a device thread runs the MSMs in order, each waiting for its copy's event,
-//! while this thread stages the next query's scalars. Host bytes outside the pool: b_g2's
-//! canonical scalars while they upload (charged, `Category::Transient`), converted
-//! in-memory bases (charged, `Category::Transient`), and for a query summed on the CPU its
+//! back. MSMs ([`staging`]): the witness goes to the device **once**: its Montgomery
+//! limbs (`aux ++ inputs`, a plain copy of what each `Scalar` holds) are written into one
+//! pinned buffer (one of a, b, c's after the H step) and copied on the backend's copy
+//! stream, where the device converts them to canonical and compacts a's and b's scalars
+//! by the density masks (`gpu_msm::GpuMsm::select_scalars`) while the H MSM runs; l sums
+//! the aux part in place, and B on G1 and on G2 read the same buffer. A device thread
+//! runs the G1 MSMs in order. Host bytes outside the pool: a mask's words and word
+//! offsets while they upload (12 bytes per 64 terms), converted in-memory bases (charged,
+//! `Category::Transient`), and for a query summed on the CPU its
 //! scalars (h copied back when it is H) and the CPU MSM's scratch.
 
 mod bases;
@@ -52,7 +54,7 @@ use memory_budget::{Budget, Category, Reservation};
 
 use bases::{GpuBases, Placed, STREAM_CHUNK_G1, STREAM_CHUNK_G2};
 use h_step::DeviceH;
-use staging::{take_held_abc, write_parts, PinnedAbc, SCALAR_LIMBS};
+use staging::{take_held_abc, PinnedAbc, StagedB, WitnessNeeds, SCALAR_LIMBS};
 
 use crate::backend::{
     cpu_sum, BackendKind, BasesKind, HOutput, HPoly, MsmInputs, MsmOutputs, MsmTimings, Part,
@@ -224,11 +226,13 @@ impl GpuBackend {
 
     /// B on G2: one MSM over `b_g2_query[..|b_in| + |b_aux|]` with the scalars
     /// `inputs[b_in] ++ aux[b_aux]` (groth16's two sums added) on the device, in place or
-    /// streamed; on the CPU when the device cannot take it.
+    /// streamed, over the scalars the witness staging sends on `staged` (the ones B on G1
+    /// sums); on the CPU when the device cannot take it.
     fn msm_b_g2(
         &self,
         view: &KeyView<'_>,
         x: &MsmInputs<'_>,
+        staged: &std::sync::mpsc::Receiver<Option<StagedB>>,
     ) -> Result<(G2Projective, BasesKind), ProverError> {
         let parts: [Part<'_>; 2] = [(x.inputs, Some(x.b_input)), (x.aux, Some(x.b_aux))];
         let n = x.b_input.count_ones() + x.b_aux.count_ones();
@@ -239,21 +243,29 @@ impl GpuBackend {
         let bases = view.b_g2();
         if let Placed::Gpu(on_gpu) = self.place::<G2Curve>(query, &bases, n)? {
             let kind = on_gpu.kind();
-            // Covered by the proof's working set (`msm_scratch_bytes`).
-            let mut limbs = vec![0u64; SCALAR_LIMBS * n];
-            let written = write_parts(&mut limbs, &parts);
-            debug_assert_eq!(written, n);
-            let engine = self.g2_engine()?;
-            let sum = engine
-                .upload_scalar_words(bytemuck::cast_slice(&limbs))
-                .and_then(|scalars| {
-                    drop(limbs);
-                    on_gpu.msm(&engine, &scalars, STREAM_CHUNK_G2)
-                });
-            match sum {
-                Ok(sum) => return Ok((sum, kind)),
-                Err(e) if out_of_vram(&e) => {}
-                Err(e) => return Err(gpu_msm_err(query)(e)),
+            match staged.recv() {
+                Ok(Some((scalars, ready))) => {
+                    let engine = self.g2_engine()?;
+                    engine
+                        .gpu()
+                        .stream()
+                        .wait(&ready)
+                        .map_err(|c| driver_err("cuStreamWaitEvent", c))?;
+                    match on_gpu.msm(&engine, &scalars, STREAM_CHUNK_G2) {
+                        Ok(sum) => return Ok((sum, kind)),
+                        Err(e) if out_of_vram(&e) => {}
+                        Err(e) => return Err(gpu_msm_err(query)(e)),
+                    }
+                }
+                // No room on the device for the scalars: the CPU sums it.
+                Ok(None) => {}
+                // The staging failed before it got here; its error is the one reported.
+                Err(_) => {
+                    return Err(ProverError::BackendUnavailable {
+                        backend: "gpu",
+                        reason: "the witness staging stopped before b's scalars were ready",
+                    })
+                }
             }
         }
         metrics::counter!("pinion_groth16_prover_gpu_query_on_cpu_total").increment(1);
@@ -281,7 +293,7 @@ impl GpuBackend {
 struct DeviceJob<'a> {
     q: G1Query,
     bases: GpuBases<'a, G1Curve>,
-    scalars: DeviceScalars,
+    scalars: Arc<DeviceScalars>,
     copied: Option<CudaEvent>,
 }
 
@@ -300,32 +312,34 @@ impl ProverBackend for GpuBackend {
         0
     }
 
-    fn msm_scratch_bytes(&self, _n_g1_max: usize, n_g2: usize) -> u64 {
-        // The G1 scalars are staged in the pool (see `staging_bytes`); on the host b_g2's
-        // canonical scalars while they upload. A query that falls back to the CPU charges
-        // its scratch when it does (rare: the VRAM budget refused it).
-        32 * n_g2 as u64
+    fn msm_scratch_bytes(&self, n_g1_max: usize, _n_g2: usize) -> u64 {
+        // The scalars reach the device through the pool (see `staging_bytes`): the
+        // witness once, which the device converts and compacts for l, a and b on both
+        // curves. On the host only a density mask's words and word offsets while they
+        // upload (12 bytes a 64-bit word, one mask at a time). A query that falls back to the CPU
+        // charges its scratch when it does (rare: the VRAM budget refused it).
+        12 * n_g1_max.div_ceil(64) as u64
     }
 
     fn staging_bytes(&self, m: usize, n_max_terms: usize) -> (u64, u64) {
-        // a, b and c: three buffers of the domain; the G1 MSMs: one buffer per query, at
-        // most four, each of at most the largest query's size class.
+        // a, b and c: three buffers of the domain; the MSMs: one buffer for the witness
+        // (h stays on the device; h staged from the host, a rare fallback, takes another
+        // buffer from the pool, which asks the budget itself).
         let abc = if staging::stages(m) {
             3 * staging_buffer_bytes(m)
         } else {
             0
         };
-        (abc, 4 * staging_buffer_bytes(n_max_terms))
+        (abc, staging_buffer_bytes(n_max_terms))
     }
 
     fn msm_staging_after_abc(&self, m: usize, n_terms: usize) -> u64 {
-        // The H step keeps a, b and c's three buffers (m scalars each) for the staged G1
-        // queries, at most three (l, a, b_g1; h is read on the device where the H step
-        // left it, or summed on the CPU): nothing more when each has at most m terms.
+        // The H step keeps a, b and c's three buffers (m scalars each): the witness (its
+        // `n_terms` inputs and aux values) is staged in one of them when it fits.
         if staging::stages(m) && n_terms <= m {
             0
         } else {
-            self.staging_bytes(m, n_terms.max(m)).1
+            staging_buffer_bytes(n_terms)
         }
     }
 
@@ -471,11 +485,11 @@ impl GpuBackend {
                     Some(self.place::<G1Curve>(q.name(), &all_bases[q as usize], n)?);
             }
         }
-        // The pinned a, b, c buffers the H step kept: the G1 queries' staging, before any
+        // The pinned a, b, c buffers the H step kept: the witness's staging, before any
         // buffer from the pool (the working set counts on it: `msm_staging_after_abc`).
         let (h, mut held) = take_held_abc(h);
         // H's scalars: in place when the H step left h on this device and the device
-        // sums it; otherwise as host scalars like the other queries.
+        // sums it; otherwise as host scalars, staged on their own.
         let mut h_events = None;
         let mut h_adopted = None;
         let mut h_host = None;
@@ -503,47 +517,49 @@ impl GpuBackend {
             },
             (h, Some(_)) => h_host = Some(h.into_host()?),
         }
-        let mut jobs: Vec<(G1Query, usize, Vec<Part<'_>>)> = Vec::with_capacity(4);
-        if let Some(v) = &h_host {
-            jobs.push((G1Query::H, n_h, vec![(&v[..], None)]));
-        }
-        jobs.extend(others);
-        jobs.retain(|(q, _, _)| placed[*q as usize].is_some());
-        // Device buffers for every staged query now, on the device's stream ahead of the
-        // MSMs, so that each copy waits for nothing but this (and overlaps the MSM
-        // before it). Costs their VRAM at once: at most one buffer per query.
-        let mut scalars: [Option<DeviceScalars>; 4] = [None, None, None, None];
-        for (q, n, _) in &jobs {
-            if let Some(Placed::Gpu(_)) = &placed[*q as usize] {
-                match self.msm.alloc_scalars(*n) {
-                    Ok(d) => scalars[*q as usize] = Some(d),
-                    // No room for its scalars: the CPU takes this query.
-                    Err(e) if out_of_vram(&e) => placed[*q as usize] = Some(Placed::Cpu),
-                    Err(e) => return Err(gpu_msm_err(q.name())(e)),
-                }
-            }
-        }
+        let on_gpu = |q: G1Query, placed: &[Option<Placed<'_, G1Curve>>; 4]| {
+            matches!(placed[q as usize], Some(Placed::Gpu(_)))
+        };
+        // l, a and b (on G1 and G2) read one copy of the witness on the device.
+        let needs = WitnessNeeds {
+            l: on_gpu(G1Query::L, &placed),
+            a: on_gpu(G1Query::A, &placed),
+            b: k_in + k_aux > 0,
+            readers: 2,
+        };
         let copy_stream = self.copy_stream()?;
-        let allocated = self
-            .gpu
-            .stream()
-            .record_event(None)
-            .map_err(|c| driver_err("cuEventRecord", c))?;
-        copy_stream
-            .wait(&allocated)
-            .map_err(|c| driver_err("cuStreamWaitEvent", c))?;
+        // H's host scalars (rare: h left on the host) get a device buffer now, on the
+        // device's stream ahead of the MSMs; the copy stream waits for its zero fill.
+        let mut h_staged = None;
+        if let (Some(_), Some(Placed::Gpu(_))) = (&h_host, &placed[G1Query::H as usize]) {
+            match self.msm.alloc_scalars(n_h) {
+                Ok(d) => h_staged = Some(d),
+                Err(e) if out_of_vram(&e) => placed[G1Query::H as usize] = Some(Placed::Cpu),
+                Err(e) => return Err(gpu_msm_err(G1Query::H.name())(e)),
+            }
+            let allocated = self
+                .gpu
+                .stream()
+                .record_event(None)
+                .map_err(|c| driver_err("cuEventRecord", c))?;
+            copy_stream
+                .wait(&allocated)
+                .map_err(|c| driver_err("cuStreamWaitEvent", c))?;
+        }
         let mut out = [G1Projective::identity(); 4];
         let mut kinds = [BasesKind::Cpu; 4];
         let mut cpu_queries: Vec<G1Query> = Vec::new();
         let (device, g2) = std::thread::scope(|scope| {
-            // G2 on its own stream while the device does the G1 sums.
-            let g2 = scope.spawn(|| {
+            // B on G2 on its own stream while the device does the G1 sums; its scalars
+            // come from the witness staging below.
+            let (b_tx, b_rx) = std::sync::mpsc::sync_channel::<Option<StagedB>>(1);
+            let g2 = scope.spawn(move || {
                 let t = Instant::now();
-                self.msm_b_g2(view, x).map(|p| (p, t.elapsed()))
+                self.msm_b_g2(view, x, &b_rx).map(|p| (p, t.elapsed()))
             });
-            // The device thread runs the MSMs in order while this thread stages the next
-            // one's scalars (at most one staged ahead in the channel). An MSM the VRAM
-            // budget refuses is handed back for the CPU.
+            // The device thread runs the MSMs in order while this thread stages the
+            // scalars (at most one job ahead in the channel). An MSM the VRAM budget
+            // refuses is handed back for the CPU.
             let (tx, rx) = std::sync::mpsc::sync_channel::<DeviceJob<'_>>(1);
             type Sums = Vec<(G1Query, Option<G1Projective>, BasesKind, Duration)>;
             let device = scope.spawn(move || -> Result<Sums, ProverError> {
@@ -569,48 +585,86 @@ impl GpuBackend {
                 Ok(sums)
             });
             let staged = (|| -> Result<(), ProverError> {
-                if let (Some(d), Some(Placed::Gpu(bases))) =
-                    (h_adopted.take(), placed[G1Query::H as usize].take())
-                {
-                    let job = DeviceJob {
-                        q: G1Query::H,
-                        bases,
-                        scalars: d,
-                        copied: None,
-                    };
-                    if tx.send(job).is_err() {
-                        return Ok(());
+                // H first, so that the device starts on it at once: in place, or its host
+                // scalars staged (rare: h left on the host).
+                let mut h_job = None;
+                if let Some(d) = h_adopted.take() {
+                    h_job = Some((d, None));
+                } else if let (Some(v), Some(mut dst)) = (&h_host, h_staged.take()) {
+                    let parts: [Part<'_>; 1] = [(&v[..], None)];
+                    let (copied, host_time, waited) = self.stage(
+                        G1Query::H.name(),
+                        &parts,
+                        &mut dst,
+                        &copy_stream,
+                        (&mut held, from),
+                    )?;
+                    timings.scalar_transfers += host_time;
+                    timings.staging_wait += waited;
+                    h_job = Some((dst, Some(copied)));
+                }
+                if let Some((scalars, copied)) = h_job {
+                    if let Some(Placed::Gpu(bases)) = placed[G1Query::H as usize].take() {
+                        let job = DeviceJob {
+                            q: G1Query::H,
+                            bases,
+                            scalars: Arc::new(scalars),
+                            copied,
+                        };
+                        // A closed channel: the device thread failed; its error wins.
+                        if tx.send(job).is_err() {
+                            return Ok(());
+                        }
                     }
                 }
-                for (q, _, parts) in &jobs {
-                    match (placed[*q as usize].take(), scalars[*q as usize].take()) {
-                        (Some(Placed::Gpu(bases)), Some(mut dst)) => {
-                            let (copied, host_time, waited) = self.stage(
-                                q.name(),
-                                parts,
-                                &mut dst,
-                                &copy_stream,
-                                (&mut held, from),
-                            )?;
-                            timings.scalar_transfers += host_time;
-                            timings.staging_wait += waited;
+                // The witness while the H MSM runs (nothing here waits for the device's
+                // kernels: no fills, the masks' pageable copies queued before the rest).
+                let needed = needs.l || needs.a || needs.b;
+                let mut witness = match needed {
+                    true => self.stage_witness(x, needs, &copy_stream, (&mut held, from))?,
+                    false => None,
+                };
+                // The a, b, c buffers not used go back to the pool for the next proof.
+                held.clear();
+                // Without room on the device for the witness the CPU sums l, a and b.
+                let staged_b = witness.as_mut().and_then(|w| {
+                    timings.scalar_transfers += w.host_time;
+                    timings.staging_wait += w.waited;
+                    w.b.clone().zip(w.ready.pop())
+                });
+                let _ = b_tx.send(staged_b);
+                // The device's stream waits once, before the first of them.
+                let mut first = witness.as_mut().and_then(|w| w.ready.pop());
+                for q in [G1Query::L, G1Query::A, G1Query::BG1] {
+                    let scalars = witness.as_mut().and_then(|w| match q {
+                        G1Query::L => w.l.take().map(Arc::new),
+                        G1Query::A => w.a.take().map(Arc::new),
+                        _ => w.b.take(),
+                    });
+                    match (placed[q as usize].take(), scalars) {
+                        (Some(Placed::Gpu(bases)), Some(scalars)) => {
                             let job = DeviceJob {
-                                q: *q,
+                                q,
                                 bases,
-                                scalars: dst,
-                                copied: Some(copied),
+                                scalars,
+                                copied: first.take(),
                             };
-                            // A closed channel: the device thread failed; its error wins.
                             if tx.send(job).is_err() {
                                 return Ok(());
                             }
                         }
-                        _ => cpu_queries.push(*q),
+                        (Some(_), _) => cpu_queries.push(q),
+                        (None, _) => {}
                     }
+                }
+                // H when it ends on the CPU (placed there, or its device buffer refused).
+                if placed[G1Query::H as usize].take().is_some() {
+                    cpu_queries.push(G1Query::H);
                 }
                 Ok(())
             })();
             drop(tx);
+            drop(b_tx);
             let device = device.join();
             let g2 = g2.join();
             ((staged, device), g2)
@@ -644,7 +698,7 @@ impl GpuBackend {
             let _scratch = self.cpu_fallback_charge(n, self.cpu.scratch_bytes_g1(n))?;
             let parts: Vec<Part<'_>> = match q {
                 G1Query::H => vec![(h_host_or_err(&h_host)?, None)],
-                _ => jobs_parts(&jobs, q),
+                _ => jobs_parts(&others, q),
             };
             out[q as usize] = cpu_sum(&self.cpu, q.name(), &all_bases[q as usize], &parts)?;
             kinds[q as usize] = BasesKind::Cpu;

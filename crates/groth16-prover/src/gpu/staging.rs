@@ -1,6 +1,7 @@
 //! Host-side staging of the GPU backend: a, b and c lent to the prover in the pool's
-//! pinned buffers, and the MSM scalars written as canonical words into pooled pinned
-//! buffers and copied to the device on the copy stream.
+//! pinned buffers; the witness copied to the device once (its limbs as they are, into a
+//! pooled pinned buffer) and turned there into the l, a and b MSMs' scalars; h, when it
+//! was left on the host, written as canonical words and copied on the copy stream.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,12 +10,12 @@ use bls12_381::Scalar;
 use bls_repr::FrRepr;
 use cudarc::driver::{CudaEvent, CudaStream};
 use gpu_device::{CudaPinned, GpuError, PoolError, Pooled};
-use gpu_msm::{DeviceScalars, GpuMsmError};
+use gpu_msm::{DensityMask, DeviceScalars, GpuMsm, GpuMsmError};
 use rayon::prelude::*;
 
 use super::h_step::DeviceH;
 use super::{gpu_msm_err, ntt_err, GpuBackend};
-use crate::backend::{AbcStorage, BackendH, BackendOwned, HPoly, Part};
+use crate::backend::{AbcStorage, BackendH, BackendOwned, HPoly, MsmInputs, Part};
 use crate::ProverError;
 use gpu_ntt::GpuNttError;
 
@@ -39,6 +40,49 @@ pub(super) fn write_parts(out: &mut [u64], parts: &[Part<'_>]) -> usize {
         n += gpu_msm::select_scalar_words_into(&mut words[2 * SCALAR_LIMBS * n..], scalars, *mask);
     }
     n
+}
+
+/// Writes the parts' Montgomery limbs (what each `Scalar` holds: a plain copy) one after
+/// another into the start of `out`, in parallel; returns the number of scalars written.
+pub(super) fn write_montgomery(out: &mut [u64], parts: &[&[Scalar]]) -> usize {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let reprs: &mut [FrRepr] = bytemuck::cast_slice_mut(&mut out[..SCALAR_LIMBS * total]);
+    let mut n = 0;
+    for p in parts {
+        reprs_into(&mut reprs[n..n + p.len()], p);
+        n += p.len();
+    }
+    n
+}
+
+/// The witness on the device for one proof's l, a and b MSMs (see
+/// [`GpuBackend::stage_witness`]), each ready once `ready` (on the copy stream) is.
+pub(super) struct DeviceWitness {
+    /// The witness, aux first then the inputs, canonical, truncated to the aux: l's
+    /// scalars (none when l is not summed on the device).
+    pub(super) l: Option<DeviceScalars>,
+    /// `inputs ++ aux[a_aux]` (none when A is not summed on the device).
+    pub(super) a: Option<DeviceScalars>,
+    /// `inputs[b_input] ++ aux[b_aux]`, shared by B on G1 and on G2 (none when empty).
+    pub(super) b: Option<Arc<DeviceScalars>>,
+    /// Events recorded on the copy stream after all of it, one per reader.
+    pub(super) ready: Vec<CudaEvent>,
+    /// Host time spent, and the part of it spent waiting for the staging buffer.
+    pub(super) host_time: Duration,
+    pub(super) waited: Duration,
+}
+
+/// B's scalars on the device for the G2 MSM, and the event after their staging.
+pub(super) type StagedB = (Arc<DeviceScalars>, CudaEvent);
+
+/// Which of the witness's device forms a proof needs.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct WitnessNeeds {
+    pub(super) l: bool,
+    pub(super) a: bool,
+    pub(super) b: bool,
+    /// Events to record when it is ready (readers: the G1 MSMs, B on G2).
+    pub(super) readers: usize,
 }
 
 pub(super) fn staging_err(what: &'static str) -> impl FnOnce(PoolError) -> ProverError {
@@ -186,6 +230,153 @@ impl GpuBackend {
     }
 }
 
+impl GpuBackend {
+    /// The proof's witness on the device, copied once for the l, a and b MSMs (on G1 and
+    /// G2) instead of staging each query's scalars on the host: the Montgomery limbs of
+    /// `aux ++ inputs` written into one pinned buffer (one of `held` when large enough,
+    /// else one from the pool paid from `from`: see `msm_staging_after_abc`), copied on
+    /// `copy_stream`, converted to canonical there and compacted by the density masks into
+    /// a's and b's scalars, all queued on the copy stream so that it overlaps the H MSM.
+    /// `Ok(None)` when the device has no room for the scalars (the CPU then sums l, a and
+    /// b); any other failure is an error.
+    pub(super) fn stage_witness(
+        &self,
+        x: &MsmInputs<'_>,
+        needs: WitnessNeeds,
+        copy_stream: &Arc<CudaStream>,
+        (held, from): (&mut Vec<PinnedBuf>, &mut memory_budget::Reservation),
+    ) -> Result<Option<DeviceWitness>, ProverError> {
+        const Q: &str = "witness";
+        let t = Instant::now();
+        let (n_in, n_aux) = (x.inputs.len(), x.aux.len());
+        let n_w = n_in + n_aux;
+        let n_a = n_in + x.a_aux.count_ones();
+        let n_b = x.b_input.count_ones() + x.b_aux.count_ones();
+        let copy = GpuMsm::new(self.gpu.with_stream(copy_stream.clone()));
+        // Device buffers first: no room is a CPU fallback, decided before any copy.
+        // Filled entirely below (the copy, the selections, whose counts are checked); no
+        // fill queued, which would wait behind the kernels on the device.
+        let alloc = |n: usize| match copy.alloc_scalars_for_overwrite(n) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if super::out_of_vram(&e) => Ok(None),
+            Err(e) => Err(gpu_msm_err(Q)(e)),
+        };
+        let Some(mut w) = alloc(n_w)? else {
+            return Ok(None);
+        };
+        let mut a = None;
+        if needs.a {
+            let Some(d) = alloc(n_a)? else {
+                return Ok(None);
+            };
+            a = Some(d);
+        }
+        let mut b = None;
+        if needs.b && n_b > 0 {
+            let Some(d) = alloc(n_b)? else {
+                return Ok(None);
+            };
+            b = Some(d);
+        }
+        // The masks first: a copy from pageable memory waits for the stream's earlier
+        // work, which must not be the witness's copy (nor kernels behind the MSMs).
+        let a_mask = match a {
+            Some(_) => Some(upload_mask(&copy, x.a_aux, n_aux, "a_query")?),
+            None => None,
+        };
+        let b_masks = match b {
+            Some(_) => Some((
+                upload_mask(&copy, x.b_input, n_in, "b_query")?,
+                upload_mask(&copy, x.b_aux, n_aux, "b_query")?,
+            )),
+            None => None,
+        };
+        // The raw limbs into pinned memory, then one copy.
+        let limbs = SCALAR_LIMBS * n_w;
+        let mut staging = match held.iter().position(|b| b.len() >= limbs) {
+            Some(i) => held.swap_remove(i),
+            None => self
+                .pool
+                .acquire_from(limbs, from)
+                .map_err(staging_err(Q))?,
+        };
+        let gpu_err = |e: GpuError| gpu_msm_err(Q)(GpuMsmError::Gpu(e));
+        let host = staging.as_mut_slice().map_err(gpu_err)?;
+        let waited = t.elapsed();
+        write_montgomery(host, &[x.aux, x.inputs]);
+        staging
+            .copy_to_device(0..limbs, w.words_mut(), 0, copy_stream)
+            .map_err(gpu_err)?;
+        drop(staging);
+        copy.montgomery_to_canonical(&mut w)
+            .map_err(gpu_msm_err(Q))?;
+        // a: the inputs, then the aux its mask selects.
+        if let (Some(a), Some(mask)) = (a.as_mut(), &a_mask) {
+            let q = "a_query";
+            let mut k = copy
+                .select_scalars((&w, n_aux, n_in), None, a, 0)
+                .map_err(gpu_msm_err(q))?;
+            k += copy
+                .select_scalars((&w, 0, mask.len()), Some(mask), a, k)
+                .map_err(gpu_msm_err(q))?;
+            check_selected(q, n_a, k)?;
+        }
+        // b: the inputs and the aux their masks select.
+        if let (Some(b), Some((m_in, m_aux))) = (b.as_mut(), &b_masks) {
+            let q = "b_query";
+            let mut k = copy
+                .select_scalars((&w, n_aux, m_in.len()), Some(m_in), b, 0)
+                .map_err(gpu_msm_err(q))?;
+            k += copy
+                .select_scalars((&w, 0, m_aux.len()), Some(m_aux), b, k)
+                .map_err(gpu_msm_err(q))?;
+            check_selected(q, n_b, k)?;
+        }
+        let ready = (0..needs.readers)
+            .map(|_| {
+                copy_stream.record_event(None).map_err(|code| {
+                    gpu_err(GpuError::Driver {
+                        call: "cuEventRecord",
+                        code,
+                    })
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        w.truncate(n_aux);
+        Ok(Some(DeviceWitness {
+            l: needs.l.then_some(w),
+            a,
+            b: b.map(Arc::new),
+            ready,
+            host_time: t.elapsed(),
+            waited,
+        }))
+    }
+}
+
+/// A density mask on the device, its first `n` bits (the part it filters).
+fn upload_mask(
+    copy: &GpuMsm,
+    mask: &DensityMask,
+    n: usize,
+    q: &'static str,
+) -> Result<gpu_msm::DeviceMask, ProverError> {
+    copy.upload_mask(mask, n).map_err(gpu_msm_err(q))
+}
+
+/// The selection wrote as many scalars as the query has bases (a mask with set bits past
+/// its part is a malformed proof input, as on the host path).
+fn check_selected(q: &'static str, expected: usize, written: usize) -> Result<(), ProverError> {
+    if written == expected {
+        Ok(())
+    } else {
+        Err(gpu_msm_err(q)(GpuMsmError::LengthMismatch {
+            n_bases: expected,
+            n_scalars: written,
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,6 +462,28 @@ mod tests {
                     "{name} with {n_in} inputs, {n_aux} aux"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn witness_limbs_are_the_parts_in_montgomery_form() {
+        let mut g = SplitMix::new(seed());
+        for (n_aux, n_in) in [(0usize, 1usize), (1, 1), (70, 3), (5000, 2)] {
+            let aux = scalars(&mut g, n_aux);
+            let inputs = scalars(&mut g, n_in);
+            // A staging buffer is a size class: longer than the witness; the rest keeps
+            // its poison.
+            let len = gpu_device::size_class(SCALAR_LIMBS * (n_aux + n_in));
+            let mut out = vec![u64::MAX; len];
+            assert_eq!(write_montgomery(&mut out, &[&aux, &inputs]), n_aux + n_in);
+            let reprs: &[FrRepr] = bytemuck::cast_slice(&out[..SCALAR_LIMBS * (n_aux + n_in)]);
+            for (i, s) in aux.iter().chain(&inputs).enumerate() {
+                assert_eq!(reprs[i], FrRepr::from_scalar(s), "scalar {i}");
+                assert_eq!(reprs[i].to_scalar().unwrap(), *s, "scalar {i}");
+            }
+            assert!(out[SCALAR_LIMBS * (n_aux + n_in)..]
+                .iter()
+                .all(|&w| w == u64::MAX));
         }
     }
 
