@@ -1,8 +1,11 @@
 //! Budget-charged device buffers and pinned host buffers.
 
 use cudarc::driver::sys::{self, CUresult};
-use cudarc::driver::{CudaSlice, DeviceRepr, DriverError, PinnedHostSlice, ValidAsZeroBits};
+use cudarc::driver::{
+    CudaSlice, CudaStream, DeviceRepr, DriverError, PinnedHostSlice, ValidAsZeroBits,
+};
 use memory_budget::{Category, Reservation};
+use std::sync::Arc;
 
 use crate::{Gpu, GpuError};
 
@@ -109,12 +112,20 @@ impl Gpu {
         len: usize,
         label: &str,
     ) -> Result<DeviceBuffer<T>, GpuError> {
+        self.charged(len, label, |stream| stream.alloc_zeros::<T>(len))
+    }
+
+    /// `alloc` of `len` elements on this handle's stream, charged to the VRAM budget first
+    /// (the charge returned if the allocation fails).
+    fn charged<T>(
+        &self,
+        len: usize,
+        label: &str,
+        alloc: impl FnOnce(&Arc<CudaStream>) -> Result<CudaSlice<T>, DriverError>,
+    ) -> Result<DeviceBuffer<T>, GpuError> {
         let bytes = size_bytes::<T>(len)?;
         let reservation = self.reserve_vram(bytes, label)?;
-        let slice = self
-            .stream()
-            .alloc_zeros::<T>(len)
-            .map_err(|e| alloc_error(self, bytes, e))?;
+        let slice = alloc(self.stream()).map_err(|e| alloc_error(self, bytes, e))?;
         Ok(DeviceBuffer { slice, reservation })
     }
 
@@ -128,12 +139,8 @@ impl Gpu {
         len: usize,
         label: &str,
     ) -> Result<DeviceBuffer<T>, GpuError> {
-        let bytes = size_bytes::<T>(len)?;
-        let reservation = self.reserve_vram(bytes, label)?;
         // SAFETY: `T` is plain data (`Pod`): any bytes the allocation holds are a valid `T`.
-        let slice =
-            unsafe { self.stream().alloc::<T>(len) }.map_err(|e| alloc_error(self, bytes, e))?;
-        Ok(DeviceBuffer { slice, reservation })
+        self.charged(len, label, |stream| unsafe { stream.alloc::<T>(len) })
     }
 
     /// A device buffer holding a copy of `data`, charged to the VRAM budget first.

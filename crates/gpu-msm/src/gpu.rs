@@ -1006,17 +1006,7 @@ impl GpuMsm {
         scalars: &[FrRepr],
     ) -> Result<DeviceScalars, GpuMsmError> {
         let mut s = self.upload_scalar_words(bytemuck::cast_slice(scalars))?;
-        let n = u32::try_from(s.n).map_err(|_| GpuMsmError::TooManyTerms {
-            n_terms: s.n,
-            max_terms: GPU_MAX_TERMS,
-        })?;
-        if n > 0 {
-            let f = self.gpu.function(Entry::MsmFromMontgomery)?;
-            let mut l = self.gpu.stream().launch_builder(&f);
-            l.arg(s.words.slice_mut()).arg(&n);
-            // SAFETY: (u32* scalars, u32 n); the buffer holds 8n words.
-            unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
-        }
+        self.montgomery_to_canonical(&mut s)?;
         Ok(s)
     }
 
@@ -1034,11 +1024,7 @@ impl GpuMsm {
                 n_scalars: words.len() / (SCALAR_WORDS / 2),
             });
         }
-        let n32 = u32::try_from(n).map_err(|_| GpuMsmError::TooManyTerms {
-            n_terms: n,
-            max_terms: GPU_MAX_TERMS,
-        })?;
-        let mut words = words.into_u32_words();
+        let words = words.into_u32_words();
         // The conversion runs on our stream; make it wait for the buffer's own stream.
         let producer = words.slice().stream().clone();
         if !Arc::ptr_eq(&producer, self.gpu.stream()) {
@@ -1050,14 +1036,9 @@ impl GpuMsm {
                 .wait(&ev)
                 .map_err(driver("cuStreamWaitEvent"))?;
         }
-        if n > 0 {
-            let f = self.gpu.function(Entry::MsmFromMontgomery)?;
-            let mut l = self.gpu.stream().launch_builder(&f);
-            l.arg(words.slice_mut()).arg(&n32);
-            // SAFETY: (u32* scalars, u32 n); the buffer holds at least 8n u32 words.
-            unsafe { l.launch(grid(n32, SCALAR_BLOCK)) }.map_err(launch_err)?;
-        }
-        Ok(DeviceScalars { words, n })
+        let mut s = DeviceScalars { words, n };
+        self.montgomery_to_canonical(&mut s)?;
+        Ok(s)
     }
 
     /// Converts scalars that were copied to the device in Montgomery form (the limbs of a
