@@ -525,7 +525,6 @@ impl GpuBackend {
             l: on_gpu(G1Query::L, &placed),
             a: on_gpu(G1Query::A, &placed),
             b: k_in + k_aux > 0,
-            readers: 2,
         };
         let copy_stream = self.copy_stream()?;
         // H's host scalars (rare: h left on the host) get a device buffer now, on the
@@ -619,28 +618,35 @@ impl GpuBackend {
                 }
                 // The witness while the H MSM runs (nothing here waits for the device's
                 // kernels: no fills, the masks' pageable copies queued before the rest).
-                let needed = needs.l || needs.a || needs.b;
-                let mut witness = match needed {
-                    true => self.stage_witness(x, needs, &copy_stream, (&mut held, from))?,
-                    false => None,
+                let witness = if needs.l || needs.a || needs.b {
+                    self.stage_witness(x, needs, &copy_stream, (&mut held, from))?
+                } else {
+                    None
                 };
                 // The a, b, c buffers not used go back to the pool for the next proof.
                 held.clear();
-                // Without room on the device for the witness the CPU sums l, a and b.
-                let staged_b = witness.as_mut().and_then(|w| {
-                    timings.scalar_transfers += w.host_time;
-                    timings.staging_wait += w.waited;
-                    w.b.clone().zip(w.ready.pop())
-                });
-                let _ = b_tx.send(staged_b);
-                // The device's stream waits once, before the first of them.
-                let mut first = witness.as_mut().and_then(|w| w.ready.pop());
-                for q in [G1Query::L, G1Query::A, G1Query::BG1] {
-                    let scalars = witness.as_mut().and_then(|w| match q {
-                        G1Query::L => w.l.take().map(Arc::new),
-                        G1Query::A => w.a.take().map(Arc::new),
-                        _ => w.b.take(),
-                    });
+                // B on G2 gets b's scalars first; without room on the device for the
+                // witness the CPU sums l, a and b. The device's stream waits once, before
+                // the first G1 MSM of them.
+                let (scalars, mut first) = match witness {
+                    Some(w) => {
+                        timings.scalar_transfers += w.host_time;
+                        timings.staging_wait += w.waited;
+                        let _ = b_tx.send(w.b.clone().map(|b| (b, w.g2_ready)));
+                        (
+                            [w.l.map(Arc::new), w.a.map(Arc::new), w.b],
+                            Some(w.g1_ready),
+                        )
+                    }
+                    None => {
+                        let _ = b_tx.send(None);
+                        ([None, None, None], None)
+                    }
+                };
+                for (q, scalars) in [G1Query::L, G1Query::A, G1Query::BG1]
+                    .into_iter()
+                    .zip(scalars)
+                {
                     match (placed[q as usize].take(), scalars) {
                         (Some(Placed::Gpu(bases)), Some(scalars)) => {
                             let job = DeviceJob {

@@ -65,8 +65,10 @@ pub(super) struct DeviceWitness {
     pub(super) a: Option<DeviceScalars>,
     /// `inputs[b_input] ++ aux[b_aux]`, shared by B on G1 and on G2 (none when empty).
     pub(super) b: Option<Arc<DeviceScalars>>,
-    /// Events recorded on the copy stream after all of it, one per reader.
-    pub(super) ready: Vec<CudaEvent>,
+    /// Events recorded on the copy stream after all of it: for the G1 MSMs' stream and
+    /// for B on G2's.
+    pub(super) g1_ready: CudaEvent,
+    pub(super) g2_ready: CudaEvent,
     /// Host time spent, and the part of it spent waiting for the staging buffer.
     pub(super) host_time: Duration,
     pub(super) waited: Duration,
@@ -81,8 +83,6 @@ pub(super) struct WitnessNeeds {
     pub(super) l: bool,
     pub(super) a: bool,
     pub(super) b: bool,
-    /// Events to record when it is ready (readers: the G1 MSMs, B on G2).
-    pub(super) readers: usize,
 }
 
 pub(super) fn staging_err(what: &'static str) -> impl FnOnce(PoolError) -> ProverError {
@@ -181,6 +181,24 @@ impl GpuBackend {
         }))
     }
 
+    /// A pinned buffer for `limbs` staged limbs: one of `held` large enough (the proof's
+    /// own, e.g. its a, b, c buffers after the H step) or else one from the pool paid from
+    /// `from` (`as_mut_slice` then waits for its earlier copies).
+    fn staging_buffer(
+        &self,
+        query: &'static str,
+        limbs: usize,
+        (held, from): (&mut Vec<PinnedBuf>, &mut memory_budget::Reservation),
+    ) -> Result<PinnedBuf, ProverError> {
+        match held.iter().position(|b| b.len() >= limbs) {
+            Some(i) => Ok(held.swap_remove(i)),
+            None => self
+                .pool
+                .acquire_from(limbs, from)
+                .map_err(staging_err(query)),
+        }
+    }
+
     /// Stages the scalars of `dst` (the parts concatenated, each filtered by its mask):
     /// canonical limbs written straight into a pinned buffer, one of `held` large enough
     /// (the proof's own, e.g. its a, b, c buffers after the H step) or else one from the
@@ -201,13 +219,7 @@ impl GpuBackend {
         let n = dst.len();
         let limbs = SCALAR_LIMBS * n;
         let gpu_err = |e: GpuError| gpu_msm_err(query)(GpuMsmError::Gpu(e));
-        let mut staging = match held.iter().position(|b| b.len() >= limbs) {
-            Some(i) => held.swap_remove(i),
-            None => self
-                .pool
-                .acquire_from(limbs, from)
-                .map_err(staging_err(query))?,
-        };
+        let mut staging = self.staging_buffer(query, limbs, (held, from))?;
         let host = staging.as_mut_slice().map_err(gpu_err)?;
         let waited = t.elapsed();
         let written = write_parts(host, parts);
@@ -220,12 +232,7 @@ impl GpuBackend {
         staging
             .copy_to_device(0..limbs, dst.words_mut(), 0, copy_stream)
             .map_err(gpu_err)?;
-        let copied = copy_stream.record_event(None).map_err(|c| {
-            gpu_err(GpuError::Driver {
-                call: "cuEventRecord",
-                code: c,
-            })
-        })?;
+        let copied = record(copy_stream, query)?;
         Ok((copied, t.elapsed(), waited))
     }
 }
@@ -293,13 +300,7 @@ impl GpuBackend {
         };
         // The raw limbs into pinned memory, then one copy.
         let limbs = SCALAR_LIMBS * n_w;
-        let mut staging = match held.iter().position(|b| b.len() >= limbs) {
-            Some(i) => held.swap_remove(i),
-            None => self
-                .pool
-                .acquire_from(limbs, from)
-                .map_err(staging_err(Q))?,
-        };
+        let mut staging = self.staging_buffer(Q, limbs, (held, from))?;
         let gpu_err = |e: GpuError| gpu_msm_err(Q)(GpuMsmError::Gpu(e));
         let host = staging.as_mut_slice().map_err(gpu_err)?;
         let waited = t.elapsed();
@@ -332,26 +333,29 @@ impl GpuBackend {
                 .map_err(gpu_msm_err(q))?;
             check_selected(q, n_b, k)?;
         }
-        let ready = (0..needs.readers)
-            .map(|_| {
-                copy_stream.record_event(None).map_err(|code| {
-                    gpu_err(GpuError::Driver {
-                        call: "cuEventRecord",
-                        code,
-                    })
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        // One event for each reader: the device thread's G1 MSMs and B on G2.
+        let (g1_ready, g2_ready) = (record(copy_stream, Q)?, record(copy_stream, Q)?);
         w.truncate(n_aux);
         Ok(Some(DeviceWitness {
             l: needs.l.then_some(w),
             a,
             b: b.map(Arc::new),
-            ready,
+            g1_ready,
+            g2_ready,
             host_time: t.elapsed(),
             waited,
         }))
     }
+}
+
+/// An event recorded on `stream` after the work queued so far (a staging's copy).
+fn record(stream: &Arc<CudaStream>, query: &'static str) -> Result<CudaEvent, ProverError> {
+    stream.record_event(None).map_err(|code| {
+        gpu_msm_err(query)(GpuMsmError::Gpu(GpuError::Driver {
+            call: "cuEventRecord",
+            code,
+        }))
+    })
 }
 
 /// A density mask on the device, its first `n` bits (the part it filters).
