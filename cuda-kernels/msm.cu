@@ -9,7 +9,9 @@
 //   msm_scan_chunks(u32* chunk_sums, u32 n_chunks)                   one thread
 //   msm_scan_apply(const u32* counts, u32 n_keys, u32 chunk, const u32* chunk_sums,
 //                  u32* offsets, u32* cursors)
-//   msm_scatter(const u32* scalars, u32 n, u32 c, u32 W, u32* cursors, u32* entries)
+//   msm_scatter(const u32* scalars, u32 n, u32 c, u32 W, u32 w_lo, u32 w_hi, u32* cursors,
+//               u32* entries)                                      windows [w_lo, w_hi)
+//   msm_classify(const u32* scalars, u32 n, u32* classes)           counts of 1s and others
 //   msm_select(const u32* src, u32 n, const u64* mask, const u32* word_offsets, u32* dst)
 //                                                                    compaction by a mask
 // Point kernels (g1_ here, g2_ in msm_g2.cu; the macro is in include/msm_kernels.cuh):
@@ -28,6 +30,7 @@
 #include <stdint.h>
 
 #include "msm_kernels.cuh"
+#include "msm_scalars.cuh"
 
 using namespace pinion;
 using namespace pinion::msm;
@@ -59,9 +62,18 @@ extern "C" __global__ void msm_scan_apply(const uint32_t* counts, uint32_t n_key
 }
 
 extern "C" __global__ void msm_scatter(const uint32_t* scalars, uint32_t n, uint32_t c,
-                                       uint32_t n_windows, uint32_t* cursors,
-                                       uint32_t* entries) {
-  GRID_STRIDE(i, n) scatter_body(scalars, Windows{c, n_windows}, cursors, entries, i);
+                                       uint32_t n_windows, uint32_t w_lo, uint32_t w_hi,
+                                       uint32_t* cursors, uint32_t* entries) {
+  GRID_STRIDE(i, n) scatter_body(scalars, Windows{c, n_windows}, w_lo, w_hi, cursors, entries, i);
+}
+
+// Whole warps: the loop runs while any lane of the warp has a scalar (the ballots need
+// every lane).
+extern "C" __global__ void msm_classify(const uint32_t* scalars, uint32_t n, uint32_t* classes) {
+  const uint32_t stride = gridDim.x * blockDim.x;
+  for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += stride) {
+    classify_body(scalars, n, classes, base + threadIdx.x);
+  }
 }
 
 // The scalars a density mask selects, packed in order: src[i] (i < n, 8 words) goes to

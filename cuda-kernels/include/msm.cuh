@@ -1,5 +1,8 @@
 // Pippenger MSM pipeline, one function per kernel thread (msm.cu wraps each in a
-// grid-stride kernel). The bodies take the thread index and use atomics only through
+// grid-stride kernel). This header holds what both curves' point kernels use (msm.cu and
+// msm_g2.cu include it through msm_kernels.cuh); the scalar kernels' bodies (digits,
+// counting sort, classes, Montgomery conversion) are in msm_scalars.cuh, which only msm.cu
+// includes, so that changing them does not rebuild the slow G2 module. The bodies take the thread index and use atomics only through
 // atomic_inc, so a host build with PINION_HOST_EMULATION could run them serially (no such
 // tool exists yet; the GPU tests in crates/gpu-msm/tests/gpu_msm.rs are the check).
 //
@@ -34,123 +37,6 @@ __device__ __forceinline__ uint32_t atomic_inc(uint32_t* p) { return atomicAdd(p
 constexpr uint32_t SIGN_BIT = 0x80000000u;
 
 __device__ __forceinline__ uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
-
-struct Scalar256 {
-  uint32_t w[8];
-};
-
-__device__ __forceinline__ Scalar256 scalar_load(const uint32_t* s, uint32_t i) {
-  const uint4* v = reinterpret_cast<const uint4*>(s + 8 * (size_t)i);
-  const uint4 a = v[0], b = v[1];
-  return {{a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}};
-}
-
-// Word `i` (0..8, 8 and above read as zero) without a run-time register index, so the
-// scalar stays in registers.
-__device__ __forceinline__ uint32_t word_at(const Scalar256& s, uint32_t i) {
-  uint32_t r = 0;
-#pragma unroll
-  for (uint32_t j = 0; j < 8; ++j) r = (j == i) ? s.w[j] : r;
-  return r;
-}
-
-// Bits [pos, pos + c) of s, c <= 31.
-__device__ __forceinline__ uint32_t bits_at(const Scalar256& s, uint32_t pos, uint32_t c) {
-  const uint32_t word = pos >> 5, shift = pos & 31;
-  uint32_t v = word_at(s, word) >> shift;
-  if (shift != 0) v |= word_at(s, word + 1) << (32 - shift);
-  return v & ((1u << c) - 1);
-}
-
-// 0: zero, 1: one, 2: anything else.
-__device__ __forceinline__ int scalar_class(const Scalar256& s) {
-  uint32_t hi = 0;
-#pragma unroll
-  for (int j = 1; j < 8; ++j) hi |= s.w[j];
-  if (hi == 0 && s.w[0] == 0) return 0;
-  if (hi == 0 && s.w[0] == 1) return 1;
-  return 2;
-}
-
-struct Windows {
-  uint32_t c;        // window bits
-  uint32_t n_windows;  // W (the ones window is index W)
-};
-
-// Calls f(key, entry) for each term scalar i contributes.
-template <class Fn>
-__device__ __forceinline__ void for_each_digit(const Scalar256& s, uint32_t i, Windows win,
-                                               Fn&& f) {
-  const uint32_t c = win.c, half = 1u << (c - 1), n_buckets = half;
-  const int cls = scalar_class(s);
-  if (cls == 0) return;
-  if (cls == 1) {
-    f(win.n_windows * n_buckets + (i & (n_buckets - 1)), i);
-    return;
-  }
-  uint32_t carry = 0;
-  for (uint32_t w = 0; w < win.n_windows; ++w) {
-    uint32_t d = bits_at(s, w * c, c) + carry;
-    uint32_t sign = 0;
-    if (d > half) {
-      d = (1u << c) - d;  // |d - 2^c|; d == 2^c gives 0
-      sign = SIGN_BIT;
-      carry = 1;
-    } else {
-      carry = 0;
-    }
-    if (d != 0) f(w * n_buckets + (d - 1), i | sign);
-  }
-}
-
-__device__ __forceinline__ void count_body(const uint32_t* scalars, Windows win,
-                                           uint32_t* counts, uint32_t i) {
-  const Scalar256 s = scalar_load(scalars, i);
-  for_each_digit(s, i, win, [&](uint32_t key, uint32_t) { atomic_inc(counts + key); });
-}
-
-__device__ __forceinline__ void scatter_body(const uint32_t* scalars, Windows win,
-                                             uint32_t* cursors, uint32_t* entries,
-                                             uint32_t i) {
-  const Scalar256 s = scalar_load(scalars, i);
-  for_each_digit(s, i, win, [&](uint32_t key, uint32_t entry) {
-    entries[atomic_inc(cursors + key)] = entry;
-  });
-}
-
-// Scan, level 1: chunk_sums[t] = sum of counts[t*chunk .. (t+1)*chunk).
-__device__ __forceinline__ void chunk_sum_body(const uint32_t* counts, uint32_t n_keys,
-                                               uint32_t chunk, uint32_t* chunk_sums,
-                                               uint32_t t) {
-  uint32_t acc = 0;
-  const uint32_t end = min_u32(n_keys, (t + 1) * chunk);
-  for (uint32_t k = t * chunk; k < end; ++k) acc += counts[k];
-  chunk_sums[t] = acc;
-}
-
-// Scan, level 2 (one thread): exclusive prefix sum of chunk_sums, in place.
-__device__ __forceinline__ void scan_chunks_body(uint32_t* chunk_sums, uint32_t n_chunks) {
-  uint32_t acc = 0;
-  for (uint32_t t = 0; t < n_chunks; ++t) {
-    const uint32_t v = chunk_sums[t];
-    chunk_sums[t] = acc;
-    acc += v;
-  }
-}
-
-// Scan, level 3: offsets and cursors of chunk t.
-__device__ __forceinline__ void scan_apply_body(const uint32_t* counts, uint32_t n_keys,
-                                                uint32_t chunk, const uint32_t* chunk_sums,
-                                                uint32_t* offsets, uint32_t* cursors,
-                                                uint32_t t) {
-  uint32_t acc = chunk_sums[t];
-  const uint32_t end = min_u32(n_keys, (t + 1) * chunk);
-  for (uint32_t k = t * chunk; k < end; ++k) {
-    offsets[k] = acc;
-    cursors[k] = acc;
-    acc += counts[k];
-  }
-}
 
 // Bucket k = sum of its entries' bases (negated for negative digits); bases at infinity
 // (all-zero) are skipped.
@@ -333,14 +219,6 @@ __device__ __forceinline__ void sum_groups_body(const Xyzz<F>* in, uint32_t grou
   Xyzz<F> acc = xyzz_infinity<F>();
   for (uint32_t e = 0; e < group_len; ++e) acc = xyzz_add(acc, xyzz_load(in + (size_t)g * group_len + e));
   xyzz_store(out + g, acc);
-}
-
-// Montgomery form a*R to canonical a: one Montgomery product with the integer 1.
-__device__ __forceinline__ void from_montgomery_body(uint32_t* scalars, uint32_t i) {
-  Fr a = fe_load(reinterpret_cast<const Fr*>(scalars) + i);
-  Fr one_raw = fe_zero<FrParams>();
-  one_raw.l[0] = 1;
-  fe_store(reinterpret_cast<Fr*>(scalars) + i, fe_mul(a, one_raw));
 }
 
 }  // namespace msm

@@ -270,8 +270,12 @@ entries! {
     MsmScanChunks => (Msm, "msm_scan_chunks"),
     /// `msm_scan_apply(counts, n_keys, chunk, chunk_sums, offsets, cursors)`: level 3.
     MsmScanApply => (Msm, "msm_scan_apply"),
-    /// `msm_scatter(scalars, n, c, n_windows, cursors, entries)`: counting-sort scatter.
+    /// `msm_scatter(scalars, n, c, n_windows, w_lo, w_hi, cursors, entries)`: counting-sort
+    /// scatter of windows `w_lo..w_hi` (window `n_windows` is the ones window).
     MsmScatter => (Msm, "msm_scatter"),
+    /// `msm_classify(scalars, n, classes)`: adds the count of scalars equal to 1 to
+    /// `classes[0]` and of scalars other than 0 and 1 to `classes[1]`.
+    MsmClassify => (Msm, "msm_classify"),
     /// `msm_select(src, n, mask, word_offsets, dst)`: the scalars a density mask selects,
     /// packed in order (`word_offsets[k]`: set bits in mask words `0..k`).
     MsmSelect => (Msm, "msm_select"),

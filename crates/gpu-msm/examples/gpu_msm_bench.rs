@@ -13,8 +13,9 @@
 //! (`PINION_MSM_SWEEP_WINDOWS=16,20` picks others), the accumulation kernels
 //! (`PINION_MSM_SWEEP_KERNELS=Capped128,ChunkedCapped` picks some), the chunk lengths of
 //! the chunked ones (`PINION_MSM_SWEEP_CHUNKS=128,256`, default 256) and the reduction
-//! kernels (`PINION_MSM_SWEEP_REDUCE=Capped`) picks the configuration that the table then
-//! times in full.
+//! kernels (`PINION_MSM_SWEEP_REDUCE=Capped`) and the windows per scatter launch
+//! (`PINION_MSM_SWEEP_SCATTER=1,4,17`, default the library's rule) picks the configuration
+//! that the table then times in full.
 //! `PINION_BENCH_QUICK=1`: G1 at 2^16 and 2^18, G2 at 2^16 (unless sizes are given).
 //! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
 //! "bases streamed from pinned" row: bases in pinned host memory, copied in chunks of
@@ -76,6 +77,14 @@ fn scalar_words(rng: &mut StdRng, n: usize, groth16_shape: bool) -> Vec<u32> {
         }
     }
     w
+}
+
+/// Scalars (8 words each) other than 0 and 1: the count the library plans its windows for.
+fn windowed_terms(words: &[u32]) -> usize {
+    words
+        .chunks_exact(8)
+        .filter(|s| s[1..].iter().any(|&w| w != 0) || s[0] > 1)
+        .count()
 }
 
 fn median(mut v: Vec<f32>) -> f32 {
@@ -301,6 +310,7 @@ struct Run {
     sweep_kernels: Vec<AccumulateKernel>,
     sweep_chunks: Vec<u32>,
     sweep_reduce: Vec<ReduceKernel>,
+    sweep_scatter: Vec<Option<u32>>,
     streamed: bool,
     stream_chunk_log: u32,
     rng: StdRng,
@@ -337,6 +347,14 @@ fn main() -> BenchResult<()> {
             &[ReduceKernel::Uncapped, ReduceKernel::Capped],
             |k| format!("{k:?}"),
         )?,
+        sweep_scatter: match std::env::var("PINION_MSM_SWEEP_SCATTER") {
+            Err(_) => vec![None],
+            Ok(list) => list
+                .split(',')
+                .map(|c| c.trim().parse::<u32>().map(Some))
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("PINION_MSM_SWEEP_SCATTER: {e}"))?,
+        },
         streamed: args.streamed,
         stream_chunk_log: std::env::var("PINION_MSM_STREAM_CHUNK_LOG")
             .ok()
@@ -436,12 +454,17 @@ where
                 let chunked = accumulate.is_chunked();
                 let chunk_lens: &[u32] = if chunked { &run.sweep_chunks } else { &[0] };
                 for &chunk_len in chunk_lens {
-                    for &reduce in &run.sweep_reduce {
+                    for (&reduce, &scatter_windows) in run
+                        .sweep_reduce
+                        .iter()
+                        .flat_map(|r| run.sweep_scatter.iter().map(move |s| (r, s)))
+                    {
                         let config = GpuMsmConfig {
                             window_bits: Some(c),
                             accumulate,
                             reduce,
                             chunk_len: chunked.then_some(chunk_len),
+                            scatter_windows,
                         };
                         let engine = GpuMsm::with_config(gpu.clone(), config)?;
                         let ms = time_resident(&engine, &bases, &d_scalars, 3)?;
@@ -450,7 +473,10 @@ where
                         } else {
                             String::new()
                         };
-                        sweep.push(format!("c{c}/{accumulate:?}{chunk}/{reduce:?} {ms:.2}"));
+                        let scatter = scatter_windows.map_or(String::new(), |w| format!("/S{w}"));
+                        sweep.push(format!(
+                            "c{c}/{accumulate:?}{chunk}/{reduce:?}{scatter} {ms:.2}"
+                        ));
                         if best.is_none_or(|(b, _)| ms < b) {
                             best = Some((ms, config));
                         }
@@ -514,7 +540,7 @@ where
         let t = time_one(&engine, &bases, &g16, run.runs)?;
         run.rows.push(format!(
             "| {name} | 2^{log_n} Groth16-shaped (30% 0, 30% 1) | {} {:?} | {:.2} | {:.2} | - | - |",
-            engine.plan(n).window_bits,
+            engine.plan(windowed_terms(&g16)).window_bits,
             engine.config().accumulate.resolve::<C>(),
             t.with_copy_ms,
             t.resident_ms

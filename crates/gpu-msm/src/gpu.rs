@@ -29,10 +29,14 @@
 //!   uploaded per call. Device errors reach the trait as [`MsmError::Gpu`].
 //!
 //! # Pipeline (one stream)
-//! Signed-digit windows of `c` bits (`W = ⌈256/c⌉` windows, `2^(c-1)` buckets each), plus a
-//! "ones" window that sums the bases of scalars equal to 1 without weights; scalars equal
-//! to 0 produce no work. Bucket assignment is a counting sort by bucket key (count with
-//! atomics, prefix sum, scatter), then the bucket accumulation adds each bucket's bases in
+//! First one pass counts the scalars equal to 1 and those other than 0 and 1 (`m`), and
+//! the host reads the two counts (the call's one synchronization before its result): the
+//! window size follows `m` ([`GpuMsmPlan::default_window_bits`]), and the sort's entries
+//! are sized exactly. Signed-digit windows of `c` bits (`W = ⌈256/c⌉` windows, `2^(c-1)`
+//! buckets each), plus a "ones" window that sums the bases of scalars equal to 1 without
+//! weights; scalars equal to 0 produce no work. Bucket assignment is a counting sort by
+//! bucket key (count with atomics, prefix sum, scatter in launches of a few windows each,
+//! so that the buckets being filled stay within L2: [`SCATTER_BUCKETS`]), then the bucket accumulation adds each bucket's bases in
 //! XYZZ coordinates, buckets are reduced by running sums over segments of buckets (one
 //! thread each) and a tree of sums, and the host makes the `W + 1` window sums affine and
 //! combines them by doubling.
@@ -58,14 +62,16 @@
 //!
 //! # Cost model
 //! About `W·m` mixed additions for `m` scalars other than 0 and 1, one per scalar equal to
-//! 1, `~2·(W+1)·2^(c-1)` additions to reduce buckets; a G2 addition is about 3 times a G1
-//! one (Fp2 products are 3 Fp products) and reads 192-byte bases instead of 96. Device
-//! scratch per call: `4·W·n + X·(W+1)·2^(c-1) + 12·(W+1)·2^(c-1)` bytes (entries, buckets,
-//! sort keys) with X = 192 for G1 and 384 for G2 XYZZ buckets, plus small reduction
-//! buffers; the chunked accumulation adds `2·X·⌈W·n/L⌉` bytes of partial sums (chunks of
-//! `L` entries: 768 MiB for G1 at 2^26, c = 16, L = 512). At n = 2^26 and c = 16
-//! (W = 16) that is 4 GiB of entries and ~110 MiB (G1) of buckets, next to 6 GiB of G1
-//! bases and 2 GiB of scalars. Window sizes are shared by both curves (tuned on G1).
+//! 1 (`o` of them), `~2·(W+1)·2^(c-1)` additions to reduce buckets; a G2 addition is about
+//! 3 times a G1 one (Fp2 products are 3 Fp products) and reads 192-byte bases instead of
+//! 96. Device scratch per call: `4·(W·m + o) + X·(W+1)·2^(c-1) + 12·(W+1)·2^(c-1)` bytes
+//! (entries, buckets, sort keys) with X = 192 for G1 and 384 for G2 XYZZ buckets, plus
+//! small reduction buffers; the chunked accumulation adds `2·X·⌈(W·m + o)/L⌉` bytes of
+//! partial sums (chunks of `L` entries: 624 MiB for G1 at m = 2^26, c = 20, L = 512). At
+//! m = 2^26 and c = 20 (W = 13) that is 3.25 GiB of entries and ~1.3 GiB (G1) of buckets,
+//! next to 6 GiB of G1 bases and 2 GiB of scalars; a Groth16 witness of 2^27 terms of
+//! which 1% take windows needs entries for those 1% and its ones only. Window sizes are
+//! shared by both curves (tuned on G1).
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use bls_repr::{FrRepr, G1AffineRepr, G2AffineRepr, ReprError};
@@ -81,8 +87,19 @@ const SCALAR_WORDS: usize = 8;
 /// Threads per block: the scalar kernels are light, the point kernels use many registers.
 const SCALAR_BLOCK: u32 = 256;
 const POINT_BLOCK: u32 = 128;
-/// Counts summed per thread in the first level of the prefix sum.
+/// Counts summed per thread in the first level of the prefix sum (at least; see
+/// [`scan_chunk`]).
 const SCAN_CHUNK: u32 = 256;
+/// Most chunks the one-thread second level of the prefix sum walks.
+const MAX_SCAN_CHUNKS: u32 = 4096;
+
+/// Counts per thread in the first level of the prefix sum over `n_keys` keys: 256, or more
+/// so that the second level (one thread, in order) walks at most [`MAX_SCAN_CHUNKS`]
+/// chunk sums (at c = 22 there are 13·2^21 keys: chunks of 256 would make that one thread
+/// walk 106,496 of them). Unchanged (256) up to 2^20 keys, so for every c <= 17.
+fn scan_chunk(n_keys: u32) -> u32 {
+    SCAN_CHUNK.max(n_keys.div_ceil(MAX_SCAN_CHUNKS).next_power_of_two())
+}
 /// Most segments a window's buckets are split into for the reduction (a power of two) with
 /// [`ReduceKernel::Uncapped`].
 /// The reduction kernel holds ~250 registers (2 blocks of 128 threads per SM), so 17
@@ -105,10 +122,18 @@ fn tree_levels(n_segments: u32) -> Vec<u32> {
     }
     levels
 }
+/// From this many terms taking windows on, the default window is 20 bits (13 windows
+/// instead of 16: the accumulation's additions fall by 19%, the 2^19 buckets a window cost
+/// ~18 ms to reduce). Session 16 sweep on the H200 (resident scalars, chunks of 512, each
+/// with its best scatter split; ms, c = 16 / 20): 2^24 164.0 / 163.5, 2^25 317.5 / 297.7,
+/// 2^26 626.7 / 568.2, 2^27 1254.5 / 1103.7. (c = 19 and 22 lost to 20 at 2^24..2^27;
+/// c = 18 and 21 leave 3 bits in the top window.)
+pub const LARGE_WINDOW_FROM: usize = 1 << 25;
 /// Smallest and largest window sizes.
 pub const GPU_MIN_WINDOW_BITS: u32 = 2;
-/// Largest window size (keeps bucket keys and scratch small).
-pub const GPU_MAX_WINDOW_BITS: u32 = 20;
+/// Largest window size (keeps bucket keys and scratch bounded: at c = 22, 13·2^21 keys, 5.2
+/// GB of G1 buckets).
+pub const GPU_MAX_WINDOW_BITS: u32 = 22;
 /// Shortest default chunk of the chunked accumulation ([`GpuMsmPlan::default_chunk_len`]).
 pub const MIN_DEFAULT_CHUNK_LEN: u32 = 32;
 /// Longest default chunk of the chunked accumulation.
@@ -120,6 +145,15 @@ pub const MAX_CHUNK_LEN: u32 = 1 << 16;
 /// Chunks whose partial sums one thread of the first fix-up launch adds (a bucket of `m`
 /// entries leaves `m / (L·FIXUP_GROUP)` additions to one thread of the second).
 const FIXUP_GROUP: u32 = 64;
+/// Buckets one scatter launch writes into at most (by default; at least one window a
+/// launch): the entries' partly written 32-byte sectors, one a bucket, then stay in L2
+/// while they fill instead of going back and forth to memory for each 4-byte entry. With
+/// 2^17: 4 windows a launch at c = 16, 1 at c = 20, all at c <= 13. Session 16 sweep on
+/// the H200 (resident scalars, ms, 1 / 2 / 4 / all windows a launch): c = 16 at 2^24
+/// 166.2 / 164.5 / **164.0** / 168.2, at 2^27 1271.0 / 1258.3 / **1254.5** / 1291.4;
+/// c = 20 at 2^26 **568.2** / 570.5 / 572.6 / 593.8, at 2^27 **1103.7** / 1103.7 / 1109.3 /
+/// 1152.7 (its scatter phase 100 ms instead of 148).
+pub const SCATTER_BUCKETS: u32 = 1 << 17;
 /// Most terms one GPU MSM takes (entry indices keep a sign bit; the sorted entries must
 /// fit u32 offsets).
 pub const GPU_MAX_TERMS: usize = 1 << 28;
@@ -141,6 +175,9 @@ pub enum GpuMsmError {
         /// [`MAX_CHUNK_LEN`].
         max: u32,
     },
+    /// Zero windows per scatter launch.
+    #[error("windows per scatter launch must be at least 1, got 0")]
+    BadScatterWindows,
     /// More terms than the GPU pipeline indexes.
     #[error("{n_terms} terms exceed the gpu backend's maximum of {max_terms}")]
     TooManyTerms {
@@ -666,6 +703,9 @@ pub struct GpuMsmConfig {
     /// Sorted entries per thread of the chunked accumulation ([`AccumulateKernel::Chunked`]);
     /// `None` is [`GpuMsmPlan::default_chunk_len`].
     pub chunk_len: Option<u32>,
+    /// Windows whose entries one scatter launch writes (the ones window counts as one);
+    /// `None`: as many as keep [`SCATTER_BUCKETS`] buckets or fewer per launch.
+    pub scatter_windows: Option<u32>,
 }
 
 /// The CUDA MSM engine on one device.
@@ -719,7 +759,8 @@ impl GpuMsmPlan {
         ) as u32
     }
 
-    /// The default window size for `n` terms: 8 up to 2^12 terms, 13 below 2^17, else 16.
+    /// The default window size for `n` terms taking windows: 8 up to 2^12 terms, 13 below
+    /// 2^17, 16 below [`LARGE_WINDOW_FROM`], else 20 (whose top window holds bits 240..255).
     /// With the chunked accumulation (session 9, H200, best chunk each): 2^16 4.69 ms with
     /// c = 13 against 5.63 with c = 16, 2^18 7.78 against 7.09. (With one thread per bucket
     /// c = 16 had won at 2^16, 6.6 against 8.8 ms: c = 13's 4096 buckets per window hold 16
@@ -738,8 +779,10 @@ impl GpuMsmPlan {
             8
         } else if n < 1 << 17 {
             13
-        } else {
+        } else if n < LARGE_WINDOW_FROM {
             16
+        } else {
+            20
         }
     }
 }
@@ -895,6 +938,9 @@ impl GpuMsm {
                 });
             }
         }
+        if config.scatter_windows == Some(0) {
+            return Err(GpuMsmError::BadScatterWindows);
+        }
         Ok(GpuMsm { gpu, config })
     }
 
@@ -908,7 +954,8 @@ impl GpuMsm {
         &self.gpu
     }
 
-    /// The plan used for `n` terms.
+    /// The plan for `n` terms that take windows (scalars other than 0 and 1: the pipeline
+    /// counts them on the device first and plans for that count).
     pub fn plan(&self, n: usize) -> GpuMsmPlan {
         GpuMsmPlan::new(
             self.config
@@ -1418,15 +1465,13 @@ impl GpuMsm {
                 .map_err(driver("cuStreamWaitEvent"))?;
             let r = range(k);
             let len = r.len();
-            let plan = self.plan(len);
-            let sums = self.window_sums::<C>(
+            let (sums, plan) = self.window_sums::<C>(
                 &buffers[k % 2].slice().slice(..len * C::AFFINE_WORDS),
                 &scalars
                     .words
                     .slice()
                     .slice(r.start * SCALAR_WORDS..r.end * SCALAR_WORDS),
                 len,
-                &plan,
                 None,
             )?;
             total += combine_windows::<C>(&sums, plan.window_bits)?;
@@ -1466,13 +1511,11 @@ impl GpuMsm {
         if n == 0 {
             return Ok((<C::Projective as group::Group>::identity(), Vec::new()));
         }
-        let plan = self.plan(n);
         let mut marks = Vec::new();
-        let sums = self.window_sums::<C>(
+        let (sums, plan) = self.window_sums::<C>(
             &bases.slice(..n * C::AFFINE_WORDS),
             &scalars.words.slice().slice(..),
             n,
-            &plan,
             profile.then_some(&mut marks),
         )?;
         let mut phases = Vec::new();
@@ -1495,9 +1538,8 @@ impl GpuMsm {
         bases: &CudaView<'_, u32>,
         scalars: &CudaView<'_, u32>,
         n: usize,
-        plan: &GpuMsmPlan,
         mut marks: Option<&mut Vec<(&'static str, cudarc::driver::CudaEvent)>>,
-    ) -> Result<Vec<C::Projective>, GpuMsmError> {
+    ) -> Result<(Vec<C::Projective>, GpuMsmPlan), GpuMsmError> {
         let gpu = &self.gpu;
         let stream = gpu.stream();
         // Records an event after the work queued so far, named after the phase it ends.
@@ -1511,11 +1553,21 @@ impl GpuMsm {
         };
         debug_assert!(bases.len() >= n * C::AFFINE_WORDS && scalars.len() >= n * SCALAR_WORDS);
         let n = n as u32;
+        mark("start")?;
+        // The plan follows the scalars that take windows (neither 0 nor 1): a Groth16
+        // witness's MSM over 2^27 terms of which 1% are other values is planned (window
+        // size, entries) for those 1%, not for 2^27.
+        let classes = self.classify(scalars, n)?;
+        let (n_ones, n_others) = (classes[0] as usize, classes[1] as usize);
+        let plan = &self.plan(n_others);
         let c = plan.window_bits;
         let n_windows = plan.n_windows;
         let n_keys = plan.n_keys;
-        let n_chunks = n_keys.div_ceil(SCAN_CHUNK);
-        let n_entries = (n as usize) * (n_windows as usize);
+        let scan_chunk = scan_chunk(n_keys);
+        let n_chunks = n_keys.div_ceil(scan_chunk);
+        // Exactly the entries the scatter writes: one per window per other scalar (at most:
+        // digits 0 make none), one per scalar equal to 1.
+        let n_entries = n_others * (n_windows as usize) + n_ones;
         let n_groups = n_windows + 1;
         let reduce = self.config.reduce.resolve::<C>();
         let n_segments = reduce.segments(plan.n_buckets);
@@ -1529,7 +1581,9 @@ impl GpuMsm {
         let mut chunk_sums = gpu.alloc_zeros::<u32>(n_chunks as usize, "gpu-msm chunk sums")?;
         let mut offsets = gpu.alloc_zeros::<u32>(n_keys as usize, "gpu-msm offsets")?;
         let mut cursors = gpu.alloc_zeros::<u32>(n_keys as usize, "gpu-msm cursors")?;
-        let mut entries = gpu.alloc_zeros::<u32>(n_entries.max(1), "gpu-msm entries")?;
+        // Not zero-filled: the scatter writes every entry the later kernels read (those
+        // below offsets[last] + counts[last] <= n_entries).
+        let mut entries = gpu.alloc_for_overwrite::<u32>(n_entries.max(1), "gpu-msm entries")?;
         let mut buckets =
             gpu.alloc_zeros::<u32>(n_keys as usize * C::XYZZ_WORDS, "gpu-msm buckets")?;
         let mut segs =
@@ -1562,7 +1616,7 @@ impl GpuMsm {
         let mut l = stream.launch_builder(&f);
         l.arg(counts.slice())
             .arg(&n_keys)
-            .arg(&SCAN_CHUNK)
+            .arg(&scan_chunk)
             .arg(chunk_sums.slice_mut());
         unsafe { l.launch(grid(n_chunks, SCALAR_BLOCK)) }.map_err(launch_err)?;
 
@@ -1575,7 +1629,7 @@ impl GpuMsm {
         let mut l = stream.launch_builder(&f);
         l.arg(counts.slice())
             .arg(&n_keys)
-            .arg(&SCAN_CHUNK)
+            .arg(&scan_chunk)
             .arg(chunk_sums.slice())
             .arg(offsets.slice_mut())
             .arg(cursors.slice_mut());
@@ -1583,14 +1637,18 @@ impl GpuMsm {
 
         mark("scan")?;
         let f = gpu.function(Entry::MsmScatter)?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(scalars)
-            .arg(&n)
-            .arg(&c)
-            .arg(&n_windows)
-            .arg(cursors.slice_mut())
-            .arg(entries.slice_mut());
-        unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
+        for (w_lo, w_hi) in scatter_ranges(n_groups, self.scatter_windows(plan)) {
+            let mut l = stream.launch_builder(&f);
+            l.arg(scalars)
+                .arg(&n)
+                .arg(&c)
+                .arg(&n_windows)
+                .arg(&w_lo)
+                .arg(&w_hi)
+                .arg(cursors.slice_mut())
+                .arg(entries.slice_mut());
+            unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
+        }
 
         mark("scatter")?;
         let accumulate = self.config.accumulate.resolve::<C>();
@@ -1605,7 +1663,7 @@ impl GpuMsm {
                 &counts,
                 &mut buckets,
                 plan,
-                n as usize,
+                n_entries.div_ceil(n_windows as usize),
                 n_entries,
             )?);
         } else {
@@ -1669,8 +1727,40 @@ impl GpuMsm {
         mark("sum groups")?;
         let mut words = gpu.download(sums)?;
         words.truncate(n_groups as usize * C::XYZZ_WORDS);
-        C::sums_from_xyzz(&words)
+        Ok((C::sums_from_xyzz(&words)?, *plan))
     }
+
+    /// `[scalars equal to 1, scalars other than 0 and 1]` among the first `n` (one pass
+    /// over the scalars on the stream, then a synchronizing download of two words).
+    fn classify(&self, scalars: &CudaView<'_, u32>, n: u32) -> Result<Vec<u32>, GpuMsmError> {
+        let gpu = &self.gpu;
+        let mut classes = gpu.alloc_zeros::<u32>(2, "gpu-msm scalar classes")?;
+        let f = gpu.function(Entry::MsmClassify)?;
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(scalars).arg(&n).arg(classes.slice_mut());
+        // SAFETY: msm_classify(const u32* scalars, u32 n, u32* classes): scalars holds at
+        // least n scalars (8 words each, checked by the callers), classes 2 words; both
+        // outlive the launch (the download below synchronizes).
+        unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
+        Ok(gpu.download(&classes)?)
+    }
+
+    /// Windows per scatter launch: the configured number, or as many as keep the buckets
+    /// one launch writes to at most [`SCATTER_BUCKETS`].
+    fn scatter_windows(&self, plan: &GpuMsmPlan) -> u32 {
+        self.config
+            .scatter_windows
+            .unwrap_or((SCATTER_BUCKETS / plan.n_buckets).max(1))
+    }
+}
+
+/// `[lo, hi)` window ranges of the scatter launches: `n_groups` windows (the ones window
+/// included) in `⌈n_groups / per_launch⌉` launches of near-equal size.
+fn scatter_ranges(n_groups: u32, per_launch: u32) -> Vec<(u32, u32)> {
+    let launches = n_groups.div_ceil(per_launch.max(1)).max(1);
+    (0..launches)
+        .map(|k| (k * n_groups / launches, (k + 1) * n_groups / launches))
+        .collect()
 }
 
 impl GpuMsm {
@@ -1849,6 +1939,20 @@ mod tests {
         assert!(tree_levels(1).is_empty());
     }
 
+    #[test]
+    fn scatter_ranges_cover_every_window_once() {
+        for n_groups in 1..40u32 {
+            for per in 1..45u32 {
+                let r = scatter_ranges(n_groups, per);
+                assert_eq!(r.len() as u32, n_groups.div_ceil(per));
+                assert_eq!(r.first().map(|x| x.0), Some(0));
+                assert_eq!(r.last().map(|x| x.1), Some(n_groups));
+                assert!(r.windows(2).all(|p| p[0].1 == p[1].0));
+                assert!(r.iter().all(|&(lo, hi)| lo < hi && hi - lo <= per));
+            }
+        }
+    }
+
     use super::*;
 
     #[test]
@@ -1866,6 +1970,8 @@ mod tests {
         assert_eq!(GpuMsmPlan::default_window_bits(1 << 16), 13);
         assert_eq!(GpuMsmPlan::default_window_bits(1 << 17), 16);
         assert_eq!(GpuMsmPlan::default_window_bits(1 << 24), 16);
+        assert_eq!(GpuMsmPlan::default_window_bits(LARGE_WINDOW_FROM - 1), 16);
+        assert_eq!(GpuMsmPlan::default_window_bits(LARGE_WINDOW_FROM), 20);
         // Every default keeps at least 8 bits of the scalar in the top window.
         for log_n in 0..30 {
             let c = GpuMsmPlan::default_window_bits(1 << log_n);

@@ -198,7 +198,7 @@ fn window_sizes_and_density_mask<C: TestCurve>(gpu: &gpu_device::Gpu, rng: &mut 
     let n = 1500;
     let bases = points::<C>(rng, n);
     let scalars = random_scalars(rng, n);
-    for c in [2u32, 3, 5, 8, 11, 13, 16, 20] {
+    for c in [2u32, 3, 5, 8, 11, 13, 16, 20, 22] {
         for accumulate in AccumulateKernel::ALL
             .into_iter()
             .filter(|k| k.resolve::<C>() == *k)

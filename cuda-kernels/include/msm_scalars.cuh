@@ -1,0 +1,159 @@
+// The scalar side of the MSM pipeline (msm.cuh describes the whole): digits of signed
+// windows, the counting sort by bucket key, the classes of scalars (0, 1, other) and the
+// Montgomery-to-canonical conversion. Curve-independent; included by msm.cu only (the G2
+// module, msm_g2.cu, has no scalar kernels, so edits here do not rebuild its slow PTX).
+#pragma once
+#include "msm.cuh"
+
+namespace pinion {
+namespace msm {
+
+struct Scalar256 {
+  uint32_t w[8];
+};
+
+__device__ __forceinline__ Scalar256 scalar_load(const uint32_t* s, uint32_t i) {
+  const uint4* v = reinterpret_cast<const uint4*>(s + 8 * (size_t)i);
+  const uint4 a = v[0], b = v[1];
+  return {{a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}};
+}
+
+// Word `i` (0..8, 8 and above read as zero) without a run-time register index, so the
+// scalar stays in registers.
+__device__ __forceinline__ uint32_t word_at(const Scalar256& s, uint32_t i) {
+  uint32_t r = 0;
+#pragma unroll
+  for (uint32_t j = 0; j < 8; ++j) r = (j == i) ? s.w[j] : r;
+  return r;
+}
+
+// Bits [pos, pos + c) of s, c <= 31.
+__device__ __forceinline__ uint32_t bits_at(const Scalar256& s, uint32_t pos, uint32_t c) {
+  const uint32_t word = pos >> 5, shift = pos & 31;
+  uint32_t v = word_at(s, word) >> shift;
+  if (shift != 0) v |= word_at(s, word + 1) << (32 - shift);
+  return v & ((1u << c) - 1);
+}
+
+// 0: zero, 1: one, 2: anything else.
+__device__ __forceinline__ int scalar_class(const Scalar256& s) {
+  uint32_t hi = 0;
+#pragma unroll
+  for (int j = 1; j < 8; ++j) hi |= s.w[j];
+  if (hi == 0 && s.w[0] == 0) return 0;
+  if (hi == 0 && s.w[0] == 1) return 1;
+  return 2;
+}
+
+struct Windows {
+  uint32_t c;        // window bits
+  uint32_t n_windows;  // W (the ones window is index W)
+};
+
+// Calls f(key, entry) for each term scalar i contributes in windows [w_lo, w_hi) (the
+// ones window is window W; the carries of the windows below w_lo are still computed).
+template <class Fn>
+__device__ __forceinline__ void for_each_digit(const Scalar256& s, uint32_t i, Windows win,
+                                               uint32_t w_lo, uint32_t w_hi, Fn&& f) {
+  const uint32_t c = win.c, half = 1u << (c - 1), n_buckets = half;
+  const int cls = scalar_class(s);
+  if (cls == 0) return;
+  if (cls == 1) {
+    if (w_lo <= win.n_windows && win.n_windows < w_hi) {
+      f(win.n_windows * n_buckets + (i & (n_buckets - 1)), i);
+    }
+    return;
+  }
+  uint32_t carry = 0;
+  const uint32_t w_end = min_u32(w_hi, win.n_windows);
+  for (uint32_t w = 0; w < w_end; ++w) {
+    uint32_t d = bits_at(s, w * c, c) + carry;
+    uint32_t sign = 0;
+    if (d > half) {
+      d = (1u << c) - d;  // |d - 2^c|; d == 2^c gives 0
+      sign = SIGN_BIT;
+      carry = 1;
+    } else {
+      carry = 0;
+    }
+    if (d != 0 && w >= w_lo) f(w * n_buckets + (d - 1), i | sign);
+  }
+}
+
+__device__ __forceinline__ void count_body(const uint32_t* scalars, Windows win,
+                                           uint32_t* counts, uint32_t i) {
+  const Scalar256 s = scalar_load(scalars, i);
+  for_each_digit(s, i, win, 0, win.n_windows + 1,
+                 [&](uint32_t key, uint32_t) { atomic_inc(counts + key); });
+}
+
+// The entries of windows [w_lo, w_hi): the host splits the W + 1 windows over launches so
+// that the buckets one launch writes into stay few (their partly written 32-byte sectors
+// then stay in L2 instead of being written back and read again for every 4-byte entry).
+__device__ __forceinline__ void scatter_body(const uint32_t* scalars, Windows win,
+                                             uint32_t w_lo, uint32_t w_hi, uint32_t* cursors,
+                                             uint32_t* entries, uint32_t i) {
+  const Scalar256 s = scalar_load(scalars, i);
+  for_each_digit(s, i, win, w_lo, w_hi, [&](uint32_t key, uint32_t entry) {
+    entries[atomic_inc(cursors + key)] = entry;
+  });
+}
+
+// Scalars equal to 1 and scalars other than 0 and 1 among s[0..n), added to classes[0]
+// and classes[1] (one atomic per warp and class). Every lane of the warp calls it.
+__device__ __forceinline__ void classify_body(const uint32_t* scalars, uint32_t n,
+                                              uint32_t* classes, uint32_t i) {
+  int cls = 0;
+  if (i < n) cls = scalar_class(scalar_load(scalars, i));
+  const uint32_t ones = __popc(__ballot_sync(0xffffffffu, cls == 1));
+  const uint32_t others = __popc(__ballot_sync(0xffffffffu, cls == 2));
+  if ((threadIdx.x & 31) == 0) {
+    if (ones != 0) atomicAdd(classes, ones);
+    if (others != 0) atomicAdd(classes + 1, others);
+  }
+}
+
+// Scan, level 1: chunk_sums[t] = sum of counts[t*chunk .. (t+1)*chunk).
+__device__ __forceinline__ void chunk_sum_body(const uint32_t* counts, uint32_t n_keys,
+                                               uint32_t chunk, uint32_t* chunk_sums,
+                                               uint32_t t) {
+  uint32_t acc = 0;
+  const uint32_t end = min_u32(n_keys, (t + 1) * chunk);
+  for (uint32_t k = t * chunk; k < end; ++k) acc += counts[k];
+  chunk_sums[t] = acc;
+}
+
+// Scan, level 2 (one thread): exclusive prefix sum of chunk_sums, in place.
+__device__ __forceinline__ void scan_chunks_body(uint32_t* chunk_sums, uint32_t n_chunks) {
+  uint32_t acc = 0;
+  for (uint32_t t = 0; t < n_chunks; ++t) {
+    const uint32_t v = chunk_sums[t];
+    chunk_sums[t] = acc;
+    acc += v;
+  }
+}
+
+// Scan, level 3: offsets and cursors of chunk t.
+__device__ __forceinline__ void scan_apply_body(const uint32_t* counts, uint32_t n_keys,
+                                                uint32_t chunk, const uint32_t* chunk_sums,
+                                                uint32_t* offsets, uint32_t* cursors,
+                                                uint32_t t) {
+  uint32_t acc = chunk_sums[t];
+  const uint32_t end = min_u32(n_keys, (t + 1) * chunk);
+  for (uint32_t k = t * chunk; k < end; ++k) {
+    offsets[k] = acc;
+    cursors[k] = acc;
+    acc += counts[k];
+  }
+}
+
+// Montgomery form a*R to canonical a: one Montgomery product with the integer 1.
+__device__ __forceinline__ void from_montgomery_body(uint32_t* scalars, uint32_t i) {
+  Fr a = fe_load(reinterpret_cast<const Fr*>(scalars) + i);
+  Fr one_raw = fe_zero<FrParams>();
+  one_raw.l[0] = 1;
+  fe_store(reinterpret_cast<Fr*>(scalars) + i, fe_mul(a, one_raw));
+}
+
+}  // namespace msm
+}  // namespace pinion
