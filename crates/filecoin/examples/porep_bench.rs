@@ -48,7 +48,7 @@ use engine::{
     Priority, Shutdown,
 };
 use filecoin_proofs_api::RegisteredSealProof;
-use gpu_device::Gpu;
+use gpu_device::{Gpu, GpuConfig, WaitMode};
 use groth16_prover::testing::ParamShape;
 use groth16_prover::{
     CpuBackend, GpuBackend, ProofOutput, ProofTimings, Prover, ProverBackend, ProverConfig,
@@ -64,7 +64,7 @@ use srs_store::{
 };
 
 const USAGE: &str = "usage: porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] \
-[--reps N] [--engine-partitions N] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G] \
+[--gpu-wait blocking|yield|spin] [--reps N] [--engine-partitions N] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G] \
 [--pce FILE.pce | --pce-out FILE.pce] [--record-only | --witness-only] [--seed N] [--json]";
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -80,6 +80,8 @@ struct Args {
     proof: RegisteredSealProof,
     size_name: &'static str,
     gpu: bool,
+    /// How host threads wait for the device (gpu-device's default: blocking).
+    gpu_wait: WaitMode,
     reps: usize,
     engine_partitions: usize,
     /// One engine run per entry (`None`: the engine's default ceiling).
@@ -100,6 +102,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         proof: RegisteredSealProof::StackedDrg32GiBV1_1,
         size_name: "32GiB",
         gpu: false,
+        gpu_wait: WaitMode::default(),
         reps: 3,
         engine_partitions: 0,
         max_synthesis: vec![None],
@@ -152,6 +155,15 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                 }
             }
             "--gpu" => a.gpu = true,
+            "--gpu-wait" => {
+                let v = value(&flag, it.next())?;
+                a.gpu_wait = match v.as_str() {
+                    "blocking" => WaitMode::Blocking,
+                    "yield" => WaitMode::Yield,
+                    "spin" => WaitMode::Spin,
+                    _ => return Err(format!("--gpu-wait: {v:?} is not blocking, yield or spin")),
+                };
+            }
             "--reps" => a.reps = number(&flag, it.next())?,
             "--engine-partitions" => a.engine_partitions = number(&flag, it.next())?,
             "--side-by-side" => a.side_by_side = true,
@@ -300,8 +312,17 @@ fn run(args: &Args) -> Result<(), Error> {
     );
     put("budget_bytes", budget.total_bytes().into());
     let gpu = if args.gpu {
-        let g = Gpu::open(0).map_err(|e| format!("--gpu: device 0 does not open: {e}"))?;
-        println!("gpu: {:?}", g.info());
+        let config = GpuConfig {
+            wait: args.gpu_wait,
+            ..GpuConfig::default()
+        };
+        let g =
+            Gpu::open_with(0, config).map_err(|e| format!("--gpu: device 0 does not open: {e}"))?;
+        println!(
+            "gpu: {:?}, host threads wait: {:?}",
+            g.info(),
+            args.gpu_wait
+        );
         Some(g)
     } else {
         None

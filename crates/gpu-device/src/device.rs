@@ -82,6 +82,55 @@ pub struct GpuConfig {
     /// card, which covers the driver's own per-context and per-module allocations and
     /// library workspaces that are not charged.
     pub vram_margin_bytes: Option<u64>,
+    /// How host threads wait for the device (the primary context's scheduling flag, set
+    /// when the device is opened; the whole process shares it).
+    pub wait: WaitMode,
+}
+
+/// How a host thread that waits for the device (a synchronizing copy, an event or stream
+/// synchronize) spends the wait.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WaitMode {
+    /// Sleep until the driver wakes the thread (`CU_CTX_SCHED_BLOCKING_SYNC`): the core
+    /// goes to other work, a wake-up costs some microseconds. The default: a prover's
+    /// waiting threads (its MSM and G2 threads, the staging thread) would otherwise each
+    /// hold a core busy while the next proof's synthesis wants all of them. (The driver's
+    /// own default on a machine with more cores than contexts is to spin.)
+    #[default]
+    Blocking,
+    /// Spin, yielding the core to other runnable threads (`CU_CTX_SCHED_YIELD`).
+    Yield,
+    /// Spin (`CU_CTX_SCHED_SPIN`): the lowest latency, one core per waiting thread.
+    Spin,
+}
+
+impl WaitMode {
+    fn flags(self) -> u32 {
+        let f = match self {
+            WaitMode::Blocking => sys::CUctx_flags::CU_CTX_SCHED_BLOCKING_SYNC,
+            WaitMode::Yield => sys::CUctx_flags::CU_CTX_SCHED_YIELD,
+            WaitMode::Spin => sys::CUctx_flags::CU_CTX_SCHED_SPIN,
+        };
+        f as u32
+    }
+}
+
+/// Sets the scheduling flag of device `ordinal`'s primary context (allowed while it is
+/// active since CUDA 11.2; every device this project supports has a newer driver).
+fn set_wait_mode(ordinal: usize, mode: WaitMode) -> Result<(), GpuError> {
+    let ordinal_c = i32::try_from(ordinal).map_err(|_| GpuError::NoDevice {
+        ordinal,
+        n_devices: 0,
+    })?;
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: cuInit ran (device_count); `dev` is a valid out-pointer for the call.
+    unsafe { sys::cuDeviceGet(&mut dev, ordinal_c) }
+        .result()
+        .map_err(GpuError::driver("cuDeviceGet"))?;
+    // SAFETY: `dev` came from cuDeviceGet; the flags are one scheduling flag.
+    unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(dev, mode.flags()) }
+        .result()
+        .map_err(GpuError::driver("cuDevicePrimaryCtxSetFlags"))
 }
 
 /// The default VRAM margin for a card of `total_bytes`.
@@ -143,6 +192,7 @@ impl Gpu {
             return Err(GpuError::NoDevice { ordinal, n_devices });
         }
         let host_before = own_hard_bytes();
+        set_wait_mode(ordinal, config.wait)?;
         let ctx =
             CudaContext::new(ordinal).map_err(GpuError::driver("cuDevicePrimaryCtxRetain"))?;
         let name = ctx.name().map_err(GpuError::driver("cuDeviceGetName"))?;

@@ -11,6 +11,10 @@
 //!   holding it is JIT-loaded from its PTX (embedded, or read from `$PINION_PTX_DIR` in
 //!   `external-ptx` builds; unavailable PTX is [`GpuError::Ptx`]) on first use and cached per
 //!   device.
+//! - **Waiting threads sleep.** A device is opened with its primary context set to
+//!   blocking synchronization ([`WaitMode::Blocking`], the default of [`GpuConfig`]): a
+//!   thread waiting for the device gives its core to the host's other work instead of
+//!   spinning on it (the driver's default with more cores than contexts).
 //! - **VRAM is budgeted.** Each [`Gpu`] owns a `memory_budget::Budget` of
 //!   `min(total - margin, free at open)` bytes ([`GpuConfig`]); [`Gpu::alloc_zeros`] and
 //!   [`Gpu::upload`] charge it (category `Device`) before asking the driver, and a driver
@@ -45,6 +49,7 @@ pub mod testing;
 
 pub use device::{
     default_vram_margin_bytes, device_count, driver_present, DeviceInfo, Gpu, GpuConfig, MemInfo,
+    WaitMode,
 };
 pub use error::GpuError;
 pub use memory::{DeviceBuffer, PinnedBuffer};
