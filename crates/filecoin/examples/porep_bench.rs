@@ -943,6 +943,8 @@ fn median_timings(runs: &[ProofOutput]) -> ProofTimings {
         bases_upload: m(|t| t.bases_upload),
         msm_transfers: m(|t| t.msm_transfers),
         msm_staging_wait: m(|t| t.msm_staging_wait),
+        msm_witness_alloc: m(|t| t.msm_witness_alloc),
+        msm_witness_masks: m(|t| t.msm_witness_masks),
         h_device: m(|t| t.h_device),
         assembly: m(|t| t.assembly),
         self_check: m(|t| t.self_check),
@@ -950,7 +952,7 @@ fn median_timings(runs: &[ProofOutput]) -> ProofTimings {
     }
 }
 
-fn steps(t: &ProofTimings) -> [(&'static str, Duration); 17] {
+fn steps(t: &ProofTimings) -> [(&'static str, Duration); 19] {
     [
         ("synthesis (circuit run, a/b/c beside)", t.synthesis),
         ("a/b/c evaluation (after it)", t.abc_evaluation),
@@ -966,6 +968,8 @@ fn steps(t: &ProofTimings) -> [(&'static str, Duration); 17] {
         ("msms, wall", t.msm_wall),
         ("  scalar transfers", t.msm_transfers),
         ("    staging waits", t.msm_staging_wait),
+        ("      witness device buffers", t.msm_witness_alloc),
+        ("      witness masks", t.msm_witness_masks),
         ("  bases upload", t.bases_upload),
         ("assembly", t.assembly),
         ("total", t.total),

@@ -490,6 +490,8 @@ fn breakdown(what: &str, best: &ProofOutput) {
         ("msms, wall", t.msm_wall),
         ("  of which scalar transfers", t.msm_transfers),
         ("    of which staging waits", t.msm_staging_wait),
+        ("      of which witness device buffers", t.msm_witness_alloc),
+        ("      of which witness masks", t.msm_witness_masks),
         ("  of which bases upload", t.bases_upload),
         ("assembly", t.assembly),
         ("total", t.total),

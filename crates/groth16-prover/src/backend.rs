@@ -77,6 +77,12 @@ pub struct MsmTimings {
     /// Of `scalar_transfers`: waiting for a pooled staging buffer (its earlier copies to
     /// finish, or a new one to be pinned).
     pub staging_wait: Duration,
+    /// Of `staging_wait` (GPU backend, the witness's one upload): allocating its device
+    /// buffers.
+    pub witness_alloc: Duration,
+    /// Of `staging_wait` (the witness's upload): copying the a and b masks to the device
+    /// (pageable copies: they return once their stream's earlier work is done).
+    pub witness_masks: Duration,
     /// Device time of the H transforms, measured by events around them (GPU backend with
     /// h on the device; zero otherwise). They run while the MSM scalars are prepared.
     pub h_device: Duration,

@@ -171,6 +171,10 @@ pub struct ProofTimings {
     pub msm_transfers: Duration,
     /// Of `msm_transfers`: waiting for pooled staging buffers.
     pub msm_staging_wait: Duration,
+    /// Of `msm_staging_wait`: allocating the witness's device buffers (GPU backend).
+    pub msm_witness_alloc: Duration,
+    /// Of `msm_staging_wait`: copying the witness's a and b masks to the device.
+    pub msm_witness_masks: Duration,
     /// Device time of the H transforms (GPU backend, h kept on the device: the host part
     /// is `h`, the transforms then run while the MSM scalars are prepared).
     pub h_device: Duration,
@@ -960,6 +964,8 @@ impl Prover {
         timings.bases_upload = view_time + sums.timings.bases_upload;
         timings.msm_transfers = sums.timings.scalar_transfers;
         timings.msm_staging_wait = sums.timings.staging_wait;
+        timings.msm_witness_alloc = sums.timings.witness_alloc;
+        timings.msm_witness_masks = sums.timings.witness_masks;
         timings.h_device = sums.timings.h_device;
         let bases = std::mem::take(&mut sums.placement);
         Ok(Computed {

@@ -632,6 +632,8 @@ impl GpuBackend {
                     Some(w) => {
                         timings.scalar_transfers += w.host_time;
                         timings.staging_wait += w.waited;
+                        timings.witness_alloc += w.alloc_time;
+                        timings.witness_masks += w.masks_time;
                         let _ = b_tx.send(w.b.clone().map(|b| (b, w.g2_ready)));
                         (
                             [w.l.map(Arc::new), w.a.map(Arc::new), w.b],

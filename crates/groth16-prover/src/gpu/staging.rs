@@ -69,9 +69,12 @@ pub(super) struct DeviceWitness {
     /// for B on G2's.
     pub(super) g1_ready: CudaEvent,
     pub(super) g2_ready: CudaEvent,
-    /// Host time spent, and the part of it spent waiting for the staging buffer.
+    /// Host time spent, and the part of it spent waiting before the limbs could be
+    /// written (device buffers, masks, staging buffer), with its first two parts.
     pub(super) host_time: Duration,
     pub(super) waited: Duration,
+    pub(super) alloc_time: Duration,
+    pub(super) masks_time: Duration,
 }
 
 /// B's scalars on the device for the G2 MSM, and the event after their staging.
@@ -285,6 +288,7 @@ impl GpuBackend {
             };
             b = Some(d);
         }
+        let alloc_time = t.elapsed();
         // The masks first: a copy from pageable memory waits for the stream's earlier
         // work, which must not be the witness's copy (nor kernels behind the MSMs).
         let a_mask = match a {
@@ -298,6 +302,7 @@ impl GpuBackend {
             )),
             None => None,
         };
+        let masks_time = t.elapsed() - alloc_time;
         // The raw limbs into pinned memory, then one copy.
         let limbs = SCALAR_LIMBS * n_w;
         let mut staging = self.staging_buffer(Q, limbs, (held, from))?;
@@ -343,6 +348,8 @@ impl GpuBackend {
             g1_ready,
             g2_ready,
             host_time: t.elapsed(),
+            alloc_time,
+            masks_time,
             waited,
         }))
     }
