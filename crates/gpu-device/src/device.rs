@@ -115,13 +115,12 @@ impl WaitMode {
     }
 }
 
-/// Sets the scheduling flag of device `ordinal`'s primary context (allowed while it is
-/// active since CUDA 11.2; every device this project supports has a newer driver).
-fn set_wait_mode(ordinal: usize, mode: WaitMode) -> Result<(), GpuError> {
-    let ordinal_c = i32::try_from(ordinal).map_err(|_| GpuError::NoDevice {
-        ordinal,
-        n_devices: 0,
-    })?;
+/// Sets the scheduling flag of device `ordinal` (one of `n_devices`)'s primary context
+/// (allowed while it is active since CUDA 11.2; every device this project supports has a
+/// newer driver).
+fn set_wait_mode(ordinal: usize, n_devices: usize, mode: WaitMode) -> Result<(), GpuError> {
+    let ordinal_c =
+        i32::try_from(ordinal).map_err(|_| GpuError::NoDevice { ordinal, n_devices })?;
     let mut dev: sys::CUdevice = 0;
     // SAFETY: cuInit ran (device_count); `dev` is a valid out-pointer for the call.
     unsafe { sys::cuDeviceGet(&mut dev, ordinal_c) }
@@ -192,7 +191,7 @@ impl Gpu {
             return Err(GpuError::NoDevice { ordinal, n_devices });
         }
         let host_before = own_hard_bytes();
-        set_wait_mode(ordinal, config.wait)?;
+        set_wait_mode(ordinal, n_devices, config.wait)?;
         let ctx =
             CudaContext::new(ordinal).map_err(GpuError::driver("cuDevicePrimaryCtxRetain"))?;
         let name = ctx.name().map_err(GpuError::driver("cuDeviceGetName"))?;

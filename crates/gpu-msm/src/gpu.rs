@@ -36,10 +36,10 @@
 //! buckets each), plus a "ones" window that sums the bases of scalars equal to 1 without
 //! weights; scalars equal to 0 produce no work. Bucket assignment is a counting sort by
 //! bucket key (count with atomics, prefix sum, scatter in launches of a few windows each,
-//! so that the buckets being filled stay within L2: [`SCATTER_BUCKETS`]), then the bucket accumulation adds each bucket's bases in
-//! XYZZ coordinates, buckets are reduced by running sums over segments of buckets (one
-//! thread each) and a tree of sums, and the host makes the `W + 1` window sums affine and
-//! combines them by doubling.
+//! so that the buckets being filled stay within L2: [`SCATTER_BUCKETS`]), then the bucket
+//! accumulation adds each bucket's bases in XYZZ coordinates, buckets are reduced by
+//! running sums over segments of buckets (one thread each) and a tree of sums, and the host
+//! makes the `W + 1` window sums affine and combines them by doubling.
 //!
 //! # Bucket accumulation
 //! G1's default ([`AccumulateKernel::ChunkedCapped`]) gives each thread the same number of
