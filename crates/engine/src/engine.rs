@@ -15,7 +15,9 @@ use pce_cache::{PceError, PceHandle};
 use srs_store::{SrsSpec, SrsStore, StoreConfig, Tier};
 
 use crate::error::EngineError;
-use crate::job::{JobId, JobOutcome, JobSpec, JobStatus, JobTimings, Partition, Priority};
+use crate::job::{
+    JobId, JobOutcome, JobSpec, JobStatus, JobTimings, Partition, PartitionTrace, Priority,
+};
 use crate::metrics;
 use crate::pipeline;
 
@@ -219,6 +221,8 @@ pub(crate) struct Progress {
     assigned: Vec<usize>,
     remaining: usize,
     pub(crate) timings: JobTimings,
+    /// Each completed partition's timeline (by index).
+    traces: Vec<PartitionTrace>,
     first_admitted: Option<Instant>,
     outcome: Option<JobOutcome>,
 }
@@ -498,6 +502,7 @@ impl Shared {
         index: usize,
         proof: groth16::Proof<Bls12>,
         device: &str,
+        trace: PartitionTrace,
     ) {
         let mut p = job.progress();
         if p.outcome.is_some() {
@@ -506,6 +511,7 @@ impl Shared {
         if p.proofs[index].is_none() {
             p.proofs[index] = Some(proof);
             p.devices[index] = device.to_string();
+            p.traces[index] = trace;
             p.remaining -= 1;
         }
         if p.remaining == 0 {
@@ -552,6 +558,7 @@ impl Shared {
     ) {
         job.cancelled.store(true, Ordering::Release);
         p.timings.total = job.submitted.elapsed();
+        let status_completed = matches!(status, JobStatus::Completed);
         let label = match &status {
             JobStatus::Completed => {
                 self.completed.fetch_add(1, Ordering::Relaxed);
@@ -578,6 +585,10 @@ impl Shared {
             timings: p.timings,
             devices,
             sequence: self.finished_seq.fetch_add(1, Ordering::AcqRel) + 1,
+            partitions: match status_completed {
+                true => std::mem::take(&mut p.traces),
+                false => Vec::new(),
+            },
         });
         job.ended.store(true, Ordering::Release);
         let mut table = self.jobs();
@@ -833,6 +844,7 @@ impl Engine {
             progress: Mutex::new(Progress {
                 proofs: vec![None; n],
                 devices: vec![String::new(); n],
+                traces: vec![PartitionTrace::default(); n],
                 remaining: n,
                 ..Progress::default()
             }),

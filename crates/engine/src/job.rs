@@ -205,6 +205,26 @@ pub struct JobTimings {
     pub total: Duration,
 }
 
+/// When one partition's phases ran, as offsets from its job's submission (a timeline of
+/// the engine's pipeline: what overlapped what), and the prover's own step times.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PartitionTrace {
+    /// The partition's index in its job.
+    pub index: usize,
+    /// 0 for the first try; a retry (after a device fault) counts up.
+    pub attempt: usize,
+    /// Admission (the budget granted its working set).
+    pub admitted: Duration,
+    /// Witness synthesis with a, b, c: start and end.
+    pub synthesis: (Duration, Duration),
+    /// H and the MSMs: start (the device worker took it) and end.
+    pub device: (Duration, Duration),
+    /// Assembly and self-check: start and end.
+    pub assembly: (Duration, Duration),
+    /// The prover's step times for this partition (H, each MSM, staging waits).
+    pub proof: groth16_prover::ProofTimings,
+}
+
 /// A finished job.
 #[derive(Clone, Debug)]
 pub struct JobOutcome {
@@ -221,6 +241,8 @@ pub struct JobOutcome {
     pub devices: Vec<String>,
     /// The order in which jobs ended in this engine (1 for the first).
     pub sequence: u64,
+    /// Each completed partition's timeline, in partition order (empty unless completed).
+    pub partitions: Vec<PartitionTrace>,
 }
 
 impl JobOutcome {

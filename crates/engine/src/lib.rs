@@ -102,4 +102,6 @@ pub use engine::{
     JobEndHook, PceSource, Shutdown, StageCounts, KEY_LOAD_WAIT,
 };
 pub use error::EngineError;
-pub use job::{JobId, JobOutcome, JobSpec, JobStatus, JobTimings, Partition, Priority};
+pub use job::{
+    JobId, JobOutcome, JobSpec, JobStatus, JobTimings, Partition, PartitionTrace, Priority,
+};

@@ -19,6 +19,7 @@ use memory_budget::{BudgetError, Category, Reservation};
 use pce_cache::PceHandle;
 
 use crate::engine::{InFlight, JobRt, Queued, Shared, Stage};
+use crate::job::PartitionTrace;
 use crate::metrics;
 
 /// How often a partition waiting for its working set looks for a higher priority queued
@@ -39,7 +40,16 @@ pub(crate) struct Work {
     /// Synthesized alone (`Partition::synthesized_alone`): counted in
     /// `Shared::synthesizing_alone` until its synthesis slot ends.
     alone: bool,
+    /// When its phases ran (offsets from the job's submission).
+    trace: PartitionTrace,
     _in_flight: InFlight,
+}
+
+impl Work {
+    /// Now, as an offset from the job's submission.
+    fn at(&self, t: Instant) -> Duration {
+        t.saturating_duration_since(self.job.submitted)
+    }
 }
 
 /// Starts admission, the device workers and assembly.
@@ -300,7 +310,7 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
     metrics::admitted(bytes, t.elapsed());
     shared.admitted(&job, device);
     dev.in_flight.fetch_add(1, Ordering::AcqRel);
-    let work = Work {
+    let mut work = Work {
         job,
         index: q.index,
         attempt,
@@ -310,8 +320,14 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
         hold,
         synthesized: None,
         alone,
+        trace: PartitionTrace {
+            index: q.index,
+            attempt,
+            ..PartitionTrace::default()
+        },
         _in_flight: shared.in_flight(&circuit),
     };
+    work.trace.admitted = work.at(Instant::now());
     let s = Arc::clone(shared);
     let job = Arc::clone(&work.job);
     // The slot is counted before the thread starts, so admission's ceiling holds; the
@@ -502,6 +518,7 @@ fn synthesize(shared: &Arc<Shared>, mut work: Work, reservation: Reservation) {
     let result = partition.run(&work.prover, &pce, reservation);
     drop(partition);
     let elapsed = t.elapsed();
+    work.trace.synthesis = (work.at(t), work.at(t + elapsed));
     work.job.progress().timings.synthesis += elapsed;
     metrics::phase("synthesis", elapsed);
     let synthesized = match result {
@@ -612,6 +629,7 @@ fn device_worker(
         let t = Instant::now();
         let result = work.prover.compute_held(s, &work.hold);
         let elapsed = t.elapsed();
+        work.trace.device = (work.at(t), work.at(t + elapsed));
         drop(on);
         *dev.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;
         work.job.progress().timings.gpu += elapsed;
@@ -646,7 +664,9 @@ fn compute_and_assemble(shared: &Arc<Shared>, mut work: Work) {
     };
     let t = Instant::now();
     let result = work.prover.compute_held(s, &work.hold);
-    work.job.progress().timings.gpu += t.elapsed();
+    let elapsed = t.elapsed();
+    work.trace.device = (work.at(t), work.at(t + elapsed));
+    work.job.progress().timings.gpu += elapsed;
     match result {
         Ok(c) => {
             std::mem::forget(shared.enter(Stage::Assembling));
@@ -656,7 +676,7 @@ fn compute_and_assemble(shared: &Arc<Shared>, mut work: Work) {
     }
 }
 
-fn assemble(shared: &Arc<Shared>, work: Work, computed: Computed) {
+fn assemble(shared: &Arc<Shared>, mut work: Work, computed: Computed) {
     let _stage = StageSlot {
         shared,
         stage: Stage::Assembling,
@@ -671,10 +691,12 @@ fn assemble(shared: &Arc<Shared>, work: Work, computed: Computed) {
         .prover
         .assemble(computed, rs, shared.self_check, work.index);
     let elapsed = t.elapsed();
+    work.trace.assembly = (work.at(t), work.at(t + elapsed));
     work.job.progress().timings.assembly += elapsed;
     metrics::phase("assembly", elapsed);
     match result {
         Ok(out) => {
+            work.trace.proof = out.timings;
             let name = if work.attempt == 0 {
                 shared.devices[work.device].name.clone()
             } else {
@@ -685,7 +707,7 @@ fn assemble(shared: &Arc<Shared>, work: Work, computed: Computed) {
                     work.prover.backend_name()
                 )
             };
-            shared.partition_done(&work.job, work.index, out.proof, &name);
+            shared.partition_done(&work.job, work.index, out.proof, &name, work.trace);
         }
         Err(e) => failed(shared, work, e),
     }

@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use bellman::{Circuit, ConstraintSystem, SynthesisError};
 use bls12_381::Scalar;
-use engine::{Engine, EngineError, JobId, JobSpec, JobStatus, Partition, Priority, Shutdown};
+use engine::{
+    Engine, EngineError, JobId, JobOutcome, JobSpec, JobStatus, Partition, Priority, Shutdown,
+};
 use ff::Field;
 use groth16_prover::testing::{MimcChain, RandomR1cs};
 use groth16_prover::{Prover, ProverConfig, Randomness};
@@ -57,6 +59,29 @@ fn failure(engine: &Engine, id: JobId) -> String {
     {
         JobStatus::Failed(reason) => reason,
         other => panic!("job {id}: expected a failure, got {other:?}"),
+    }
+}
+
+/// A completed job's timeline: one trace a partition, in order, each phase after the
+/// previous one and inside the job's time, with the prover's own total inside it.
+fn check_timeline(out: &JobOutcome, seed: u64) {
+    assert_eq!(out.partitions.len(), out.proofs.len(), "seed {seed}");
+    for (i, t) in out.partitions.iter().enumerate() {
+        let at = format!("seed {seed}: job {} partition {i}: {t:?}", out.id);
+        assert_eq!(t.index, i, "{at}");
+        let points = [
+            t.admitted,
+            t.synthesis.0,
+            t.synthesis.1,
+            t.device.0,
+            t.device.1,
+            t.assembly.0,
+            t.assembly.1,
+            out.timings.total,
+        ];
+        assert!(points.windows(2).all(|w| w[0] <= w[1]), "{at}");
+        assert!(t.proof.total > Duration::ZERO, "{at}");
+        assert!(t.proof.synthesis <= t.synthesis.1 - t.synthesis.0, "{at}");
     }
 }
 
@@ -105,6 +130,7 @@ fn proofs_equal_the_reference_on_two_devices() {
         assert_eq!(out.status, JobStatus::Completed, "seed {seed}: {id}");
         assert_eq!(out.proofs.len(), circuits.len());
         assert_eq!(out.proof_bytes().len(), 192 * circuits.len());
+        check_timeline(&out, seed);
         for (i, (c, r)) in circuits.iter().zip(&rs).enumerate() {
             let want = groth16::create_proof(c.clone(), &regs[which].params, r.r, r.s).unwrap();
             assert_eq!(
@@ -549,8 +575,12 @@ fn device_faults_are_retried_and_touch_no_other_job() {
         assert_eq!(o.status, JobStatus::Completed, "seed {seed}");
         let want = groth16::create_proof(c, &reg.params, rs.r, rs.s).unwrap();
         assert_eq!(proof_bytes(&o.proofs[0]), proof_bytes(&want));
+        check_timeline(&o, seed);
         if o.devices[0].contains("retry") {
+            assert_eq!(o.partitions[0].attempt, 1, "seed {seed}: {}", o.devices[0]);
             retried += 1;
+        } else {
+            assert_eq!(o.partitions[0].attempt, 0, "seed {seed}: {}", o.devices[0]);
         }
     }
     let faults = d.faults.load(Ordering::Relaxed);

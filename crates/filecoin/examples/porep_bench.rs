@@ -44,8 +44,8 @@ use std::time::{Duration, Instant};
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use bls_repr::{G1AffineRepr, G2AffineRepr};
 use engine::{
-    CircuitSpec, DeviceConfig, Engine, EngineConfig, JobSpec, JobStatus, Partition, PceSource,
-    Priority, Shutdown,
+    CircuitSpec, DeviceConfig, Engine, EngineConfig, JobSpec, JobStatus, Partition, PartitionTrace,
+    PceSource, Priority, Shutdown,
 };
 use filecoin_proofs_api::RegisteredSealProof;
 use gpu_device::{Gpu, GpuConfig, WaitMode};
@@ -739,6 +739,7 @@ fn run(args: &Args) -> Result<(), Error> {
             gib(peak),
             gib(vm_hwm())
         );
+        print_timeline(&outcome.partitions);
         BenchLine {
             what: &format!(
                 "porep c2 partitions through the engine, timing only ({})",
@@ -1033,5 +1034,33 @@ fn gib(bytes: u64) -> String {
         format!("{:.2} GiB", bytes as f64 / GIB)
     } else {
         format!("{:.1} MiB", bytes as f64 / MIB)
+    }
+}
+
+/// The engine's pipeline, one line a partition: when each phase ran (seconds from the
+/// job's submission) and what the device phase spent where.
+fn print_timeline(parts: &[PartitionTrace]) {
+    let s = |d: Duration| d.as_secs_f64();
+    println!("timeline (s from submission): partition: admitted | synthesis | device [h, msm wall, h msm, b_g2, staging waits (buffers, masks)] | assembly");
+    for t in parts {
+        let p = &t.proof;
+        println!(
+            "timeline {:>3}: {:7.3} | {:7.3}-{:7.3} | {:7.3}-{:7.3} [{:.3}, {:.3}, {:.3}, {:.3}, {:.3} ({:.3}, {:.3})] | {:7.3}-{:7.3}",
+            t.index,
+            s(t.admitted),
+            s(t.synthesis.0),
+            s(t.synthesis.1),
+            s(t.device.0),
+            s(t.device.1),
+            s(p.h),
+            s(p.msm_wall),
+            s(p.msm_h),
+            s(p.msm_b_g2),
+            s(p.msm_staging_wait),
+            s(p.msm_witness_alloc),
+            s(p.msm_witness_masks),
+            s(t.assembly.0),
+            s(t.assembly.1),
+        );
     }
 }
