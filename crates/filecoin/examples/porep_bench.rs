@@ -48,7 +48,7 @@ use engine::{
     PceSource, Priority, Shutdown,
 };
 use filecoin_proofs_api::RegisteredSealProof;
-use gpu_device::{Gpu, GpuConfig, WaitMode};
+use gpu_device::{Gpu, GpuConfig, VramPool, WaitMode};
 use groth16_prover::testing::ParamShape;
 use groth16_prover::{
     CpuBackend, GpuBackend, ProofOutput, ProofTimings, Prover, ProverBackend, ProverConfig,
@@ -64,7 +64,7 @@ use srs_store::{
 };
 
 const USAGE: &str = "usage: porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] \
-[--gpu-wait blocking|yield|spin] [--reps N] [--engine-partitions N] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G] \
+[--gpu-wait blocking|yield|spin] [--vram-pool driver|keep|keep-no-waits|no-waits] [--reps N] [--engine-partitions N] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G] \
 [--pce FILE.pce | --pce-out FILE.pce] [--record-only | --witness-only] [--seed N] [--json]";
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -82,6 +82,7 @@ struct Args {
     gpu: bool,
     /// How host threads wait for the device (gpu-device's default: blocking).
     gpu_wait: WaitMode,
+    vram_pool: VramPool,
     reps: usize,
     engine_partitions: usize,
     /// One engine run per entry (`None`: the engine's default ceiling).
@@ -103,6 +104,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         size_name: "32GiB",
         gpu: false,
         gpu_wait: WaitMode::default(),
+        vram_pool: VramPool::default(),
         reps: 3,
         engine_partitions: 0,
         max_synthesis: vec![None],
@@ -162,6 +164,29 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     "yield" => WaitMode::Yield,
                     "spin" => WaitMode::Spin,
                     _ => return Err(format!("--gpu-wait: {v:?} is not blocking, yield or spin")),
+                };
+            }
+            "--vram-pool" => {
+                let v = value(&flag, it.next())?;
+                a.vram_pool = match v.as_str() {
+                    "driver" => VramPool::DRIVER,
+                    "keep" => VramPool {
+                        keep_bytes: None,
+                        cross_stream_waits: true,
+                    },
+                    "keep-no-waits" => VramPool {
+                        keep_bytes: None,
+                        cross_stream_waits: false,
+                    },
+                    "no-waits" => VramPool {
+                        keep_bytes: Some(0),
+                        cross_stream_waits: false,
+                    },
+                    _ => {
+                        return Err(format!(
+                            "--vram-pool: {v:?} is not driver, keep, keep-no-waits or no-waits"
+                        ))
+                    }
                 };
             }
             "--reps" => a.reps = number(&flag, it.next())?,
@@ -314,14 +339,16 @@ fn run(args: &Args) -> Result<(), Error> {
     let gpu = if args.gpu {
         let config = GpuConfig {
             wait: args.gpu_wait,
+            pool: args.vram_pool,
             ..GpuConfig::default()
         };
         let g =
             Gpu::open_with(0, config).map_err(|e| format!("--gpu: device 0 does not open: {e}"))?;
         println!(
-            "gpu: {:?}, host threads wait: {:?}",
+            "gpu: {:?}, host threads wait: {:?}, vram pool: {:?}",
             g.info(),
-            args.gpu_wait
+            args.gpu_wait,
+            args.vram_pool
         );
         Some(g)
     } else {

@@ -85,6 +85,86 @@ pub struct GpuConfig {
     /// How host threads wait for the device (the primary context's scheduling flag, set
     /// when the device is opened; the whole process shares it).
     pub wait: WaitMode,
+    /// What the device's stream-ordered memory pool keeps and reuses (set when the device
+    /// is opened; the whole process shares the pool).
+    pub pool: VramPool,
+}
+
+/// The device's default stream-ordered memory pool (the one `cuMemAllocAsync` draws
+/// from), which every device buffer of this crate comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VramPool {
+    /// Freed bytes the pool keeps mapped for later allocations instead of unmapping them
+    /// at the next synchronization (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`). `None`: the VRAM
+    /// budget, which this process may hold anyway; `Some(0)` is the driver's default, under
+    /// which a multi-gigabyte buffer freed before a synchronization is mapped again by the
+    /// next allocation.
+    pub keep_bytes: Option<u64>,
+    /// Whether an allocation on one stream may take memory freed on another stream by
+    /// making its own stream wait for that free (`CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_
+    /// DEPENDENCIES`, the driver's default). When it may, a buffer allocated for a copy
+    /// stream can make that stream wait behind kernels queued before a free on the work
+    /// stream; when not, such an allocation takes other memory.
+    pub cross_stream_waits: bool,
+}
+
+impl Default for VramPool {
+    fn default() -> Self {
+        VramPool::DRIVER
+    }
+}
+
+impl VramPool {
+    /// The driver's defaults: nothing kept past a synchronization, cross-stream waits.
+    pub const DRIVER: VramPool = VramPool {
+        keep_bytes: Some(0),
+        cross_stream_waits: true,
+    };
+}
+
+/// Applies `pool` to device `ordinal`'s default memory pool; `budget_bytes` is what
+/// `keep_bytes: None` keeps.
+fn set_pool(
+    (ordinal, n_devices): (usize, usize),
+    pool: VramPool,
+    budget_bytes: u64,
+) -> Result<(), GpuError> {
+    let ordinal_c =
+        i32::try_from(ordinal).map_err(|_| GpuError::NoDevice { ordinal, n_devices })?;
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: cuInit ran (device_count); `dev` is a valid out-pointer for the call.
+    unsafe { sys::cuDeviceGet(&mut dev, ordinal_c) }
+        .result()
+        .map_err(GpuError::driver("cuDeviceGet"))?;
+    let mut handle: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: `dev` came from cuDeviceGet; `handle` is a valid out-pointer.
+    unsafe { sys::cuDeviceGetDefaultMemPool(&mut handle, dev) }
+        .result()
+        .map_err(GpuError::driver("cuDeviceGetDefaultMemPool"))?;
+    let mut keep: u64 = pool.keep_bytes.unwrap_or(budget_bytes);
+    // SAFETY: the release threshold is a cuuint64_t attribute; `keep` outlives the call.
+    unsafe {
+        sys::cuMemPoolSetAttribute(
+            handle,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut keep as *mut u64).cast(),
+        )
+    }
+    .result()
+    .map_err(GpuError::driver("cuMemPoolSetAttribute(RELEASE_THRESHOLD)"))?;
+    let mut waits: i32 = i32::from(pool.cross_stream_waits);
+    // SAFETY: the reuse policy is an int attribute; `waits` outlives the call.
+    unsafe {
+        sys::cuMemPoolSetAttribute(
+            handle,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+            (&mut waits as *mut i32).cast(),
+        )
+    }
+    .result()
+    .map_err(GpuError::driver(
+        "cuMemPoolSetAttribute(REUSE_ALLOW_INTERNAL_DEPENDENCIES)",
+    ))
 }
 
 /// How a host thread that waits for the device (a synchronizing copy, an event or stream
@@ -220,6 +300,7 @@ impl Gpu {
             .unwrap_or_else(|| default_vram_margin_bytes(total_bytes));
         let budget_bytes = total_bytes.saturating_sub(margin).min(free_bytes);
         let vram = Budget::fixed_named(format!("vram{ordinal}"), budget_bytes);
+        set_pool((ordinal, n_devices), config.pool, budget_bytes)?;
         let stream = ctx
             .new_stream()
             .map_err(GpuError::driver("cuStreamCreate"))?;
