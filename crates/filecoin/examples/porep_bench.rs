@@ -1,8 +1,9 @@
 //! PoRep C2 benchmark: one partition of Filecoin's PoRep circuit at a real sector size,
 //! **TIMING ONLY** (its parameters and witness are synthetic: no proof it makes verifies).
 //!
-//! `porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] [--reps N]
-//!  [--engine-partitions N] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G]
+//! `porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] [--gpu-wait MODE]
+//!  [--vram-pool POLICY] [--reps N] [--engine-partitions N] [--engine-jobs J]
+//!  [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G]
 //!  [--pce FILE.pce | --pce-out FILE.pce] [--record-only | --witness-only] [--seed N] [--json]`
 //!
 //! 1. **Circuit**: filecoin-proofs' blank partition circuit of the sector size's latest
@@ -25,7 +26,9 @@
 //!    (`groth16_prover::timing_only`, this example only).
 //! 4. **Measure**: `--reps` proofs of partition 0 on the chosen backend (median, with the
 //!    prover's per-step times), then (`--engine-partitions N`) one job of N partitions
-//!    through `engine::Engine` (what `pinion serve` runs), each synthesized by the engine
+//!    (`--engine-jobs J`: J such jobs one after another on one engine, as a daemon runs
+//!    them; each prints its timeline, one line a partition) through `engine::Engine`
+//!    (what `pinion serve` runs), each synthesized by the engine
 //!    as the daemon does (`--max-synthesis`: the engine's ceiling on partitions
 //!    synthesizing at once, default its own, the number of cores; a list runs the job once
 //!    per value, so one recording compares them; the partitions are synthesized alone,
@@ -64,7 +67,7 @@ use srs_store::{
 };
 
 const USAGE: &str = "usage: porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] \
-[--gpu-wait blocking|yield|spin] [--vram-pool driver|keep|keep-no-waits|no-waits] [--reps N] [--engine-partitions N] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G] \
+[--gpu-wait blocking|yield|spin] [--vram-pool driver|keep|keep-no-waits|no-waits] [--reps N] [--engine-partitions N] [--engine-jobs J] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G] \
 [--pce FILE.pce | --pce-out FILE.pce] [--record-only | --witness-only] [--seed N] [--json]";
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -83,6 +86,7 @@ struct Args {
     /// How host threads wait for the device (gpu-device's default: blocking).
     gpu_wait: WaitMode,
     vram_pool: VramPool,
+    engine_jobs: usize,
     reps: usize,
     engine_partitions: usize,
     /// One engine run per entry (`None`: the engine's default ceiling).
@@ -105,6 +109,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         gpu: false,
         gpu_wait: WaitMode::default(),
         vram_pool: VramPool::default(),
+        engine_jobs: 1,
         reps: 3,
         engine_partitions: 0,
         max_synthesis: vec![None],
@@ -191,6 +196,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--reps" => a.reps = number(&flag, it.next())?,
             "--engine-partitions" => a.engine_partitions = number(&flag, it.next())?,
+            "--engine-jobs" => a.engine_jobs = number(&flag, it.next())?,
             "--side-by-side" => a.side_by_side = true,
             "--max-synthesis" => {
                 let v = value(&flag, it.next())?;
@@ -709,64 +715,76 @@ fn run(args: &Args) -> Result<(), Error> {
             params: spec.clone(),
             pce: PceSource::Held(handle.clone()),
         })?;
-        let partitions = (0..n)
-            .map(|k| {
-                let partition = EnginePartition {
-                    job: Arc::clone(&job),
-                    k: k % job.n_partitions(),
-                    shape,
-                };
-                let p = Partition::witness(move || partition.witness());
-                if alone {
-                    p.synthesized_alone()
-                } else {
-                    p
-                }
-            })
-            .collect();
-        budget.reset_peaks();
-        let t = Instant::now();
-        let jid = engine.submit(JobSpec {
-            circuit,
-            partitions,
-            priority: Priority::Normal,
-            randomness: None,
-        })?;
-        let outcome = engine.await_job(jid, None)?;
-        let wall = t.elapsed().as_secs_f64();
-        engine.shutdown(Shutdown::Graceful);
-        if outcome.status != JobStatus::Completed {
-            return Err(format!("engine job: {:?}", outcome.status).into());
-        }
-        let peak = budget.snapshot().peak_used_bytes;
-        let tm = outcome.timings;
-        let ceiling = format!(
-            "{}{}{}",
-            engine.max_synthesis(),
-            if max_synthesis.is_none() {
-                " (default)"
-            } else {
-                ""
-            },
-            if alone {
-                ", each partition synthesized alone"
-            } else {
-                ""
+        // Jobs one after another on one engine (`--engine-jobs`): the first pays for the
+        // pool's pinned buffers and the device's first allocations, the next ones run as
+        // a daemon's jobs after its first do. The last job's figures are the bench line's.
+        let jobs = args.engine_jobs.max(1);
+        let mut last = None;
+        for rep in 0..jobs {
+            let partitions = (0..n)
+                .map(|k| {
+                    let partition = EnginePartition {
+                        job: Arc::clone(&job),
+                        k: k % job.n_partitions(),
+                        shape,
+                    };
+                    let p = Partition::witness(move || partition.witness());
+                    if alone {
+                        p.synthesized_alone()
+                    } else {
+                        p
+                    }
+                })
+                .collect();
+            budget.reset_peaks();
+            let t = Instant::now();
+            let jid = engine.submit(JobSpec {
+                circuit: circuit.clone(),
+                partitions,
+                priority: Priority::Normal,
+                randomness: None,
+            })?;
+            let outcome = engine.await_job(jid, None)?;
+            let wall = t.elapsed().as_secs_f64();
+            if outcome.status != JobStatus::Completed {
+                return Err(format!("engine job: {:?}", outcome.status).into());
             }
-        );
-        println!(
-            "engine (max synthesis {ceiling}): {n} partitions in {wall:.2} s = {:.3} proofs/s ({:.2} s/proof); \
-             sums: synthesis {:.1} s, device {:.1} s, assembly {:.1} s; peak charged {} vs VmHWM {} \
-             (TIMING ONLY, invalid proofs)",
-            n as f64 / wall,
-            wall / n as f64,
-            tm.synthesis.as_secs_f64(),
-            tm.gpu.as_secs_f64(),
-            tm.assembly.as_secs_f64(),
-            gib(peak),
-            gib(vm_hwm())
-        );
-        print_timeline(&outcome.partitions);
+            let peak = budget.snapshot().peak_used_bytes;
+            let tm = outcome.timings;
+            let ceiling = format!(
+                "{}{}{}",
+                engine.max_synthesis(),
+                if max_synthesis.is_none() {
+                    " (default)"
+                } else {
+                    ""
+                },
+                if alone {
+                    ", each partition synthesized alone"
+                } else {
+                    ""
+                }
+            );
+            println!(
+                "engine job {}/{jobs} (max synthesis {ceiling}): {n} partitions in {wall:.2} s = {:.3} proofs/s ({:.2} s/proof); \
+                 sums: synthesis {:.1} s, device {:.1} s, assembly {:.1} s; peak charged {} vs VmHWM {} \
+                 (TIMING ONLY, invalid proofs)",
+                rep + 1,
+                n as f64 / wall,
+                wall / n as f64,
+                tm.synthesis.as_secs_f64(),
+                tm.gpu.as_secs_f64(),
+                tm.assembly.as_secs_f64(),
+                gib(peak),
+                gib(vm_hwm())
+            );
+            print_timeline(&outcome.partitions);
+            last = Some((wall, peak, ceiling));
+        }
+        engine.shutdown(Shutdown::Graceful);
+        let Some((wall, peak, ceiling)) = last else {
+            return Err("internal: no engine job ran".into());
+        };
         BenchLine {
             what: &format!(
                 "porep c2 partitions through the engine, timing only ({})",

@@ -1106,6 +1106,72 @@ impl GpuMsm {
         Ok(())
     }
 
+    /// Host words [`GpuMsm::upload_mask_staged`] writes for the first `limit` bits of
+    /// `mask`: its words, then its offsets two to a word.
+    pub fn mask_staging_words(mask: &DensityMask, limit: usize) -> usize {
+        let n_words = mask.len().min(limit).div_ceil(64).max(1);
+        n_words + n_words.div_ceil(2)
+    }
+
+    /// [`GpuMsm::upload_mask`] through a pinned staging buffer instead of pageable memory:
+    /// the words and offsets are written into `staging[at..]`
+    /// ([`GpuMsm::mask_staging_words`] of them) and copied on this engine's stream, so the
+    /// host never waits for the device (a copy from pageable memory can wait behind
+    /// kernels running on another stream). The staging buffer's fences keep it unchanged
+    /// until the copies have read it.
+    pub fn upload_mask_staged(
+        &self,
+        mask: &DensityMask,
+        limit: usize,
+        staging: &mut gpu_device::StagingBuffer<u64>,
+        at: usize,
+    ) -> Result<DeviceMask, GpuMsmError> {
+        let len = mask.len().min(limit);
+        let n_words = len.div_ceil(64).max(1);
+        let need = Self::mask_staging_words(mask, limit);
+        let found = staging.capacity();
+        if at.checked_add(need).is_none_or(|end| end > found) {
+            return Err(GpuMsmError::Gpu(GpuError::LengthMismatch {
+                what: "mask staging buffer (u64 words)",
+                expected: at.saturating_add(need),
+                found,
+            }));
+        }
+        let host = &mut staging.as_mut_slice()?[at..at + need];
+        let (words, offsets) = host.split_at_mut(n_words);
+        let src = mask.words();
+        let full = len / 64;
+        words[..full].copy_from_slice(&src[..full]);
+        words[full..].fill(0);
+        if len % 64 != 0 {
+            words[full] = src[full] & ((1u64 << (len % 64)) - 1);
+        }
+        // Offsets as u32 pairs, low half first (the device's little-endian u32 words).
+        let mut total = 0usize;
+        let pairs: &mut [u32] = bytemuck::cast_slice_mut(offsets);
+        for (o, w) in pairs.iter_mut().zip(words.iter()) {
+            *o = total as u32;
+            total += w.count_ones() as usize;
+        }
+        pairs[n_words..].fill(0);
+        // Even length: the copy moves whole u64 words of the staging buffer.
+        let mut dev_words = self
+            .gpu
+            .alloc_for_overwrite::<u64>(n_words, "gpu-msm mask words")?;
+        let mut dev_offsets = self
+            .gpu
+            .alloc_for_overwrite::<u32>(2 * n_words.div_ceil(2), "gpu-msm mask offsets")?;
+        let stream = self.gpu.stream();
+        staging.copy_to_device(at..at + n_words, &mut dev_words, 0, stream)?;
+        staging.copy_to_device(at + n_words..at + need, &mut dev_offsets, 0, stream)?;
+        Ok(DeviceMask {
+            words: dev_words,
+            offsets: dev_offsets,
+            len,
+            ones: total,
+        })
+    }
+
     /// Uploads the first `limit` bits of a density mask (all of them when it is shorter):
     /// its words and each word's offset among the set bits, both charged to the VRAM
     /// budget, for [`GpuMsm::select_scalars`]. Host memory while they upload: 12 bytes per

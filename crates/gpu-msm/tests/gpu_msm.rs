@@ -373,6 +373,11 @@ fn gpu_select_scalars_matches_host_selection() {
     let engine = GpuMsm::new(gpu.clone());
     let mut rng = rng();
     const POISON: u32 = 0xdead_beef;
+    let pool = gpu_device::PinnedStagingPool::<u64>::cuda(
+        gpu.clone(),
+        memory_budget::Budget::fixed(1 << 30),
+        "gpu-msm test staging",
+    );
     for n in [0usize, 1, 63, 64, 65, 1000, 4097, 70_001] {
         let scalars = witness_scalars(&mut rng, n);
         let mont: Vec<bls_repr::FrRepr> =
@@ -451,6 +456,32 @@ fn gpu_select_scalars_matches_host_selection() {
             want,
             "n = {n}"
         );
+        // The same prefix mask through a poisoned pinned staging buffer, past an offset:
+        // the same selection.
+        let at = 5;
+        let need = GpuMsm::mask_staging_words(&mask, half);
+        let mut staging = pool.acquire(at + need + 3).expect("staging");
+        staging.as_mut_slice().expect("host").fill(u64::MAX);
+        let d_staged = engine
+            .upload_mask_staged(&mask, half, &mut staging, at)
+            .expect("staged mask");
+        assert_eq!((d_staged.len(), d_staged.count_ones()), (half, k_half));
+        let mut sel = engine.alloc_scalars(k_half).expect("alloc");
+        engine
+            .select_scalars((&w, 0, half), Some(&d_staged), &mut sel, 0)
+            .expect("select staged prefix");
+        assert_eq!(
+            gpu.download(sel.words()).expect("download"),
+            want,
+            "n = {n}, staged mask"
+        );
+        let found = staging.capacity();
+        assert!(matches!(
+            engine.upload_mask_staged(&mask, half, &mut staging, found - need + 1),
+            Err(GpuMsmError::Gpu(
+                gpu_device::GpuError::LengthMismatch { .. }
+            ))
+        ));
     }
     // Out of range: the source, the destination, a mask of another length.
     let w = engine.alloc_scalars(10).expect("alloc");

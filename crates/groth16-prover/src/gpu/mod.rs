@@ -72,6 +72,13 @@ fn staging_buffer_bytes(n: usize) -> u64 {
     8 * gpu_device::size_class(SCALAR_LIMBS * n) as u64
 }
 
+/// Bytes of the pool's buffer for the witness staging's three density masks, each at
+/// most `n` bits (words and offsets: `GpuMsm::mask_staging_words`).
+fn mask_staging_bytes(n: usize) -> u64 {
+    let w = n.div_ceil(64).max(1);
+    8 * gpu_device::size_class(3 * (w + w.div_ceil(2))) as u64
+}
+
 /// Device bytes a proof needs beyond the key's bases, per term of its largest query and
 /// per point of its domain (scalars 32, sorted entries about 64 at the default windows, G1
 /// partial sums of the chunked accumulation 2 × 192 × 16 / 256 = 24; a, b, c and h on the
@@ -312,34 +319,38 @@ impl ProverBackend for GpuBackend {
         0
     }
 
-    fn msm_scratch_bytes(&self, n_g1_max: usize, _n_g2: usize) -> u64 {
+    fn msm_scratch_bytes(&self, _n_g1_max: usize, _n_g2: usize) -> u64 {
         // The scalars reach the device through the pool (see `staging_bytes`): the
         // witness once, which the device converts and compacts for l, a and b on both
-        // curves. On the host only a density mask's words and word offsets while they
-        // upload (12 bytes a 64-bit word, one mask at a time). A query that falls back to the CPU
-        // charges its scratch when it does (rare: the VRAM budget refused it).
-        12 * n_g1_max.div_ceil(64) as u64
+        // curves, and the density masks through a pinned buffer of their own. No host
+        // scratch besides: a query that falls back to the CPU charges its scratch when it
+        // does (rare: the VRAM budget refused it).
+        0
     }
 
     fn staging_bytes(&self, m: usize, n_max_terms: usize) -> (u64, u64) {
         // a, b and c: three buffers of the domain; the MSMs: one buffer for the witness
-        // (h stays on the device; h staged from the host, a rare fallback, takes another
-        // buffer from the pool, which asks the budget itself).
+        // and one for the density masks (h stays on the device; h staged from the host, a
+        // rare fallback, takes another buffer from the pool, which asks the budget itself).
         let abc = if staging::stages(m) {
             3 * staging_buffer_bytes(m)
         } else {
             0
         };
-        (abc, staging_buffer_bytes(n_max_terms))
+        (
+            abc,
+            staging_buffer_bytes(n_max_terms) + mask_staging_bytes(n_max_terms),
+        )
     }
 
     fn msm_staging_after_abc(&self, m: usize, n_terms: usize) -> u64 {
-        // The H step keeps a, b and c's three buffers (m scalars each): the witness (its
-        // `n_terms` inputs and aux values) is staged in one of them when it fits.
-        if staging::stages(m) && n_terms <= m {
-            0
-        } else {
-            staging_buffer_bytes(n_terms)
+        // The H step keeps a, b and c's three buffers (m scalars each): the density masks
+        // (a few bits a term) are staged in one of them, the witness (its `n_terms` inputs
+        // and aux values) in another when it fits.
+        match (staging::stages(m), n_terms <= m) {
+            (true, true) => 0,
+            (true, false) => staging_buffer_bytes(n_terms),
+            (false, _) => staging_buffer_bytes(n_terms) + mask_staging_bytes(n_terms),
         }
     }
 

@@ -289,19 +289,39 @@ impl GpuBackend {
             b = Some(d);
         }
         let alloc_time = t.elapsed();
-        // The masks first: a copy from pageable memory waits for the stream's earlier
-        // work, which must not be the witness's copy (nor kernels behind the MSMs).
-        let a_mask = match a {
-            Some(_) => Some(upload_mask(&copy, x.a_aux, n_aux, "a_query")?),
-            None => None,
-        };
-        let b_masks = match b {
-            Some(_) => Some((
-                upload_mask(&copy, x.b_input, n_in, "b_query")?,
-                upload_mask(&copy, x.b_aux, n_aux, "b_query")?,
-            )),
-            None => None,
-        };
+        // The masks through a pinned buffer (one of `held`, else the pool's), copied on the
+        // copy stream: the host never waits for the device here (a copy from pageable
+        // memory would wait behind the H MSM running on the other stream).
+        let masks: [(Option<&DensityMask>, usize); 3] = [
+            (a.as_ref().map(|_| x.a_aux), n_aux),
+            (b.as_ref().map(|_| x.b_input), n_in),
+            (b.as_ref().map(|_| x.b_aux), n_aux),
+        ];
+        let mut uploaded: [Option<gpu_msm::DeviceMask>; 3] = [None, None, None];
+        let mask_words: usize = masks
+            .iter()
+            .filter_map(|(m, n)| m.map(|m| GpuMsm::mask_staging_words(m, *n)))
+            .sum();
+        if mask_words > 0 {
+            let mut buf = self.staging_buffer("masks", mask_words, (held, from))?;
+            let mut at = 0;
+            for ((m, n), (out, q)) in masks
+                .iter()
+                .zip(uploaded.iter_mut().zip(["a_query", "b_query", "b_query"]))
+            {
+                if let Some(m) = m {
+                    *out = Some(
+                        copy.upload_mask_staged(m, *n, &mut buf, at)
+                            .map_err(gpu_msm_err(q))?,
+                    );
+                    at += GpuMsm::mask_staging_words(m, *n);
+                }
+            }
+            // Back to the pool (or to the proof's held set's end of life): the pool waits
+            // for the copies before it lends the buffer again.
+        }
+        let [a_mask, b_in_mask, b_aux_mask] = uploaded;
+        let b_masks = b_in_mask.zip(b_aux_mask);
         let masks_time = t.elapsed() - alloc_time;
         // The raw limbs into pinned memory, then one copy.
         let limbs = SCALAR_LIMBS * n_w;
@@ -363,16 +383,6 @@ fn record(stream: &Arc<CudaStream>, query: &'static str) -> Result<CudaEvent, Pr
             code,
         }))
     })
-}
-
-/// A density mask on the device, its first `n` bits (the part it filters).
-fn upload_mask(
-    copy: &GpuMsm,
-    mask: &DensityMask,
-    n: usize,
-    q: &'static str,
-) -> Result<gpu_msm::DeviceMask, ProverError> {
-    copy.upload_mask(mask, n).map_err(gpu_msm_err(q))
 }
 
 /// The selection wrote as many scalars as the query has bases (a mask with set bits past
