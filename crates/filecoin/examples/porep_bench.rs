@@ -2,7 +2,7 @@
 //! **TIMING ONLY** (its parameters and witness are synthetic: no proof it makes verifies).
 //!
 //! `porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] [--gpu-wait MODE]
-//!  [--vram-pool POLICY] [--reps N] [--engine-partitions N] [--engine-jobs J]
+//!  [--vram-pool POLICY] [--feeders high|normal] [--reps N] [--engine-partitions N] [--engine-jobs J]
 //!  [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G]
 //!  [--pce FILE.pce | --pce-out FILE.pce] [--record-only | --witness-only] [--seed N] [--json]`
 //!
@@ -51,7 +51,7 @@ use engine::{
     PceSource, Priority, Shutdown,
 };
 use filecoin_proofs_api::RegisteredSealProof;
-use gpu_device::{Gpu, GpuConfig, VramPool, WaitMode};
+use gpu_device::{FeederPriority, Gpu, GpuConfig, VramPool, WaitMode};
 use groth16_prover::testing::ParamShape;
 use groth16_prover::{
     CpuBackend, GpuBackend, ProofOutput, ProofTimings, Prover, ProverBackend, ProverConfig,
@@ -67,7 +67,7 @@ use srs_store::{
 };
 
 const USAGE: &str = "usage: porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] \
-[--gpu-wait blocking|yield|spin] [--vram-pool driver|keep|keep-no-waits|no-waits] [--reps N] [--engine-partitions N] [--engine-jobs J] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G] \
+[--gpu-wait blocking|yield|spin] [--vram-pool driver|keep|keep-no-waits|no-waits] [--feeders high|normal] [--reps N] [--engine-partitions N] [--engine-jobs J] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G] \
 [--pce FILE.pce | --pce-out FILE.pce] [--record-only | --witness-only] [--seed N] [--json]";
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -86,6 +86,7 @@ struct Args {
     /// How host threads wait for the device (gpu-device's default: blocking).
     gpu_wait: WaitMode,
     vram_pool: VramPool,
+    feeders: FeederPriority,
     engine_jobs: usize,
     reps: usize,
     engine_partitions: usize,
@@ -109,6 +110,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         gpu: false,
         gpu_wait: WaitMode::default(),
         vram_pool: VramPool::default(),
+        feeders: FeederPriority::default(),
         engine_jobs: 1,
         reps: 3,
         engine_partitions: 0,
@@ -192,6 +194,14 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                             "--vram-pool: {v:?} is not driver, keep, keep-no-waits or no-waits"
                         ))
                     }
+                };
+            }
+            "--feeders" => {
+                let v = value(&flag, it.next())?;
+                a.feeders = match v.as_str() {
+                    "high" => FeederPriority::High,
+                    "normal" => FeederPriority::Normal,
+                    _ => return Err(format!("--feeders: {v:?} is not high or normal")),
                 };
             }
             "--reps" => a.reps = number(&flag, it.next())?,
@@ -346,15 +356,17 @@ fn run(args: &Args) -> Result<(), Error> {
         let config = GpuConfig {
             wait: args.gpu_wait,
             pool: args.vram_pool,
+            feeders_first: args.feeders,
             ..GpuConfig::default()
         };
         let g =
             Gpu::open_with(0, config).map_err(|e| format!("--gpu: device 0 does not open: {e}"))?;
         println!(
-            "gpu: {:?}, host threads wait: {:?}, vram pool: {:?}",
+            "gpu: {:?}, host threads wait: {:?}, vram pool: {:?}, feeder streams: {:?}",
             g.info(),
             args.gpu_wait,
-            args.vram_pool
+            args.vram_pool,
+            args.feeders
         );
         Some(g)
     } else {

@@ -88,6 +88,22 @@ pub struct GpuConfig {
     /// What the device's stream-ordered memory pool keeps and reuses (set when the device
     /// is opened; the whole process shares the pool).
     pub pool: VramPool,
+    /// Whether [`Gpu::new_feeder_stream`] gives streams the device's greatest priority, so
+    /// that the short kernels and copies which feed others (scalar conversions and
+    /// selections queued beside an MSM) run as soon as a multiprocessor frees instead of
+    /// after every block a long kernel on another stream has queued. Default:
+    /// [`FeederPriority::High`].
+    pub feeders_first: FeederPriority,
+}
+
+/// The priority of feeder streams ([`GpuConfig::feeders_first`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FeederPriority {
+    /// The device's greatest stream priority (`cuStreamCreateWithPriority`).
+    #[default]
+    High,
+    /// The default priority, as every other stream.
+    Normal,
 }
 
 /// The device's default stream-ordered memory pool (the one `cuMemAllocAsync` draws
@@ -234,6 +250,7 @@ struct GpuInner {
     context_host_bytes: u64,
     modules: Mutex<HashMap<Module, Arc<CudaModule>>>,
     functions: Mutex<HashMap<Entry, CudaFunction>>,
+    feeders: FeederPriority,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -323,6 +340,7 @@ impl Gpu {
                 context_host_bytes,
                 modules: Mutex::new(HashMap::new()),
                 functions: Mutex::new(HashMap::new()),
+                feeders: config.feeders_first,
             }),
             stream,
         })
@@ -364,6 +382,23 @@ impl Gpu {
         Gpu {
             inner: Arc::clone(&self.inner),
             stream,
+        }
+    }
+
+    /// A new stream for work that others wait for (copies, conversions): of the device's
+    /// greatest priority unless the device was opened with
+    /// [`FeederPriority::Normal`] (see [`GpuConfig::feeders_first`]).
+    pub fn new_feeder_stream(&self) -> Result<Arc<CudaStream>, GpuError> {
+        match self.inner.feeders {
+            FeederPriority::Normal => self.new_stream(),
+            FeederPriority::High => {
+                let (_least, greatest) = cudarc::driver::result::stream::get_priority_range()
+                    .map_err(GpuError::driver("cuCtxGetStreamPriorityRange"))?;
+                self.inner
+                    .ctx
+                    .new_stream_with_priority(greatest)
+                    .map_err(GpuError::driver("cuStreamCreateWithPriority"))
+            }
         }
     }
 

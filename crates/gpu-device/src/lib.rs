@@ -48,8 +48,8 @@ pub mod pinned_pool;
 pub mod testing;
 
 pub use device::{
-    default_vram_margin_bytes, device_count, driver_present, DeviceInfo, Gpu, GpuConfig, MemInfo,
-    VramPool, WaitMode,
+    default_vram_margin_bytes, device_count, driver_present, DeviceInfo, FeederPriority, Gpu,
+    GpuConfig, MemInfo, VramPool, WaitMode,
 };
 pub use error::GpuError;
 pub use memory::{DeviceBuffer, PinnedBuffer};

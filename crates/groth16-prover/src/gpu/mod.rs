@@ -197,9 +197,11 @@ impl GpuBackend {
         if let Some(s) = slot.as_ref() {
             return Ok(s.clone());
         }
+        // A feeder: the witness's conversion and selections queued on it run beside the
+        // H MSM's kernels instead of after them (the l MSM waits for them).
         let s = self
             .gpu
-            .new_stream()
+            .new_feeder_stream()
             .map_err(|e| ntt_err(GpuNttError::Gpu(e)))?;
         *slot = Some(s.clone());
         Ok(s)
