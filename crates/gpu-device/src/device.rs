@@ -317,7 +317,10 @@ impl Gpu {
             .unwrap_or_else(|| default_vram_margin_bytes(total_bytes));
         let budget_bytes = total_bytes.saturating_sub(margin).min(free_bytes);
         let vram = Budget::fixed_named(format!("vram{ordinal}"), budget_bytes);
-        set_pool((ordinal, n_devices), config.pool, budget_bytes)?;
+        // The driver's defaults need no call (and no pool support on the device).
+        if config.pool != VramPool::DRIVER {
+            set_pool((ordinal, n_devices), config.pool, budget_bytes)?;
+        }
         let stream = ctx
             .new_stream()
             .map_err(GpuError::driver("cuStreamCreate"))?;
