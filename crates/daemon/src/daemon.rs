@@ -57,8 +57,8 @@ struct Jobs {
 
 /// Where a waited-for job is.
 pub(crate) enum Waited {
-    /// It ended.
-    Ended(JobOutcome),
+    /// It ended (boxed: an outcome carries its partitions' timeline).
+    Ended(Box<JobOutcome>),
     /// The wait ran out first.
     TimedOut,
 }
@@ -505,9 +505,9 @@ impl Daemon {
             }
         };
         match timeout {
-            None => until_end.await.map(Waited::Ended),
+            None => until_end.await.map(|o| Waited::Ended(Box::new(o))),
             Some(t) => match tokio::time::timeout(t, until_end).await {
-                Ok(r) => r.map(Waited::Ended),
+                Ok(r) => r.map(|o| Waited::Ended(Box::new(o))),
                 Err(_) => Ok(Waited::TimedOut),
             },
         }
