@@ -145,6 +145,36 @@ fn set_pool(
     pool: VramPool,
     budget_bytes: u64,
 ) -> Result<(), GpuError> {
+    let dev = cu_device(ordinal, n_devices)?;
+    let mut handle: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: `dev` came from cuDeviceGet; `handle` is a valid out-pointer.
+    unsafe { sys::cuDeviceGetDefaultMemPool(&mut handle, dev) }
+        .result()
+        .map_err(GpuError::driver("cuDeviceGetDefaultMemPool"))?;
+    // One attribute of the pool from a value of the type the driver reads for it.
+    let set = |attr, value: *mut std::ffi::c_void, call: &'static str| {
+        // SAFETY: `handle` came from cuDeviceGetDefaultMemPool; `value` points at a live
+        // value of the attribute's type (cuuint64_t or int, matched by the callers).
+        unsafe { sys::cuMemPoolSetAttribute(handle, attr, value) }
+            .result()
+            .map_err(GpuError::driver(call))
+    };
+    let mut keep: u64 = pool.keep_bytes.unwrap_or(budget_bytes);
+    set(
+        sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+        (&mut keep as *mut u64).cast(),
+        "cuMemPoolSetAttribute(RELEASE_THRESHOLD)",
+    )?;
+    let mut waits: i32 = i32::from(pool.cross_stream_waits);
+    set(
+        sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+        (&mut waits as *mut i32).cast(),
+        "cuMemPoolSetAttribute(REUSE_ALLOW_INTERNAL_DEPENDENCIES)",
+    )
+}
+
+/// The driver's handle of device `ordinal` (one of `n_devices`).
+fn cu_device(ordinal: usize, n_devices: usize) -> Result<sys::CUdevice, GpuError> {
     let ordinal_c =
         i32::try_from(ordinal).map_err(|_| GpuError::NoDevice { ordinal, n_devices })?;
     let mut dev: sys::CUdevice = 0;
@@ -152,35 +182,7 @@ fn set_pool(
     unsafe { sys::cuDeviceGet(&mut dev, ordinal_c) }
         .result()
         .map_err(GpuError::driver("cuDeviceGet"))?;
-    let mut handle: sys::CUmemoryPool = std::ptr::null_mut();
-    // SAFETY: `dev` came from cuDeviceGet; `handle` is a valid out-pointer.
-    unsafe { sys::cuDeviceGetDefaultMemPool(&mut handle, dev) }
-        .result()
-        .map_err(GpuError::driver("cuDeviceGetDefaultMemPool"))?;
-    let mut keep: u64 = pool.keep_bytes.unwrap_or(budget_bytes);
-    // SAFETY: the release threshold is a cuuint64_t attribute; `keep` outlives the call.
-    unsafe {
-        sys::cuMemPoolSetAttribute(
-            handle,
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            (&mut keep as *mut u64).cast(),
-        )
-    }
-    .result()
-    .map_err(GpuError::driver("cuMemPoolSetAttribute(RELEASE_THRESHOLD)"))?;
-    let mut waits: i32 = i32::from(pool.cross_stream_waits);
-    // SAFETY: the reuse policy is an int attribute; `waits` outlives the call.
-    unsafe {
-        sys::cuMemPoolSetAttribute(
-            handle,
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
-            (&mut waits as *mut i32).cast(),
-        )
-    }
-    .result()
-    .map_err(GpuError::driver(
-        "cuMemPoolSetAttribute(REUSE_ALLOW_INTERNAL_DEPENDENCIES)",
-    ))
+    Ok(dev)
 }
 
 /// How a host thread that waits for the device (a synchronizing copy, an event or stream
@@ -215,13 +217,7 @@ impl WaitMode {
 /// (allowed while it is active since CUDA 11.2; every device this project supports has a
 /// newer driver).
 fn set_wait_mode(ordinal: usize, n_devices: usize, mode: WaitMode) -> Result<(), GpuError> {
-    let ordinal_c =
-        i32::try_from(ordinal).map_err(|_| GpuError::NoDevice { ordinal, n_devices })?;
-    let mut dev: sys::CUdevice = 0;
-    // SAFETY: cuInit ran (device_count); `dev` is a valid out-pointer for the call.
-    unsafe { sys::cuDeviceGet(&mut dev, ordinal_c) }
-        .result()
-        .map_err(GpuError::driver("cuDeviceGet"))?;
+    let dev = cu_device(ordinal, n_devices)?;
     // SAFETY: `dev` came from cuDeviceGet; the flags are one scheduling flag.
     unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(dev, mode.flags()) }
         .result()
