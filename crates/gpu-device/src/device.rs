@@ -92,7 +92,8 @@ pub struct GpuConfig {
     /// that the short kernels and copies which feed others (scalar conversions and
     /// selections queued beside an MSM) run as soon as a multiprocessor frees instead of
     /// after every block a long kernel on another stream has queued. Default:
-    /// [`FeederPriority::High`].
+    /// [`FeederPriority::Normal`] (High measured no different in a 32 GiB PoRep C2 on the
+    /// H200, session 17: docs/benchmarks.md).
     pub feeders_first: FeederPriority,
 }
 
@@ -100,9 +101,9 @@ pub struct GpuConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FeederPriority {
     /// The device's greatest stream priority (`cuStreamCreateWithPriority`).
-    #[default]
     High,
     /// The default priority, as every other stream.
+    #[default]
     Normal,
 }
 
@@ -385,8 +386,8 @@ impl Gpu {
     }
 
     /// A new stream for work that others wait for (copies, conversions): of the device's
-    /// greatest priority unless the device was opened with
-    /// [`FeederPriority::Normal`] (see [`GpuConfig::feeders_first`]).
+    /// greatest priority when the device was opened with [`FeederPriority::High`] (see
+    /// [`GpuConfig::feeders_first`]), else an ordinary one.
     pub fn new_feeder_stream(&self) -> Result<Arc<CudaStream>, GpuError> {
         match self.inner.feeders {
             FeederPriority::Normal => self.new_stream(),

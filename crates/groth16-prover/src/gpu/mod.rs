@@ -197,8 +197,8 @@ impl GpuBackend {
         if let Some(s) = slot.as_ref() {
             return Ok(s.clone());
         }
-        // A feeder: the witness's conversion and selections queued on it run beside the
-        // H MSM's kernels instead of after them (the l MSM waits for them).
+        // A feeder: the witness's conversion and selections queued on it are what the l MSM
+        // waits for (of the greatest priority when the device was opened so).
         let s = self
             .gpu
             .new_feeder_stream()
