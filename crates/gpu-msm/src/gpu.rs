@@ -1115,10 +1115,11 @@ impl GpuMsm {
 
     /// [`GpuMsm::upload_mask`] through a pinned staging buffer instead of pageable memory:
     /// the words and offsets are written into `staging[at..]`
-    /// ([`GpuMsm::mask_staging_words`] of them) and copied on this engine's stream, so the
-    /// host never waits for the device (a copy from pageable memory can wait behind
-    /// kernels running on another stream). The staging buffer's fences keep it unchanged
-    /// until the copies have read it.
+    /// ([`GpuMsm::mask_staging_words`] of them) and their copies queued on this engine's
+    /// stream, without host scratch. Writing waits for the copies queued earlier from
+    /// `staging` (as [`gpu_device::StagingBuffer::as_mut_slice`] does: a second mask in the
+    /// same buffer waits for the first one's copies); the buffer's fences then keep it
+    /// unchanged until these copies have read it.
     pub fn upload_mask_staged(
         &self,
         mask: &DensityMask,

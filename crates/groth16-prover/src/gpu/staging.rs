@@ -289,9 +289,9 @@ impl GpuBackend {
             b = Some(d);
         }
         let alloc_time = t.elapsed();
-        // The masks through a pinned buffer (one of `held`, else the pool's), copied on the
-        // copy stream: the host never waits for the device here (a copy from pageable
-        // memory would wait behind the H MSM running on the other stream).
+        // The masks through a pinned buffer (one of `held`, else the pool's), copied
+        // asynchronously on the copy stream: no pageable copy from this thread (it runs
+        // beside the device's work), no host scratch besides the staging.
         let masks: [(Option<&DensityMask>, usize); 3] = [
             (a.as_ref().map(|_| x.a_aux), n_aux),
             (b.as_ref().map(|_| x.b_input), n_in),
@@ -317,8 +317,8 @@ impl GpuBackend {
                     at += GpuMsm::mask_staging_words(m, *n);
                 }
             }
-            // Back to the pool (or to the proof's held set's end of life): the pool waits
-            // for the copies before it lends the buffer again.
+            // Dropped here, back to the pool: the pool waits for its copies before it lends
+            // it again.
         }
         let [a_mask, b_in_mask, b_aux_mask] = uploaded;
         let b_masks = b_in_mask.zip(b_aux_mask);
