@@ -590,15 +590,33 @@ impl DeviceMask {
     }
 }
 
-/// Set bits in each word before it (exclusive prefix sums), and the total.
-fn word_offsets(words: &[u64]) -> (Vec<u32>, usize) {
-    let mut offsets = Vec::with_capacity(words.len());
+/// Words of a device mask of the first `len` bits of `mask`: one at least, so that an
+/// empty mask is still a valid allocation.
+fn mask_words_len(len: usize) -> usize {
+    len.div_ceil(64).max(1)
+}
+
+/// Writes the words of the first `len` bits of `mask` into `out` (`mask_words_len(len)`
+/// of them): the last one cut at `len`, zero past the mask's words.
+fn cut_mask_words(mask: &DensityMask, len: usize, out: &mut [u64]) {
+    let src = mask.words();
+    let full = len / 64;
+    out[..full].copy_from_slice(&src[..full]);
+    out[full..].fill(0);
+    if len % 64 != 0 {
+        out[full] = src[full] & ((1u64 << (len % 64)) - 1);
+    }
+}
+
+/// Writes each word's count of set bits in the words before it (exclusive prefix sums)
+/// into `out` (one per word); returns the total.
+fn word_offsets_into(words: &[u64], out: &mut [u32]) -> usize {
     let mut total = 0usize;
-    for w in words {
-        offsets.push(total as u32);
+    for (o, w) in out.iter_mut().zip(words) {
+        *o = total as u32;
         total += w.count_ones() as usize;
     }
-    (offsets, total)
+    total
 }
 
 /// Which bucket-accumulation kernel to run (same results; a tuning choice).
@@ -1109,7 +1127,7 @@ impl GpuMsm {
     /// Host words [`GpuMsm::upload_mask_staged`] writes for the first `limit` bits of
     /// `mask`: its words, then its offsets two to a word.
     pub fn mask_staging_words(mask: &DensityMask, limit: usize) -> usize {
-        let n_words = mask.len().min(limit).div_ceil(64).max(1);
+        let n_words = mask_words_len(mask.len().min(limit));
         n_words + n_words.div_ceil(2)
     }
 
@@ -1128,7 +1146,7 @@ impl GpuMsm {
         at: usize,
     ) -> Result<DeviceMask, GpuMsmError> {
         let len = mask.len().min(limit);
-        let n_words = len.div_ceil(64).max(1);
+        let n_words = mask_words_len(len);
         let need = Self::mask_staging_words(mask, limit);
         let found = staging.capacity();
         if at.checked_add(need).is_none_or(|end| end > found) {
@@ -1140,20 +1158,10 @@ impl GpuMsm {
         }
         let host = &mut staging.as_mut_slice()?[at..at + need];
         let (words, offsets) = host.split_at_mut(n_words);
-        let src = mask.words();
-        let full = len / 64;
-        words[..full].copy_from_slice(&src[..full]);
-        words[full..].fill(0);
-        if len % 64 != 0 {
-            words[full] = src[full] & ((1u64 << (len % 64)) - 1);
-        }
+        cut_mask_words(mask, len, words);
         // Offsets as u32 pairs, low half first (the device's little-endian u32 words).
-        let mut total = 0usize;
         let pairs: &mut [u32] = bytemuck::cast_slice_mut(offsets);
-        for (o, w) in pairs.iter_mut().zip(words.iter()) {
-            *o = total as u32;
-            total += w.count_ones() as usize;
-        }
+        let total = word_offsets_into(words, pairs);
         pairs[n_words..].fill(0);
         // Even length: the copy moves whole u64 words of the staging buffer.
         let mut dev_words = self
@@ -1181,18 +1189,10 @@ impl GpuMsm {
     /// earlier on this engine's stream.
     pub fn upload_mask(&self, mask: &DensityMask, limit: usize) -> Result<DeviceMask, GpuMsmError> {
         let len = mask.len().min(limit);
-        // The words of the first `len` bits (the last one cut at `len`), one at least so
-        // that an empty mask is still a valid allocation.
-        let mut words = mask.words()[..len.div_ceil(64)].to_vec();
-        if let (Some(last), r) = (words.last_mut(), len % 64) {
-            if r != 0 {
-                *last &= (1u64 << r) - 1;
-            }
-        }
-        if words.is_empty() {
-            words.push(0);
-        }
-        let (offsets, ones) = word_offsets(&words);
+        let mut words = vec![0u64; mask_words_len(len)];
+        cut_mask_words(mask, len, &mut words);
+        let mut offsets = vec![0u32; words.len()];
+        let ones = word_offsets_into(&words, &mut offsets);
         Ok(DeviceMask {
             words: self.gpu.upload(&words, "gpu-msm mask words")?,
             offsets: self.gpu.upload(&offsets, "gpu-msm mask offsets")?,
@@ -1996,6 +1996,36 @@ impl crate::MsmBackend for GpuMsm {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cut_mask_words_and_offsets_follow_the_bits() {
+        // A fixed pattern of bits: every third one set, and a dense run.
+        let bits: Vec<bool> = (0..300)
+            .map(|i| i % 3 == 0 || (130..190).contains(&i))
+            .collect();
+        let mask = crate::DensityMask::from_bools(bits.iter().copied());
+        for len in [0usize, 1, 63, 64, 65, 128, 200, 300] {
+            let n = mask_words_len(len);
+            assert_eq!(n, len.div_ceil(64).max(1), "len {len}");
+            let mut words = vec![u64::MAX; n];
+            cut_mask_words(&mask, len, &mut words);
+            let mut offsets = vec![u32::MAX; n];
+            let ones = word_offsets_into(&words, &mut offsets);
+            assert_eq!(
+                ones,
+                bits[..len].iter().filter(|&&b| b).count(),
+                "len {len}"
+            );
+            for (i, &b) in bits.iter().enumerate().take(n * 64) {
+                let got = (words[i / 64] >> (i % 64)) & 1 == 1;
+                assert_eq!(got, i < len && b, "len {len}, bit {i}");
+            }
+            for (k, &o) in offsets.iter().enumerate() {
+                let before = bits[..(64 * k).min(len)].iter().filter(|&&b| b).count();
+                assert_eq!(o as usize, before, "len {len}, word {k}");
+            }
+        }
+    }
+
     #[test]
     fn tree_levels_multiply_to_the_segment_count() {
         for log in 0..=12u32 {
