@@ -558,7 +558,12 @@ impl Shared {
     ) {
         job.cancelled.store(true, Ordering::Release);
         p.timings.total = job.submitted.elapsed();
-        let status_completed = matches!(status, JobStatus::Completed);
+        // The timeline of a completed job only (a failed one's is partial).
+        let partitions = if matches!(status, JobStatus::Completed) {
+            std::mem::take(&mut p.traces)
+        } else {
+            Vec::new()
+        };
         let label = match &status {
             JobStatus::Completed => {
                 self.completed.fetch_add(1, Ordering::Relaxed);
@@ -585,10 +590,7 @@ impl Shared {
             timings: p.timings,
             devices,
             sequence: self.finished_seq.fetch_add(1, Ordering::AcqRel) + 1,
-            partitions: match status_completed {
-                true => std::mem::take(&mut p.traces),
-                false => Vec::new(),
-            },
+            partitions,
         });
         job.ended.store(true, Ordering::Release);
         let mut table = self.jobs();
