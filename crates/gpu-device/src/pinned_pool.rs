@@ -353,6 +353,48 @@ impl<A: StagingAllocator> PinnedPool<A> {
         })
     }
 
+    /// Pins ahead of use: makes sure at least `count` idle buffers of the size class of
+    /// `len` are in the pool, allocating the missing ones now, each charged first with
+    /// a non-blocking request that evicts nothing (a refusal stops the prewarm, it is
+    /// not an error: later requests pin on demand as before). Returns the idle buffers
+    /// of that class now. Pinning is slow (the kernel locks every page) and, done while
+    /// proofs run, delays the driver calls of every thread; a server calls this before
+    /// its first proof. The buffers stay idle, charged, and evictable like any other.
+    pub fn prewarm(&self, len: usize, count: usize) -> Result<usize, PoolError> {
+        let class = size_class(len);
+        let bytes =
+            (class as u64)
+                .checked_mul(A::ELEMENT_BYTES)
+                .ok_or(PoolError::SizeOverflow {
+                    len,
+                    element_bytes: A::ELEMENT_BYTES,
+                })?;
+        let idle_of_class =
+            |st: &State<A::Buffer>| st.idle.iter().filter(|(c, _)| *c == class).count();
+        loop {
+            if idle_of_class(&self.shared.lock()) >= count {
+                return Ok(count);
+            }
+            let Ok(charge) = self
+                .shared
+                .budget
+                .request(bytes, Category::PinnedPool)
+                .label(self.shared.label.clone())
+                .evict(false)
+                .try_reserve()
+            else {
+                return Ok(idle_of_class(&self.shared.lock()));
+            };
+            let buffer = self.shared.alloc.allocate(class, charge)?;
+            let mut st = self.shared.lock();
+            st.stats.charged_bytes += bytes;
+            st.stats.peak_charged_bytes = st.stats.peak_charged_bytes.max(st.stats.charged_bytes);
+            st.stats.n_allocations += 1;
+            st.stats.idle_bytes += bytes;
+            st.idle.push((class, buffer));
+        }
+    }
+
     /// Counters now.
     pub fn stats(&self) -> PoolStats {
         self.shared.lock().stats

@@ -67,3 +67,37 @@ fn gpu_staged_copies_survive_immediate_reuse() {
     drop(pool);
     assert_eq!(budget.used_bytes(), 0);
 }
+
+/// Buffers pinned ahead (`prewarm`) are real pinned buffers that serve the next
+/// requests of their class: a copy from one lands intact, no new allocation is made.
+#[test]
+fn gpu_prewarmed_buffers_serve_requests() {
+    let Some(gpu) = gpu_or_skip("pinned-pool") else {
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(seed());
+    let budget = Budget::fixed(1 << 30);
+    let pool = PinnedStagingPool::<u64>::cuda(gpu.clone(), budget.clone(), "gpu test prewarm");
+    let n = (1usize << 20) + rng.random_range(0..1000usize);
+    assert_eq!(pool.prewarm(n, 2).unwrap(), 2);
+    let charged = pool.stats().charged_bytes;
+    assert_eq!(budget.snapshot().used_in(Category::PinnedPool), charged);
+    let stream = gpu.new_stream().unwrap();
+    let values: Vec<u64> = (0..n).map(|_| rng.random()).collect();
+    let (mut g1, g2) = (pool.acquire(n).unwrap(), pool.acquire(n).unwrap());
+    g1.as_mut_slice().unwrap()[..n].copy_from_slice(&values);
+    let mut dst = gpu.alloc_zeros::<u32>(2 * n, "prewarm dst").unwrap();
+    g1.copy_to_device(0..n, &mut dst, 0, &stream).unwrap();
+    drop((g1, g2));
+    stream.synchronize().unwrap();
+    let words = stream.clone_dtoh(dst.slice()).unwrap();
+    for (i, v) in values.iter().enumerate() {
+        let got = u64::from(words[2 * i]) | (u64::from(words[2 * i + 1]) << 32);
+        assert_eq!(got, *v, "element {i}");
+    }
+    let s = pool.stats();
+    assert_eq!((s.n_allocations, s.n_reuses), (2, 2), "{s:?}");
+    assert_eq!(s.charged_bytes, charged);
+    drop(pool);
+    assert_eq!(budget.used_bytes(), 0);
+}

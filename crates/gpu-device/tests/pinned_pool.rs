@@ -457,3 +457,62 @@ fn acquire_from_takes_the_bytes_from_the_callers_reservation() {
     drop((a, b, pool));
     assert_eq!(budget.used_bytes(), 0);
 }
+
+#[test]
+fn prewarm_pins_ahead_within_the_budget_and_evicts_nothing() {
+    let mut rng = StdRng::seed_from_u64(seed());
+    let len = rng.random_range(9..50_000usize);
+    let bytes = 8 * size_class(len) as u64;
+    // Room for four buffers, one of them held by another pool's idle buffer (an
+    // evictor the prewarm must not run).
+    let budget = Budget::fixed(4 * bytes);
+    let (other, other_log) = pool(&budget);
+    let (pool, log) = pool(&budget);
+    drop(other.acquire(len).unwrap());
+    other_log.take();
+    assert_eq!(pool.prewarm(len, 2).unwrap(), 2);
+    let events = log.take();
+    assert_eq!(events.len(), 2, "{events:?}");
+    for e in &events {
+        assert!(
+            matches!(e, Event::Alloc { len: l, charged, .. } if *l == size_class(len) && *charged == bytes),
+            "{e:?}"
+        );
+    }
+    let s = pool.stats();
+    assert_eq!(
+        (s.charged_bytes, s.idle_bytes, s.n_allocations),
+        (2 * bytes, 2 * bytes, 2)
+    );
+    assert_eq!(pinned_bytes(&budget), 3 * bytes);
+    // Already there: nothing new.
+    assert_eq!(pool.prewarm(len, 2).unwrap(), 2);
+    assert_eq!(pool.prewarm(len, 1).unwrap(), 1);
+    assert!(log.take().is_empty());
+    // More than fits: stops at the budget, evicting nothing, no error.
+    assert_eq!(pool.prewarm(len, 5).unwrap(), 3);
+    assert_eq!(log.take().len(), 1);
+    assert!(
+        other_log.take().is_empty(),
+        "the other pool's idle buffer stayed"
+    );
+    assert_eq!(other.stats().idle_bytes, bytes);
+    // The prewarmed buffers serve requests of their class: reuses, and a caller's
+    // reservation gets its bytes back.
+    let g1 = pool.acquire(len).unwrap();
+    drop(other);
+    let mut admitted = budget
+        .try_reserve(bytes, Category::WorkingSet, "admitted")
+        .unwrap();
+    let g2 = pool.acquire_from(len, &mut admitted).unwrap();
+    assert_eq!(admitted.bytes(), 0);
+    let s = pool.stats();
+    assert_eq!((s.n_allocations, s.n_reuses), (3, 2));
+    // Idle buffers of another class do not count: a small class is pinned anew.
+    let small = rng.random_range(1..=8usize);
+    log.take();
+    assert_eq!(pool.prewarm(small, 1).unwrap(), 1);
+    assert!(matches!(log.take()[..], [Event::Alloc { len: l, .. }] if l == size_class(small)),);
+    drop((g1, g2, pool));
+    assert_eq!(budget.used_bytes(), 0);
+}
