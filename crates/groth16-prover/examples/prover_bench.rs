@@ -484,6 +484,7 @@ fn breakdown(what: &str, best: &ProofOutput) {
         ("  device transforms (async)", t.h_device),
         ("msm h", t.msm_h),
         ("msm l", t.msm_l),
+        ("  of which waiting for its scalars", t.msm_scalars_wait),
         ("msm a", t.msm_a),
         ("msm b_g1", t.msm_b_g1),
         ("msm b_g2", t.msm_b_g2),

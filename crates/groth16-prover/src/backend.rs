@@ -83,6 +83,11 @@ pub struct MsmTimings {
     /// Of `staging_wait` (the witness's upload): copying the a and b masks to the device
     /// (pageable copies: they return once their stream's earlier work is done).
     pub witness_masks: Duration,
+    /// GPU backend: how long the device's MSM thread, done with the MSMs before them,
+    /// waited for staged scalars to reach the device (the witness's copy, conversion
+    /// and selections on the copy stream; h's own when staged from the host) before it
+    /// could queue their MSMs: time the device's MSM stream idled for them.
+    pub scalars_wait: Duration,
     /// Device time of the H transforms, measured by events around them (GPU backend with
     /// h on the device; zero otherwise). They run while the MSM scalars are prepared.
     pub h_device: Duration,
@@ -137,6 +142,8 @@ pub struct MsmOutputs {
 pub trait BackendOwned: Send + Any {
     /// For the type check of a downcast.
     fn as_any(&self) -> &dyn Any;
+    /// For the backend that made it, to work on it in place.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
     /// For the backend that made it, to take its own type back.
     fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
 }
@@ -262,6 +269,11 @@ impl StagedAbc {
             b: host(b)?,
             c: host(c)?,
         })
+    }
+
+    /// The backend's own storage in place (for the backend that lent it), if it is `T`.
+    pub fn downcast_mut<T: AbcStorage>(&mut self) -> Option<&mut T> {
+        self.inner.as_any_mut().downcast_mut::<T>()
     }
 
     /// The backend's own type back, or `self` when it holds another type.
@@ -400,6 +412,28 @@ pub trait ProverBackend: Send + Sync {
     /// the prover evaluates into host vectors for [`ProverBackend::h_poly`].
     fn abc_buffers(&self, _m: usize) -> Result<Option<StagedAbc>, ProverError> {
         Ok(None)
+    }
+
+    /// Starts copying a proof's staged a, b and c ([`ProverBackend::abc_buffers`]) to the
+    /// device ahead of its [`ProverBackend::h_poly_staged`], on a stream of their own,
+    /// so that the copies run while the device still works on the proof before it (an
+    /// engine calls it when a synthesized proof is handed to a busy device). `Ok(true)`
+    /// when queued (or queued before); `Ok(false)` when there is nothing to copy ahead
+    /// or no room on the device for it now (then the H step copies them as before).
+    /// The default: nothing, `Ok(false)`.
+    fn prefetch_abc(&self, _abc: &mut StagedAbc) -> Result<bool, ProverError> {
+        Ok(false)
+    }
+
+    /// Pins ahead of use the staging buffers `proofs` proofs over a domain of `m` points
+    /// take at once ([`ProverBackend::abc_buffers`]), charged to the backend's pool as
+    /// idle buffers; returns the bytes of such buffers idle in the pool now. Within the
+    /// budget's room, evicting nothing; what did not fit is pinned on demand as before.
+    /// An engine calls it when a circuit is registered, so that its first proofs do not
+    /// pin while others run (pinning takes the driver's locks: every thread's driver calls
+    /// wait). The default (no staging): nothing, 0.
+    fn prewarm_staging(&self, _m: usize, _proofs: usize) -> Result<u64, ProverError> {
+        Ok(0)
     }
 
     /// Host bytes of pinned staging a proof over a domain of `m` points, whose largest MSM

@@ -175,6 +175,9 @@ pub struct ProofTimings {
     pub msm_witness_alloc: Duration,
     /// Of `msm_staging_wait`: copying the witness's a and b masks to the device.
     pub msm_witness_masks: Duration,
+    /// Of the MSMs: the device's MSM thread waiting for staged scalars on the device
+    /// before l, a and b (GPU backend; `MsmTimings::scalars_wait`).
+    pub msm_scalars_wait: Duration,
     /// Device time of the H transforms (GPU backend, h kept on the device: the host part
     /// is `h`, the transforms then run while the MSM scalars are prepared).
     pub h_device: Duration,
@@ -868,6 +871,18 @@ impl Prover {
         self.compute_over(synthesized, None)
     }
 
+    /// Starts copying this proof's a, b and c to the device ahead of its device phase
+    /// (`ProverBackend::prefetch_abc`): for a proof synthesized while the device works
+    /// on another, so that the copies run beside that work. `Ok(true)` when queued;
+    /// `Ok(false)` when the backend copies nothing ahead (host a, b, c, no room on the
+    /// device now).
+    pub fn prefetch(&self, synthesized: &mut Synthesized) -> Result<bool, ProverError> {
+        match &mut synthesized.ev.abc {
+            Abc::Staged(abc) => self.backend.prefetch_abc(abc),
+            Abc::Host(_) => Ok(false),
+        }
+    }
+
     /// [`Prover::compute`] over the bases `hold` holds (a view of this prover's key taken
     /// earlier, e.g. when the proof was admitted): nothing is loaded, moved or waited for
     /// in the store, so a proof on a device never waits there for memory that proofs
@@ -953,8 +968,14 @@ impl Prover {
             charge.reservation_mut(),
         )?;
         drop(view);
-        drop(aux);
-        charge.set(inputs.capacity() as u64 * SCALAR_BYTES, "public inputs")?;
+        drop(masks);
+        // The witness is freed by `assemble`, not here: returning a few GiB of pages to
+        // the kernel takes ~0.1 s, which an engine's device thread would spend before
+        // its next partition. Charged exactly until then.
+        charge.set(
+            (inputs.capacity() + aux.capacity()) as u64 * SCALAR_BYTES,
+            "witness until assembly",
+        )?;
         timings.msm_h = sums.timings.h;
         timings.msm_l = sums.timings.l;
         timings.msm_a = sums.timings.a;
@@ -966,10 +987,12 @@ impl Prover {
         timings.msm_staging_wait = sums.timings.staging_wait;
         timings.msm_witness_alloc = sums.timings.witness_alloc;
         timings.msm_witness_masks = sums.timings.witness_masks;
+        timings.msm_scalars_wait = sums.timings.scalars_wait;
         timings.h_device = sums.timings.h_device;
         let bases = std::mem::take(&mut sums.placement);
         Ok(Computed {
             inputs,
+            aux,
             sums,
             bases,
             charge,
@@ -990,13 +1013,16 @@ impl Prover {
     ) -> Result<ProofOutput, ProverError> {
         let Computed {
             inputs,
+            aux,
             sums,
             bases,
-            charge,
+            mut charge,
             mut timings,
             shape,
             started,
         } = computed;
+        drop(aux);
+        charge.set(inputs.capacity() as u64 * SCALAR_BYTES, "public inputs")?;
         let t = Instant::now();
         let vk = self.key.vk();
         let Randomness { r, s } = rs;
@@ -1115,6 +1141,8 @@ impl Synthesized {
 /// (r, s) in [`Prover::assemble`].
 pub struct Computed {
     inputs: Vec<Scalar>,
+    /// The witness's aux part, freed by `assemble`.
+    aux: Vec<Scalar>,
     sums: crate::backend::MsmOutputs,
     bases: Vec<QueryPlacement>,
     charge: Charge,

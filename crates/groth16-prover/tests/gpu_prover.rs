@@ -123,6 +123,28 @@ fn check<C: Circuit<Scalar> + Clone>(
                     want,
                     "{name} pair {i}: {what}, from a witness"
                 );
+                // The same proof with a, b and c copied to the device ahead of the
+                // device phase (as an engine does while the device works on another):
+                // the H step reads those device copies, and the witness staging, which
+                // writes the same pinned buffers next, must wait for the copies.
+                let mut synthesized = prover
+                    .synthesize(Synthesis::Pce(&pce), circuit.clone(), None)
+                    .expect("synthesize");
+                let queued = prover.prefetch(&mut synthesized).expect("prefetch");
+                assert!(queued, "{name} pair {i}: room on the device for the copies");
+                assert!(
+                    prover.prefetch(&mut synthesized).expect("again"),
+                    "idempotent"
+                );
+                let computed = prover.compute(synthesized).expect("compute");
+                let prefetched = prover
+                    .assemble(computed, *rs, true, 0)
+                    .unwrap_or_else(|e| panic!("{name} pair {i} {what}, prefetched: {e}"));
+                assert_eq!(
+                    bytes(&prefetched.proof),
+                    want,
+                    "{name} pair {i}: {what}, a, b, c copied ahead"
+                );
             }
             assert_eq!(prover.key().tier(), tier, "{name} pair {i}: {what}");
             let k = kinds(&got.bases);

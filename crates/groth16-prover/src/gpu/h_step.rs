@@ -38,6 +38,9 @@ impl BackendOwned for DeviceH {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
         self
     }
@@ -133,25 +136,31 @@ impl GpuBackend {
 
     /// Queues the H step from a, b, c in the pool's pinned buffers (asynchronous copies);
     /// h keeps the buffers for the proof's MSM staging.
-    pub(super) fn h_from_pinned(&self, abc: PinnedAbc) -> Result<HOutput, ProverError> {
+    pub(super) fn h_from_pinned(&self, mut abc: PinnedAbc) -> Result<HOutput, ProverError> {
         let gpu_err = |e: GpuError| ntt_err(GpuNttError::Gpu(e));
         let stream = self.gpu.stream().clone();
         let started = self.gpu.timing_event().map_err(gpu_err)?;
         started
             .record(&stream)
             .map_err(|c| driver_err("cuEventRecord", c))?;
-        let [a, b, c] = &abc.bufs;
-        let h = self
-            .ntt
-            .h_poly_device(
+        let source = match abc.on_device.take() {
+            // Copied ahead (`prefetch_abc`): the transforms wait for those copies only.
+            Some(([a, b, c], copied)) => {
+                stream
+                    .wait(&copied)
+                    .map_err(|c| driver_err("cuStreamWaitEvent", c))?;
+                AbcSource::Device { a, b, c }
+            }
+            None => {
+                let [a, b, c] = &abc.bufs;
                 AbcSource::Pinned {
                     a: a.pinned(),
                     b: b.pinned(),
                     c: c.pinned(),
-                },
-                &stream,
-            )
-            .map_err(ntt_err)?;
+                }
+            }
+        };
+        let h = self.ntt.h_poly_device(source, &stream).map_err(ntt_err)?;
         // Kept for the MSMs' staging while the copies may still run: gpu-ntt copies
         // through cudarc's `host_slice()`, whose event host access waits for.
         self.h_output(h, started, Some(abc))

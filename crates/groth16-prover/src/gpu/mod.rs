@@ -54,7 +54,7 @@ use memory_budget::{Budget, Category, Reservation};
 
 use bases::{GpuBases, Placed, STREAM_CHUNK_G1, STREAM_CHUNK_G2};
 use h_step::DeviceH;
-use staging::{take_held_abc, PinnedAbc, StagedB, WitnessNeeds, SCALAR_LIMBS};
+use staging::{staging_err, take_held_abc, PinnedAbc, StagedB, WitnessNeeds, SCALAR_LIMBS};
 
 use crate::backend::{
     cpu_sum, BackendKind, BasesKind, HOutput, HPoly, MsmInputs, MsmOutputs, MsmTimings, Part,
@@ -98,6 +98,9 @@ pub struct GpuBackend {
     pool: PinnedStagingPool<u64>,
     /// Scalar copies run here, so they overlap the MSM running on the device's stream.
     copy_stream: Mutex<Option<Arc<CudaStream>>>,
+    /// The next proof's a, b and c go to the device here while the device works on the
+    /// current one (`prefetch_abc`).
+    prefetch_stream: Mutex<Option<Arc<CudaStream>>>,
     /// The G2 engine, on a stream of its own (created on first use) so the B MSM on G2
     /// runs beside the G1 MSMs instead of after them.
     msm_g2: Mutex<Option<Arc<GpuMsm>>>,
@@ -155,6 +158,7 @@ impl GpuBackend {
             cpu: CpuMsm::new(),
             pool: PinnedStagingPool::cuda(gpu.clone(), budget.clone(), "groth16-prover staging"),
             copy_stream: Mutex::new(None),
+            prefetch_stream: Mutex::new(None),
             msm_g2: Mutex::new(None),
             gpu,
             budget,
@@ -202,6 +206,23 @@ impl GpuBackend {
         let s = self
             .gpu
             .new_feeder_stream()
+            .map_err(|e| ntt_err(GpuNttError::Gpu(e)))?;
+        *slot = Some(s.clone());
+        Ok(s)
+    }
+
+    /// The stream a, b and c are copied ahead on (created on first use).
+    fn prefetch_stream(&self) -> Result<Arc<CudaStream>, ProverError> {
+        let mut slot = self
+            .prefetch_stream
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = slot.as_ref() {
+            return Ok(s.clone());
+        }
+        let s = self
+            .gpu
+            .new_stream()
             .map_err(|e| ntt_err(GpuNttError::Gpu(e)))?;
         *slot = Some(s.clone());
         Ok(s)
@@ -343,6 +364,26 @@ impl ProverBackend for GpuBackend {
             abc,
             staging_buffer_bytes(n_max_terms) + mask_staging_bytes(n_max_terms),
         )
+    }
+
+    fn prefetch_abc(&self, abc: &mut StagedAbc) -> Result<bool, ProverError> {
+        match abc.downcast_mut::<PinnedAbc>() {
+            Some(p) => self.prefetch_pinned(p),
+            None => Ok(false),
+        }
+    }
+
+    fn prewarm_staging(&self, m: usize, proofs: usize) -> Result<u64, ProverError> {
+        // A proof holds a, b and c's three buffers from its synthesis to its MSMs (the
+        // witness and the masks are staged in them).
+        if !staging::stages(m) {
+            return Ok(0);
+        }
+        let n = self
+            .pool
+            .prewarm(SCALAR_LIMBS * m, 3 * proofs)
+            .map_err(staging_err("a, b, c (prewarm)"))?;
+        Ok(n as u64 * staging_buffer_bytes(m))
     }
 
     fn msm_staging_after_abc(&self, m: usize, n_terms: usize) -> u64 {
@@ -574,11 +615,18 @@ impl GpuBackend {
             // refuses is handed back for the CPU.
             let (tx, rx) = std::sync::mpsc::sync_channel::<DeviceJob<'_>>(1);
             type Sums = Vec<(G1Query, Option<G1Projective>, BasesKind, Duration)>;
-            let device = scope.spawn(move || -> Result<Sums, ProverError> {
+            let device = scope.spawn(move || -> Result<(Sums, Duration), ProverError> {
                 let mut sums = Vec::new();
+                let mut waited = Duration::ZERO;
                 for job in rx {
                     let t = Instant::now();
                     if let Some(copied) = &job.copied {
+                        // Timed on the host (the MSMs before it are done: each returns
+                        // its sum): how long the device would idle for these scalars.
+                        copied
+                            .synchronize()
+                            .map_err(|c| driver_err("cuEventSynchronize", c))?;
+                        waited += t.elapsed();
                         self.gpu
                             .stream()
                             .wait(copied)
@@ -594,7 +642,7 @@ impl GpuBackend {
                         Err(e) => return Err(gpu_msm_err(job.q.name())(e)),
                     }
                 }
-                Ok(sums)
+                Ok((sums, waited))
             });
             let staged = (|| -> Result<(), ProverError> {
                 // H first, so that the device starts on it at once: in place, or its host
@@ -697,7 +745,8 @@ impl GpuBackend {
             Err(panic) => std::panic::resume_unwind(panic),
         };
         // A device failure closes the channel and makes staging stop: report it first.
-        let sums = sums?;
+        let (sums, waited) = sums?;
+        timings.scalars_wait = waited;
         staged?;
         for (q, sum, kind, d) in sums {
             match sum {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bls12_381::Scalar;
 use bls_repr::FrRepr;
 use cudarc::driver::{CudaEvent, CudaStream};
-use gpu_device::{CudaPinned, GpuError, PoolError, Pooled};
+use gpu_device::{CudaPinned, DeviceBuffer, GpuError, PoolError, Pooled};
 use gpu_msm::{DensityMask, DeviceScalars, GpuMsm, GpuMsmError};
 use rayon::prelude::*;
 
@@ -116,10 +116,16 @@ pub(super) fn take_held_abc(h: HPoly) -> (HPoly, Vec<PinnedBuf>) {
 pub(super) struct PinnedAbc {
     pub(super) bufs: [PinnedBuf; 3],
     pub(super) m: usize,
+    /// a, b and c copied to the device ahead of the H step
+    /// (`GpuBackend::prefetch_abc`), ready once the event (on the prefetch stream) is.
+    pub(super) on_device: Option<([DeviceBuffer<u64>; 3], CudaEvent)>,
 }
 
 impl BackendOwned for PinnedAbc {
     fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
     }
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
@@ -160,6 +166,47 @@ pub(super) fn stages(m: usize) -> bool {
 }
 
 impl GpuBackend {
+    /// See `ProverBackend::prefetch_abc`: device buffers for a, b and c allocated on the
+    /// prefetch stream and the pinned buffers copied into them there (each copy
+    /// recorded on its pinned buffer, so the pool and host access wait for it).
+    pub(super) fn prefetch_pinned(&self, p: &mut PinnedAbc) -> Result<bool, ProverError> {
+        if p.on_device.is_some() {
+            return Ok(true);
+        }
+        let gpu_err = |e: GpuError| ntt_err(GpuNttError::Gpu(e));
+        let words = SCALAR_LIMBS * p.m;
+        // Only with room left for another proof's MSM scratch beside it: the proof on
+        // the device now may still allocate its own.
+        let bytes = 3 * 8 * words as u64;
+        let keep = p.m as u64 * super::HEADROOM_PER_TERM + super::HEADROOM_FIXED;
+        if self.gpu.vram_budget().available_bytes() < bytes.saturating_add(keep) {
+            return Ok(false);
+        }
+        let stream = self.prefetch_stream()?;
+        let on = self.gpu.with_stream(stream.clone());
+        let mut dev = Vec::with_capacity(3);
+        for label in ["h a (prefetched)", "h b (prefetched)", "h c (prefetched)"] {
+            match on.alloc_for_overwrite::<u64>(words, label) {
+                Ok(d) => dev.push(d),
+                // No room now: the H step copies them itself (what was allocated is freed).
+                Err(GpuError::Budget { .. } | GpuError::OutOfMemory { .. }) => return Ok(false),
+                Err(e) => return Err(gpu_err(e)),
+            }
+        }
+        for (buf, d) in p.bufs.iter_mut().zip(dev.iter_mut()) {
+            buf.copy_to_device(0..words, d, 0, &stream)
+                .map_err(gpu_err)?;
+        }
+        let copied = stream
+            .record_event(None)
+            .map_err(|c| super::driver_err("cuEventRecord", c))?;
+        let Ok(dev) = <[DeviceBuffer<u64>; 3]>::try_from(dev) else {
+            unreachable!("three buffers were pushed");
+        };
+        p.on_device = Some((dev, copied));
+        Ok(true)
+    }
+
     /// Pooled pinned buffers for a, b and c of a domain of `m` points (see [`stages`]),
     /// paid from `from` when given (see `ProverBackend::staging_bytes`).
     pub(super) fn pinned_abc(
@@ -181,6 +228,7 @@ impl GpuBackend {
         Ok(Some(PinnedAbc {
             bufs: [acquire()?, acquire()?, acquire()?],
             m,
+            on_device: None,
         }))
     }
 
