@@ -93,6 +93,12 @@ pub struct EngineConfig {
     /// what the kernel charges beyond the charges). The wait lets that untracked usage
     /// fall back; the job's error gives the sizes.
     pub never_fits_after: Duration,
+    /// Pin each device's staging buffers for a circuit's proofs when it is registered
+    /// (default true; [`Engine::prewarm_staging`]): as many as the proofs a device holds
+    /// at once (the one on it and the hand-off's), within the budget's room. Pinning
+    /// while proofs run slows them (the driver's locks); a fresh engine's first job then
+    /// runs as fast as the next.
+    pub prewarm_staging: bool,
 }
 
 /// See [`EngineConfig::on_job_end`].
@@ -111,6 +117,7 @@ impl EngineConfig {
             keep_finished: 4096,
             on_job_end: None,
             never_fits_after: Duration::from_secs(10),
+            prewarm_staging: true,
         }
     }
 }
@@ -180,6 +187,9 @@ pub(crate) struct DeviceRt {
     pub(crate) partitions_done: AtomicU64,
     /// Circuits proved here recently, most recent last (affinity).
     pub(crate) recent: Mutex<VecDeque<String>>,
+    /// Partitions whose a, b and c were copied to it ahead of their turn and are not yet
+    /// on it (at most one: each holds its a, b, c in device memory while it waits).
+    pub(crate) prefetched: Arc<AtomicUsize>,
 }
 
 /// One queued partition.
@@ -342,6 +352,8 @@ pub(crate) struct Shared {
     pub(crate) synthesizing_alone: AtomicUsize,
     pub(crate) never_fits_after: Duration,
     keep_finished: usize,
+    handoff_depth: usize,
+    prewarm_staging: bool,
     /// Partitions admitted whose resources are not yet returned.
     in_flight: Mutex<usize>,
     in_flight_cv: Condvar,
@@ -710,6 +722,7 @@ impl Engine {
                 current_job: Mutex::new(None),
                 partitions_done: AtomicU64::new(0),
                 recent: Mutex::new(VecDeque::new()),
+                prefetched: Arc::new(AtomicUsize::new(0)),
             });
         }
         let max_synthesis = config.max_synthesis.unwrap_or_else(|| {
@@ -736,6 +749,8 @@ impl Engine {
             synthesizing_alone: AtomicUsize::new(0),
             keep_finished: config.keep_finished.max(1),
             never_fits_after: config.never_fits_after,
+            handoff_depth: depth,
+            prewarm_staging: config.prewarm_staging,
             in_flight: Mutex::new(0),
             in_flight_cv: Condvar::new(),
             stages: std::array::from_fn(|_| AtomicI64::new(0)),
@@ -756,7 +771,66 @@ impl Engine {
 
     /// Registers a circuit: reads its verifying key and section headers now (checked);
     /// its bases are loaded through the store by the first partition that needs them.
+    /// With [`EngineConfig::prewarm_staging`], then pins the devices' staging buffers
+    /// for its proofs ([`Engine::prewarm_staging`]; seconds for a large circuit); a
+    /// driver failure there is [`EngineError::Prewarm`] and leaves it unregistered.
     pub fn register(&self, spec: CircuitSpec) -> Result<(), EngineError> {
+        let id = spec.id.clone();
+        self.register_inner(spec)?;
+        if self.shared.prewarm_staging {
+            if let Err(e) = self.prewarm_staging(&id) {
+                // Not registered after all: no job can have named it yet (registration
+                // had not returned), and its buffers stay idle in the pools.
+                self.shared
+                    .circuits
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&id);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Pins, on every device, the staging buffers of as many of `circuit`'s proofs as the
+    /// device holds at once (one proving, [`EngineConfig::handoff_depth`] handed off),
+    /// charged to the budget as idle pooled buffers, within its room: nothing is
+    /// evicted for them and what does not fit is pinned by the proofs as before; the
+    /// budget can evict them like any idle staging. Returns the bytes of such buffers
+    /// idle on all devices now (0 for backends without staging). Idempotent.
+    pub fn prewarm_staging(&self, circuit: &str) -> Result<u64, EngineError> {
+        let rt = self
+            .shared
+            .circuits
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(circuit)
+            .cloned()
+            .ok_or_else(|| EngineError::UnknownCircuit {
+                circuit: circuit.to_string(),
+            })?;
+        let h = rt.lens().h;
+        if h == 0 {
+            return Ok(0);
+        }
+        // The domain: h has one coefficient fewer than it.
+        let m = (h + 1).next_power_of_two();
+        let mut bytes = 0;
+        for d in &self.shared.devices {
+            if let Some(backend) = d.backends.first() {
+                bytes += backend
+                    .prewarm_staging(m, 1 + self.shared.handoff_depth)
+                    .map_err(|source| EngineError::Prewarm {
+                        circuit: circuit.to_string(),
+                        device: d.name.clone(),
+                        source: Box::new(source),
+                    })?;
+            }
+        }
+        Ok(bytes)
+    }
+
+    fn register_inner(&self, spec: CircuitSpec) -> Result<(), EngineError> {
         let mut circuits = self
             .shared
             .circuits

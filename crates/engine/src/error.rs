@@ -53,6 +53,18 @@ pub enum EngineError {
         #[source]
         source: Box<groth16_prover::ProverError>,
     },
+    /// Pinning a circuit's staging buffers ahead of its proofs failed in the driver
+    /// (a budget without room is not an error: the prewarm stops there).
+    #[error("device {device}: pinning staging for circuit {circuit:?}: {source}")]
+    Prewarm {
+        /// The circuit.
+        circuit: String,
+        /// The device.
+        device: String,
+        /// Why.
+        #[source]
+        source: Box<groth16_prover::ProverError>,
+    },
     /// A job without partitions.
     #[error("a job needs at least one partition")]
     NoPartitions,

@@ -221,6 +221,9 @@ pub struct PartitionTrace {
     pub device: (Duration, Duration),
     /// Assembly and self-check: start and end.
     pub assembly: (Duration, Duration),
+    /// Its a, b and c were copied to the device ahead of its device phase, while the
+    /// device worked on the partition before it.
+    pub prefetched: bool,
     /// The prover's step times for this partition (H, each MSM, staging waits).
     pub proof: groth16_prover::ProofTimings,
 }

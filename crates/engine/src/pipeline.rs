@@ -5,7 +5,7 @@
 //! partition waits for its device holding only its own working set, and keeps its
 //! synthesis slot until the hand-off takes it.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -43,6 +43,27 @@ pub(crate) struct Work {
     /// When its phases ran (offsets from the job's submission).
     trace: PartitionTrace,
     _in_flight: InFlight,
+    /// Its a, b and c were copied to its device ahead of its turn (`Prover::prefetch`):
+    /// the device's one such slot, given back when the worker takes it (or it is dropped).
+    prefetched: Option<PrefetchSlot>,
+}
+
+/// The device's one slot for a partition copied to it ahead of its turn.
+struct PrefetchSlot(Arc<AtomicUsize>);
+
+impl PrefetchSlot {
+    fn take(count: &Arc<AtomicUsize>) -> Option<PrefetchSlot> {
+        count
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| PrefetchSlot(Arc::clone(count)))
+    }
+}
+
+impl Drop for PrefetchSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Work {
@@ -326,6 +347,7 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
             ..PartitionTrace::default()
         },
         _in_flight: shared.in_flight(&circuit),
+        prefetched: None,
     };
     work.trace.admitted = work.at(Instant::now());
     let s = Arc::clone(shared);
@@ -536,6 +558,30 @@ fn synthesize(shared: &Arc<Shared>, mut work: Work, reservation: Reservation) {
         let _on = shared.enter(Stage::OnDevice);
         return compute_and_assemble(shared, work);
     }
+    // While the device works on another partition, this one's a, b and c go to it now,
+    // beside that work, instead of at the start of its own turn (one partition a device
+    // at a time: it holds them in device memory until its turn).
+    let dev = &shared.devices[device];
+    let busy = dev
+        .current_job
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_some();
+    if busy {
+        if let (Some(slot), Some(s)) = (
+            PrefetchSlot::take(&dev.prefetched),
+            work.synthesized.as_mut(),
+        ) {
+            match work.prover.prefetch(s) {
+                Ok(true) => {
+                    work.prefetched = Some(slot);
+                    work.trace.prefetched = true;
+                }
+                Ok(false) => drop(slot),
+                Err(e) => return failed(shared, work, e),
+            }
+        }
+    }
     // The synthesis slot is kept until the hand-off takes the partition: a partition
     // blocked on a full hand-off still counts against the synthesis ceiling, so no more
     // working sets are admitted ahead of the device than the ceiling plus the hand-off
@@ -623,6 +669,8 @@ fn device_worker(
         *dev.current_job.lock().unwrap_or_else(|e| e.into_inner()) = Some(work.job.id);
         let on = shared.enter(Stage::OnDevice);
         let mut work = work;
+        // Its turn: the slot for the next partition's copies ahead is free again.
+        work.prefetched = None;
         let Some(s) = work.synthesized.take() else {
             continue;
         };

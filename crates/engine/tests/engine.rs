@@ -13,7 +13,8 @@ use std::time::Duration;
 use bellman::{Circuit, ConstraintSystem, SynthesisError};
 use bls12_381::Scalar;
 use engine::{
-    Engine, EngineError, JobId, JobOutcome, JobSpec, JobStatus, Partition, Priority, Shutdown,
+    CircuitSpec, Engine, EngineError, JobId, JobOutcome, JobSpec, JobStatus, Partition, PceSource,
+    Priority, Shutdown,
 };
 use ff::Field;
 use groth16_prover::testing::{MimcChain, RandomR1cs};
@@ -1016,4 +1017,205 @@ fn shutdowns_and_awaits_racing_job_ends_never_deadlock() {
             );
         }
     }
+}
+
+/// Registration pins each device's staging for the circuit's proofs (one proving and
+/// the hand-off's), over its domain; off by configuration, then asked for by name; a
+/// driver failure there is a typed error and leaves the circuit unregistered.
+#[test]
+fn staging_is_prewarmed_at_registration() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let budget = Budget::fixed(1 << 30);
+    let devs = [
+        Arc::new(TestDevice::new(&budget, 5)),
+        Arc::new(TestDevice::new(&budget, 6)),
+    ];
+    let depth = rng.random_range(1..4usize);
+    let mut cfg = config(
+        &budget,
+        devs.iter()
+            .enumerate()
+            .map(|(i, d)| device(&format!("sim{i}"), d.clone()))
+            .collect(),
+    );
+    cfg.handoff_depth = depth;
+    let engine = Engine::start(cfg).unwrap();
+    let dir = TempDir::new("prewarm");
+    let pces = pce_cache();
+    let circuit = RandomR1cs {
+        n_inputs: 2,
+        n_constraints: rng.random_range(10..200),
+        shape_seed: rng.random(),
+        value_seed: rng.random(),
+        corrupt: false,
+    };
+    let reg = register(&engine, &pces, &dir, "r1cs", circuit.clone(), &mut rng);
+    let m = reg.params.h.len() + 1;
+    assert!(m.is_power_of_two(), "seed {seed}: domain {m}");
+    for d in &devs {
+        assert_eq!(
+            *d.prewarms.lock().unwrap(),
+            vec![(m, 1 + depth)],
+            "seed {seed}"
+        );
+    }
+    // Asked again by name: the same call (the backend's pool makes it idempotent).
+    assert_eq!(engine.prewarm_staging("r1cs").unwrap(), 0);
+    assert!(matches!(
+        engine.prewarm_staging("nope"),
+        Err(EngineError::UnknownCircuit { .. })
+    ));
+    // A driver failure: registration fails naming the device, the circuit is not there.
+    devs[1].prewarm_fault.store(true, Ordering::SeqCst);
+    let err = engine
+        .register(CircuitSpec {
+            id: "second".into(),
+            params: srs_store::SrsSpec::new("second", &reg.path),
+            pce: PceSource::Held(
+                pces.get_or_extract(&pce_cache::CircuitKey::new("r1cs"), || circuit.clone())
+                    .unwrap(),
+            ),
+        })
+        .unwrap_err();
+    assert!(
+        matches!(&err, EngineError::Prewarm { circuit, device, .. } if circuit == "second" && device == "sim1"),
+        "{err}"
+    );
+    assert!(matches!(
+        engine.submit(JobSpec::single(
+            "second",
+            Partition::circuit(circuit.clone())
+        )),
+        Err(EngineError::UnknownCircuit { .. })
+    ));
+    devs[1].prewarm_fault.store(false, Ordering::SeqCst);
+    // The first circuit proves as before.
+    let id = engine
+        .submit(JobSpec::single("r1cs", Partition::circuit(circuit)))
+        .unwrap();
+    let out = engine
+        .await_job(id, Some(Duration::from_secs(120)))
+        .unwrap();
+    assert!(
+        matches!(out.status, JobStatus::Completed),
+        "{:?}",
+        out.status
+    );
+    engine.shutdown(Shutdown::Graceful);
+
+    // Off by configuration: registration pins nothing.
+    let quiet = Arc::new(TestDevice::new(&budget, 7));
+    let mut cfg = config(&budget, vec![device("sim0", quiet.clone())]);
+    cfg.prewarm_staging = false;
+    let engine = Engine::start(cfg).unwrap();
+    register(
+        &engine,
+        &pces,
+        &dir,
+        "other",
+        chain_like_r1cs(&mut rng),
+        &mut rng,
+    );
+    assert!(quiet.prewarms.lock().unwrap().is_empty());
+    engine.prewarm_staging("other").unwrap();
+    assert_eq!(quiet.prewarms.lock().unwrap().len(), 1);
+    engine.shutdown(Shutdown::Graceful);
+}
+
+fn chain_like_r1cs(rng: &mut impl Rng) -> RandomR1cs {
+    RandomR1cs {
+        n_inputs: 1,
+        n_constraints: rng.random_range(5..50),
+        shape_seed: rng.random(),
+        value_seed: rng.random(),
+        corrupt: false,
+    }
+}
+
+/// A partition synthesized while its device works on another has its a, b and c copied
+/// ahead (`Prover::prefetch`), one partition a device at a time; one synthesized for
+/// an idle device does not. Proofs stay the reference's, and every byte is returned.
+#[test]
+fn a_partition_synthesized_beside_a_busy_device_is_copied_ahead() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let budget = Budget::fixed(1 << 30);
+    let gate = Gate::closed();
+    let mut dev = TestDevice::new(&budget, 9);
+    dev.staged = true;
+    dev.gate = Some(gate.clone());
+    let dev = Arc::new(dev);
+    let mut cfg = config(&budget, vec![device("sim0", dev.clone())]);
+    cfg.max_synthesis = Some(3);
+    let engine = Engine::start(cfg).unwrap();
+    let dir = TempDir::new("prefetch");
+    let pces = pce_cache();
+    let base = MimcChain::new(rng.random_range(20..80), rng.random());
+    let reg = register(&engine, &pces, &dir, "mimc", base.clone(), &mut rng);
+    let synth_gate = Gate::closed();
+    let circuits = [
+        base.clone(),
+        chain_like(&base, &mut rng),
+        chain_like(&base, &mut rng),
+    ];
+    let rs: Vec<Randomness> = (0..3).map(|_| Randomness::random(&mut rng)).collect();
+    let id = engine
+        .submit(JobSpec {
+            circuit: "mimc".into(),
+            partitions: vec![
+                Partition::circuit(circuits[0].clone()),
+                Partition::circuit(GatedCircuit {
+                    inner: circuits[1].clone(),
+                    gate: synth_gate.clone(),
+                }),
+                Partition::circuit(GatedCircuit {
+                    inner: circuits[2].clone(),
+                    gate: synth_gate.clone(),
+                }),
+            ],
+            priority: Priority::Normal,
+            randomness: Some(rs.clone()),
+        })
+        .unwrap();
+    // Partition 0 holds the device; then 1 and 2 synthesize: one goes into the hand-off,
+    // the other waits for it, and only one of them may hold copies on the device.
+    gate.wait_arrivals(1);
+    synth_gate.open();
+    let start = std::time::Instant::now();
+    while engine.status().stages.waiting_device < 2 {
+        assert!(start.elapsed() < Duration::from_secs(60), "seed {seed}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    gate.open();
+    let out = engine
+        .await_job(id, Some(Duration::from_secs(120)))
+        .unwrap();
+    assert_eq!(out.status, JobStatus::Completed, "seed {seed}");
+    let flags: Vec<bool> = out.partitions.iter().map(|t| t.prefetched).collect();
+    assert!(
+        !flags[0],
+        "seed {seed}: the first found the device idle: {flags:?}"
+    );
+    assert_eq!(
+        flags.iter().filter(|f| **f).count(),
+        1,
+        "seed {seed}: one slot a device: {flags:?}"
+    );
+    assert_eq!(dev.prefetches.load(Ordering::SeqCst), 1, "seed {seed}");
+    for (k, c) in circuits.iter().enumerate() {
+        let want =
+            proof_bytes(&groth16::create_proof(c.clone(), &reg.params, rs[k].r, rs[k].s).unwrap());
+        assert_eq!(
+            proof_bytes(&out.proofs[k]),
+            want,
+            "seed {seed}: partition {k}"
+        );
+    }
+    engine.shutdown(Shutdown::Graceful);
+    assert_eq!(
+        budget.snapshot().used_in(Category::WorkingSet),
+        0,
+        "seed {seed}"
+    );
 }

@@ -2,7 +2,7 @@
 //! **TIMING ONLY** (its parameters and witness are synthetic: no proof it makes verifies).
 //!
 //! `porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] [--gpu-wait MODE]
-//!  [--vram-pool POLICY] [--feeders high|normal] [--reps N] [--engine-partitions N] [--engine-jobs J]
+//!  [--vram-pool POLICY] [--feeders high|normal] [--reps N] [--engine-partitions N] [--engine-jobs J] [--no-prewarm]
 //!  [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G]
 //!  [--pce FILE.pce | --pce-out FILE.pce] [--record-only | --witness-only] [--seed N] [--json]`
 //!
@@ -28,7 +28,8 @@
 //!    prover's per-step times), then (`--engine-partitions N`) one job of N partitions
 //!    (`--engine-jobs J`: J such jobs one after another on one engine, as a daemon runs
 //!    them; each prints its timeline, one line a partition) through `engine::Engine`
-//!    (what `pinion serve` runs), each synthesized by the engine
+//!    (what `pinion serve` runs; its staging pinned at registration unless
+//!    `--no-prewarm`), each synthesized by the engine
 //!    as the daemon does (`--max-synthesis`: the engine's ceiling on partitions
 //!    synthesizing at once, default its own, the number of cores; a list runs the job once
 //!    per value, so one recording compares them; the partitions are synthesized alone,
@@ -67,7 +68,7 @@ use srs_store::{
 };
 
 const USAGE: &str = "usage: porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] \
-[--gpu-wait blocking|yield|spin] [--vram-pool driver|keep|keep-no-waits|no-waits] [--feeders high|normal] [--reps N] [--engine-partitions N] [--engine-jobs J] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G] \
+[--gpu-wait blocking|yield|spin] [--vram-pool driver|keep|keep-no-waits|no-waits] [--feeders high|normal] [--reps N] [--engine-partitions N] [--engine-jobs J] [--no-prewarm] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G] \
 [--pce FILE.pce | --pce-out FILE.pce] [--record-only | --witness-only] [--seed N] [--json]";
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -88,6 +89,8 @@ struct Args {
     vram_pool: VramPool,
     feeders: FeederPriority,
     engine_jobs: usize,
+    /// The engine pins no staging at registration (`EngineConfig::prewarm_staging`).
+    no_prewarm: bool,
     reps: usize,
     engine_partitions: usize,
     /// One engine run per entry (`None`: the engine's default ceiling).
@@ -112,6 +115,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         vram_pool: VramPool::default(),
         feeders: FeederPriority::default(),
         engine_jobs: 1,
+        no_prewarm: false,
         reps: 3,
         engine_partitions: 0,
         max_synthesis: vec![None],
@@ -207,6 +211,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--reps" => a.reps = number(&flag, it.next())?,
             "--engine-partitions" => a.engine_partitions = number(&flag, it.next())?,
             "--engine-jobs" => a.engine_jobs = number(&flag, it.next())?,
+            "--no-prewarm" => a.no_prewarm = true,
             "--side-by-side" => a.side_by_side = true,
             "--max-synthesis" => {
                 let v = value(&flag, it.next())?;
@@ -720,13 +725,27 @@ fn run(args: &Args) -> Result<(), Error> {
         config.store = Some(store.clone());
         config.self_check = false;
         config.max_synthesis = max_synthesis;
+        config.prewarm_staging = !args.no_prewarm;
         let engine = Engine::start(config)?;
         let circuit = spec.circuit_id.clone();
+        let t = Instant::now();
         engine.register(CircuitSpec {
             id: circuit.clone(),
             params: spec.clone(),
             pce: PceSource::Held(handle.clone()),
         })?;
+        let registration = t.elapsed().as_secs_f64();
+        if args.no_prewarm {
+            println!(
+                "engine registration: {registration:.2} s, no staging pinned ahead (--no-prewarm)"
+            );
+        } else {
+            println!(
+                "engine registration: {registration:.2} s, of which pinning staging ahead: {} idle (budget {} charged)",
+                gib(engine.prewarm_staging(&circuit)?),
+                gib(budget.used_bytes())
+            );
+        }
         // Jobs one after another on one engine (`--engine-jobs`): the first pays for the
         // pool's pinned buffers and the device's first allocations, the next ones run as
         // a daemon's jobs after its first do. The last job's figures are the bench line's.
@@ -1003,6 +1022,7 @@ fn median_timings(runs: &[ProofOutput]) -> ProofTimings {
         msm_staging_wait: m(|t| t.msm_staging_wait),
         msm_witness_alloc: m(|t| t.msm_witness_alloc),
         msm_witness_masks: m(|t| t.msm_witness_masks),
+        msm_scalars_wait: m(|t| t.msm_scalars_wait),
         h_device: m(|t| t.h_device),
         assembly: m(|t| t.assembly),
         self_check: m(|t| t.self_check),
@@ -1010,7 +1030,7 @@ fn median_timings(runs: &[ProofOutput]) -> ProofTimings {
     }
 }
 
-fn steps(t: &ProofTimings) -> [(&'static str, Duration); 19] {
+fn steps(t: &ProofTimings) -> [(&'static str, Duration); 20] {
     [
         ("synthesis (circuit run, a/b/c beside)", t.synthesis),
         ("a/b/c evaluation (after it)", t.abc_evaluation),
@@ -1020,6 +1040,7 @@ fn steps(t: &ProofTimings) -> [(&'static str, Duration); 19] {
         ("  device transforms", t.h_device),
         ("msm h", t.msm_h),
         ("msm l", t.msm_l),
+        ("  waiting for its scalars", t.msm_scalars_wait),
         ("msm a", t.msm_a),
         ("msm b_g1", t.msm_b_g1),
         ("msm b_g2", t.msm_b_g2),
@@ -1098,21 +1119,28 @@ fn gib(bytes: u64) -> String {
 /// job's submission) and what the device phase spent where.
 fn print_timeline(parts: &[PartitionTrace]) {
     let s = |d: Duration| d.as_secs_f64();
-    println!("timeline (s from submission): partition: admitted | synthesis | device [h, msm wall, h msm, b_g2, staging waits (buffers, masks)] | assembly");
+    println!("timeline (s from submission): partition: admitted | synthesis | device (+: a, b, c copied ahead) [h, h on the device, msm wall, h msm, l (its scalars' wait), a, b_g1, b_g2, witness staging on the host, of it waits (buffers, masks)] | assembly");
     for t in parts {
         let p = &t.proof;
         println!(
-            "timeline {:>3}: {:7.3} | {:7.3}-{:7.3} | {:7.3}-{:7.3} [{:.3}, {:.3}, {:.3}, {:.3}, {:.3} ({:.3}, {:.3})] | {:7.3}-{:7.3}",
+            "timeline {:>3}: {:7.3} | {:7.3}-{:7.3} | {:7.3}-{:7.3}{} [{:.3}, {:.3}, {:.3}, {:.3}, {:.3} ({:.3}), {:.3}, {:.3}, {:.3}, {:.3}, {:.3} ({:.3}, {:.3})] | {:7.3}-{:7.3}",
             t.index,
             s(t.admitted),
             s(t.synthesis.0),
             s(t.synthesis.1),
             s(t.device.0),
             s(t.device.1),
+            if t.prefetched { "+" } else { " " },
             s(p.h),
+            s(p.h_device),
             s(p.msm_wall),
             s(p.msm_h),
+            s(p.msm_l),
+            s(p.msm_scalars_wait),
+            s(p.msm_a),
+            s(p.msm_b_g1),
             s(p.msm_b_g2),
+            s(p.msm_transfers),
             s(p.msm_staging_wait),
             s(p.msm_witness_alloc),
             s(p.msm_witness_masks),

@@ -9,14 +9,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bellman::Circuit;
 use bls12_381::{Bls12, Scalar};
+use bls_repr::FrRepr;
 use engine::{CircuitSpec, DeviceConfig, Engine, EngineConfig, PceSource};
 use gpu_ntt::AbcEvaluations;
 use groth16::Parameters;
 use groth16_prover::{
-    BackendKind, CpuBackend, HOutput, HPoly, KeyView, MsmInputs, MsmOutputs, ProverBackend,
-    ProverError, ProvingKey, StagedAbc,
+    AbcStorage, BackendKind, BackendOwned, CpuBackend, HOutput, HPoly, KeyView, MsmInputs,
+    MsmOutputs, ProverBackend, ProverError, ProvingKey, StagedAbc,
 };
-use memory_budget::Budget;
+use memory_budget::{Budget, Reservation};
 use pce_cache::{CacheConfig, CircuitKey, PceCache};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -146,7 +147,43 @@ pub struct TestDevice {
     state: AtomicU64,
     pub faults: AtomicU64,
     pub calls: AtomicU64,
+    /// `prewarm_staging` calls: (domain size, proofs).
+    pub prewarms: Mutex<Vec<(usize, usize)>>,
+    /// Make `prewarm_staging` fail as a driver would.
+    pub prewarm_fault: std::sync::atomic::AtomicBool,
+    /// Lend a, b and c in host buffers of its own (`abc_buffers`, charged to the proof's
+    /// working set as staging), as a GPU backend lends pinned ones, so that proofs can be
+    /// copied ahead (`prefetch_abc`, counted; nothing is copied).
+    pub staged: bool,
+    pub prefetches: AtomicU64,
 }
+
+/// a, b and c in host vectors a [`TestDevice`] lends, with the charge that pays for them.
+struct HostAbc {
+    v: [Vec<FrRepr>; 3],
+    _charge: Option<Reservation>,
+}
+
+impl BackendOwned for HostAbc {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
+}
+
+impl AbcStorage for HostAbc {
+    fn slices_mut(&mut self) -> Result<[&mut [FrRepr]; 3], ProverError> {
+        let [a, b, c] = &mut self.v;
+        Ok([a, b, c])
+    }
+}
+
+const ABC_BYTES_PER_POINT: u64 = 3 * std::mem::size_of::<FrRepr>() as u64;
 
 impl TestDevice {
     pub fn new(budget: &Budget, seed: u64) -> TestDevice {
@@ -157,6 +194,10 @@ impl TestDevice {
             state: AtomicU64::new(seed | 1),
             faults: AtomicU64::new(0),
             calls: AtomicU64::new(0),
+            prewarms: Mutex::new(Vec::new()),
+            prewarm_fault: std::sync::atomic::AtomicBool::new(false),
+            staged: false,
+            prefetches: AtomicU64::new(0),
         }
     }
 
@@ -186,6 +227,63 @@ impl ProverBackend for TestDevice {
     }
     fn prepare(&self, domain_size: usize, wait: Option<Duration>) -> Result<(), ProverError> {
         self.inner.prepare(domain_size, wait)
+    }
+    fn stages_abc(&self, m: usize) -> bool {
+        self.staged && m > 0
+    }
+    fn staging_bytes(&self, m: usize, _n_max_terms: usize) -> (u64, u64) {
+        (
+            if self.staged {
+                m as u64 * ABC_BYTES_PER_POINT
+            } else {
+                0
+            },
+            0,
+        )
+    }
+    fn abc_buffers_within(
+        &self,
+        m: usize,
+        from: &mut Reservation,
+    ) -> Result<Option<StagedAbc>, ProverError> {
+        if !self.stages_abc(m) {
+            return Ok(None);
+        }
+        let charge = from.split((m as u64 * ABC_BYTES_PER_POINT).min(from.bytes()));
+        Ok(Some(StagedAbc::new(
+            m,
+            HostAbc {
+                v: std::array::from_fn(|_| vec![FrRepr::default(); m]),
+                _charge: Some(charge),
+            },
+        )))
+    }
+    fn abc_buffers(&self, m: usize) -> Result<Option<StagedAbc>, ProverError> {
+        Ok(self.stages_abc(m).then(|| {
+            StagedAbc::new(
+                m,
+                HostAbc {
+                    v: std::array::from_fn(|_| vec![FrRepr::default(); m]),
+                    _charge: None,
+                },
+            )
+        }))
+    }
+    fn prefetch_abc(&self, abc: &mut StagedAbc) -> Result<bool, ProverError> {
+        if abc.downcast_mut::<HostAbc>().is_none() {
+            return Ok(false);
+        }
+        self.prefetches.fetch_add(1, Ordering::SeqCst);
+        Ok(true)
+    }
+    fn prewarm_staging(&self, m: usize, proofs: usize) -> Result<u64, ProverError> {
+        self.prewarms.lock().unwrap().push((m, proofs));
+        if self.prewarm_fault.load(Ordering::SeqCst) {
+            return Err(ProverError::GpuUnavailable {
+                source: gpu_device::GpuError::NoDriver,
+            });
+        }
+        self.inner.prewarm_staging(m, proofs)
     }
     fn h_poly(
         &self,
