@@ -727,9 +727,13 @@ impl Daemon {
             .cloned()
     }
 
-    /// Loads a registered circuit's parameters now; whether they were loaded already and
+    /// Loads a registered circuit's parameters now (and pins its staging: see the engine's
+    /// `prewarm_staging`); whether they were loaded already and
     /// how long the load took.
-    pub(crate) async fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), DaemonError> {
+    pub(crate) async fn preload(
+        self: &Arc<Self>,
+        circuit_id: &str,
+    ) -> Result<(bool, Duration), DaemonError> {
         let spec = match self.circuit(circuit_id) {
             Ok(c) => c.params.clone(),
             Err(e) => self.filecoin_params(circuit_id).ok_or(e)?,
@@ -743,20 +747,29 @@ impl Daemon {
             return Ok((true, Duration::ZERO));
         }
         let t = Instant::now();
-        tokio::task::spawn_blocking(move || store.preload(&spec))
-            .await
-            .map_err(|e| DaemonError::Internal(format!("preload task: {e}")))?
-            .map_err(|e| match e {
-                srs_store::SrsError::Budget { .. } => DaemonError::Budget {
-                    what: format!("parameters of {circuit_id}"),
-                    requested_bytes: 0,
-                    reason: e.to_string(),
-                },
-                other => DaemonError::Unusable {
-                    what: format!("parameters of {circuit_id}"),
-                    reason: other.to_string(),
-                },
-            })?;
+        let me = Arc::clone(self);
+        let id = circuit_id.to_string();
+        tokio::task::spawn_blocking(move || {
+            store.preload(&spec)?;
+            // A circuit the engine knows also gets its devices' staging pinned now (done
+            // at registration unless the budget had no room then; quick when done).
+            // Pinning that fails in the driver shows again, typed, in its first proof.
+            let _ = me.engine.prewarm_staging(&id);
+            Ok(())
+        })
+        .await
+        .map_err(|e| DaemonError::Internal(format!("preload task: {e}")))?
+        .map_err(|e| match e {
+            srs_store::SrsError::Budget { .. } => DaemonError::Budget {
+                what: format!("parameters of {circuit_id}"),
+                requested_bytes: 0,
+                reason: e.to_string(),
+            },
+            other => DaemonError::Unusable {
+                what: format!("parameters of {circuit_id}"),
+                reason: other.to_string(),
+            },
+        })?;
         Ok((false, t.elapsed()))
     }
 
