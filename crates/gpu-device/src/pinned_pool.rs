@@ -277,14 +277,7 @@ impl<A: StagingAllocator> PinnedPool<A> {
         len: usize,
         from: Option<&mut Reservation>,
     ) -> Result<Pooled<A>, PoolError> {
-        let class = size_class(len);
-        let bytes =
-            (class as u64)
-                .checked_mul(A::ELEMENT_BYTES)
-                .ok_or(PoolError::SizeOverflow {
-                    len,
-                    element_bytes: A::ELEMENT_BYTES,
-                })?;
+        let (class, bytes) = Self::class_bytes(len)?;
         let hit = {
             let mut st = self.shared.lock();
             // Of the idle buffers of this class, one whose copies are done if any.
@@ -354,14 +347,8 @@ impl<A: StagingAllocator> PinnedPool<A> {
         })
     }
 
-    /// Pins ahead of use: makes sure at least `count` idle buffers of the size class of
-    /// `len` are in the pool, allocating the missing ones now, each charged first with
-    /// a non-blocking request that evicts nothing (a refusal stops the prewarm, it is
-    /// not an error: later requests pin on demand as before). Returns the idle buffers
-    /// of that class now. Pinning is slow (the kernel locks every page) and, done while
-    /// proofs run, delays the driver calls of every thread; a server calls this before
-    /// its first proof. The buffers stay idle, charged, and evictable like any other.
-    pub fn prewarm(&self, len: usize, count: usize) -> Result<usize, PoolError> {
+    /// The size class of `len` and its bytes.
+    fn class_bytes(len: usize) -> Result<(usize, u64), PoolError> {
         let class = size_class(len);
         let bytes =
             (class as u64)
@@ -370,6 +357,18 @@ impl<A: StagingAllocator> PinnedPool<A> {
                     len,
                     element_bytes: A::ELEMENT_BYTES,
                 })?;
+        Ok((class, bytes))
+    }
+
+    /// Pins ahead of use: makes sure at least `count` idle buffers of the size class of
+    /// `len` are in the pool, allocating the missing ones now, each charged first with
+    /// a non-blocking request that evicts nothing (a refusal stops the prewarm, it is
+    /// not an error: later requests pin on demand as before). Returns the idle buffers
+    /// of that class now. Pinning is slow (the kernel locks every page) and, done while
+    /// proofs run, delays the driver calls of every thread; a server calls this before
+    /// its first proof. The buffers stay idle, charged, and evictable like any other.
+    pub fn prewarm(&self, len: usize, count: usize) -> Result<usize, PoolError> {
+        let (class, bytes) = Self::class_bytes(len)?;
         let idle_of_class =
             |st: &State<A::Buffer>| st.idle.iter().filter(|(c, _)| *c == class).count();
         loop {

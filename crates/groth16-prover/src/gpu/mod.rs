@@ -132,6 +132,20 @@ pub(crate) fn driver_err(call: &'static str, code: cudarc::driver::DriverError) 
     ntt_err(GpuNttError::Gpu(GpuError::Driver { call, code }))
 }
 
+/// The stream in `slot`, made by `make` on first use.
+fn lazy_stream(
+    slot: &Mutex<Option<Arc<CudaStream>>>,
+    make: impl FnOnce() -> Result<Arc<CudaStream>, GpuError>,
+) -> Result<Arc<CudaStream>, ProverError> {
+    let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = slot.as_ref() {
+        return Ok(s.clone());
+    }
+    let s = make().map_err(|e| ntt_err(GpuNttError::Gpu(e)))?;
+    *slot = Some(s.clone());
+    Ok(s)
+}
+
 /// Whether a device MSM failed for lack of device memory (then the CPU takes the query).
 fn out_of_vram(e: &GpuMsmError) -> bool {
     matches!(
@@ -195,37 +209,16 @@ impl GpuBackend {
         max_terms * HEADROOM_PER_TERM + domain * HEADROOM_PER_POINT + HEADROOM_FIXED
     }
 
-    /// The backend's copy stream (created on first use).
+    /// The backend's copy stream (created on first use). A feeder: the witness's
+    /// conversion and selections queued on it are what the l MSM waits for (of the
+    /// greatest priority when the device was opened so).
     fn copy_stream(&self) -> Result<Arc<CudaStream>, ProverError> {
-        let mut slot = self.copy_stream.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = slot.as_ref() {
-            return Ok(s.clone());
-        }
-        // A feeder: the witness's conversion and selections queued on it are what the l MSM
-        // waits for (of the greatest priority when the device was opened so).
-        let s = self
-            .gpu
-            .new_feeder_stream()
-            .map_err(|e| ntt_err(GpuNttError::Gpu(e)))?;
-        *slot = Some(s.clone());
-        Ok(s)
+        lazy_stream(&self.copy_stream, || self.gpu.new_feeder_stream())
     }
 
     /// The stream a, b and c are copied ahead on (created on first use).
     fn prefetch_stream(&self) -> Result<Arc<CudaStream>, ProverError> {
-        let mut slot = self
-            .prefetch_stream
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = slot.as_ref() {
-            return Ok(s.clone());
-        }
-        let s = self
-            .gpu
-            .new_stream()
-            .map_err(|e| ntt_err(GpuNttError::Gpu(e)))?;
-        *slot = Some(s.clone());
-        Ok(s)
+        lazy_stream(&self.prefetch_stream, || self.gpu.new_stream())
     }
 
     /// `bytes` of short-lived host memory for `what`, charged as `Category::Transient`.
