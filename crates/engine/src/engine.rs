@@ -809,12 +809,11 @@ impl Engine {
             .ok_or_else(|| EngineError::UnknownCircuit {
                 circuit: circuit.to_string(),
             })?;
-        let h = rt.lens().h;
-        if h == 0 {
+        let lens = rt.lens();
+        if lens.h == 0 {
             return Ok(0);
         }
-        // The domain: h has one coefficient fewer than it.
-        let m = (h + 1).next_power_of_two();
+        let m = lens.domain_size();
         let mut bytes = 0;
         for d in &self.shared.devices {
             if let Some(backend) = d.backends.first() {

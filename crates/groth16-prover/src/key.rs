@@ -75,6 +75,13 @@ pub struct QueryLens {
     pub b_g2: usize,
 }
 
+impl QueryLens {
+    /// The domain of H: h's coefficients plus one, a power of two.
+    pub fn domain_size(&self) -> usize {
+        (self.h + 1).next_power_of_two()
+    }
+}
+
 /// One query's bases where they live.
 pub enum QueryBases<'a, C: GpuCurve> {
     /// `bls12_381` points (a key over in-memory `groth16::Parameters`).

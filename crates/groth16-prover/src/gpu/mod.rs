@@ -205,7 +205,7 @@ impl GpuBackend {
             .into_iter()
             .max()
             .unwrap_or(0) as u64;
-        let domain = (lens.h as u64 + 1).next_power_of_two();
+        let domain = lens.domain_size() as u64;
         max_terms * HEADROOM_PER_TERM + domain * HEADROOM_PER_POINT + HEADROOM_FIXED
     }
 
