@@ -187,9 +187,9 @@ pub(crate) struct DeviceRt {
     pub(crate) partitions_done: AtomicU64,
     /// Circuits proved here recently, most recent last (affinity).
     pub(crate) recent: Mutex<VecDeque<String>>,
-    /// Partitions whose a, b and c were copied to it ahead of their turn and are not yet
-    /// on it (at most one: each holds its a, b, c in device memory while it waits).
-    pub(crate) prefetched: Arc<AtomicUsize>,
+    /// Whether a partition whose a, b and c were copied to it ahead of its turn is not
+    /// yet on it (at most one: each holds its a, b, c in device memory while it waits).
+    pub(crate) prefetched: Arc<AtomicBool>,
 }
 
 /// One queued partition.
@@ -722,7 +722,7 @@ impl Engine {
                 current_job: Mutex::new(None),
                 partitions_done: AtomicU64::new(0),
                 recent: Mutex::new(VecDeque::new()),
-                prefetched: Arc::new(AtomicUsize::new(0)),
+                prefetched: Arc::new(AtomicBool::new(false)),
             });
         }
         let max_synthesis = config.max_synthesis.unwrap_or_else(|| {

@@ -5,7 +5,7 @@
 //! partition waits for its device holding only its own working set, and keeps its
 //! synthesis slot until the hand-off takes it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -49,20 +49,19 @@ pub(crate) struct Work {
 }
 
 /// The device's one slot for a partition copied to it ahead of its turn.
-struct PrefetchSlot(Arc<AtomicUsize>);
+struct PrefetchSlot(Arc<AtomicBool>);
 
 impl PrefetchSlot {
-    fn take(count: &Arc<AtomicUsize>) -> Option<PrefetchSlot> {
-        count
-            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+    fn take(held: &Arc<AtomicBool>) -> Option<PrefetchSlot> {
+        held.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
             .ok()
-            .map(|_| PrefetchSlot(Arc::clone(count)))
+            .map(|_| PrefetchSlot(Arc::clone(held)))
     }
 }
 
 impl Drop for PrefetchSlot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.store(false, Ordering::Release);
     }
 }
 
