@@ -164,6 +164,15 @@ struct HostAbc {
     _charge: Option<Reservation>,
 }
 
+impl HostAbc {
+    fn zeroed(m: usize, charge: Option<Reservation>) -> HostAbc {
+        HostAbc {
+            v: std::array::from_fn(|_| vec![FrRepr::default(); m]),
+            _charge: charge,
+        }
+    }
+}
+
 impl BackendOwned for HostAbc {
     fn as_any(&self) -> &dyn std::any::Any {
         self
@@ -250,24 +259,12 @@ impl ProverBackend for TestDevice {
             return Ok(None);
         }
         let charge = from.split((m as u64 * ABC_BYTES_PER_POINT).min(from.bytes()));
-        Ok(Some(StagedAbc::new(
-            m,
-            HostAbc {
-                v: std::array::from_fn(|_| vec![FrRepr::default(); m]),
-                _charge: Some(charge),
-            },
-        )))
+        Ok(Some(StagedAbc::new(m, HostAbc::zeroed(m, Some(charge)))))
     }
     fn abc_buffers(&self, m: usize) -> Result<Option<StagedAbc>, ProverError> {
-        Ok(self.stages_abc(m).then(|| {
-            StagedAbc::new(
-                m,
-                HostAbc {
-                    v: std::array::from_fn(|_| vec![FrRepr::default(); m]),
-                    _charge: None,
-                },
-            )
-        }))
+        Ok(self
+            .stages_abc(m)
+            .then(|| StagedAbc::new(m, HostAbc::zeroed(m, None))))
     }
     fn prefetch_abc(&self, abc: &mut StagedAbc) -> Result<bool, ProverError> {
         if abc.downcast_mut::<HostAbc>().is_none() {
