@@ -187,9 +187,12 @@ pub(crate) struct DeviceRt {
     pub(crate) partitions_done: AtomicU64,
     /// Circuits proved here recently, most recent last (affinity).
     pub(crate) recent: Mutex<VecDeque<String>>,
-    /// Whether a partition whose a, b and c were copied to it ahead of its turn is not
-    /// yet on it (at most one: each holds its a, b, c in device memory while it waits).
-    pub(crate) prefetched: Arc<AtomicBool>,
+    /// Partitions whose a, b and c were copied to it ahead of their turn and are not yet
+    /// on it: at most one per place a synthesized partition can wait for the device (the
+    /// hand-off's depth, and the one blocked on entering it), each holding its a, b, c in
+    /// device memory, each copied only when the device has room for them beside another
+    /// proof's MSM scratch (`Prover::prefetch`).
+    pub(crate) prefetched: Arc<AtomicUsize>,
 }
 
 /// One queued partition.
@@ -352,7 +355,7 @@ pub(crate) struct Shared {
     pub(crate) synthesizing_alone: AtomicUsize,
     pub(crate) never_fits_after: Duration,
     keep_finished: usize,
-    handoff_depth: usize,
+    pub(crate) handoff_depth: usize,
     prewarm_staging: bool,
     /// Partitions admitted whose resources are not yet returned.
     in_flight: Mutex<usize>,
@@ -722,7 +725,7 @@ impl Engine {
                 current_job: Mutex::new(None),
                 partitions_done: AtomicU64::new(0),
                 recent: Mutex::new(VecDeque::new()),
-                prefetched: Arc::new(AtomicBool::new(false)),
+                prefetched: Arc::new(AtomicUsize::new(0)),
             });
         }
         let max_synthesis = config.max_synthesis.unwrap_or_else(|| {

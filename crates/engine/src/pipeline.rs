@@ -5,7 +5,7 @@
 //! partition waits for its device holding only its own working set, and keeps its
 //! synthesis slot until the hand-off takes it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -44,24 +44,28 @@ pub(crate) struct Work {
     trace: PartitionTrace,
     _in_flight: InFlight,
     /// Its a, b and c were copied to its device ahead of its turn (`Prover::prefetch`):
-    /// the device's one such slot, given back when the worker takes it (or it is dropped).
+    /// one of the device's slots for that, given back when the worker takes it (or it is
+    /// dropped).
     prefetched: Option<PrefetchSlot>,
 }
 
-/// The device's one slot for a partition copied to it ahead of its turn.
-struct PrefetchSlot(Arc<AtomicBool>);
+/// One of the device's slots for a partition copied to it ahead of its turn.
+struct PrefetchSlot(Arc<AtomicUsize>);
 
 impl PrefetchSlot {
-    fn take(held: &Arc<AtomicBool>) -> Option<PrefetchSlot> {
-        held.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .ok()
-            .map(|_| PrefetchSlot(Arc::clone(held)))
+    /// A slot if fewer than `limit` are held.
+    fn take(held: &Arc<AtomicUsize>, limit: usize) -> Option<PrefetchSlot> {
+        held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < limit).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| PrefetchSlot(Arc::clone(held)))
     }
 }
 
 impl Drop for PrefetchSlot {
     fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -558,8 +562,8 @@ fn synthesize(shared: &Arc<Shared>, mut work: Work, reservation: Reservation) {
         return compute_and_assemble(shared, work);
     }
     // While the device works on another partition, this one's a, b and c go to it now,
-    // beside that work, instead of at the start of its own turn (one partition a device
-    // at a time: it holds them in device memory until its turn).
+    // beside that work, instead of at the start of its own turn (as many partitions a
+    // device as can wait for it: each holds them in device memory until its turn).
     let dev = &shared.devices[device];
     let busy = dev
         .current_job
@@ -568,7 +572,7 @@ fn synthesize(shared: &Arc<Shared>, mut work: Work, reservation: Reservation) {
         .is_some();
     if busy {
         if let (Some(slot), Some(s)) = (
-            PrefetchSlot::take(&dev.prefetched),
+            PrefetchSlot::take(&dev.prefetched, shared.handoff_depth + 1),
             work.synthesized.as_mut(),
         ) {
             match work.prover.prefetch(s) {

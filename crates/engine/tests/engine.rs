@@ -1134,8 +1134,9 @@ fn chain_like_r1cs(rng: &mut impl Rng) -> RandomR1cs {
 }
 
 /// A partition synthesized while its device works on another has its a, b and c copied
-/// ahead (`Prover::prefetch`), one partition a device at a time; one synthesized for
-/// an idle device does not. Proofs stay the reference's, and every byte is returned.
+/// ahead (`Prover::prefetch`), as many partitions a device as can wait for it (the
+/// hand-off's depth and the one blocked on entering it); one synthesized for an idle
+/// device is not. Proofs stay the reference's, and every byte is returned.
 #[test]
 fn a_partition_synthesized_beside_a_busy_device_is_copied_ahead() {
     let seed = seed();
@@ -1147,7 +1148,8 @@ fn a_partition_synthesized_beside_a_busy_device_is_copied_ahead() {
     dev.gate = Some(gate.clone());
     let dev = Arc::new(dev);
     let mut cfg = config(&budget, vec![device("sim0", dev.clone())]);
-    cfg.max_synthesis = Some(3);
+    cfg.max_synthesis = Some(4);
+    assert_eq!(cfg.handoff_depth, 1);
     let engine = Engine::start(cfg).unwrap();
     let dir = TempDir::new("prefetch");
     let pces = pce_cache();
@@ -1158,8 +1160,9 @@ fn a_partition_synthesized_beside_a_busy_device_is_copied_ahead() {
         base.clone(),
         chain_like(&base, &mut rng),
         chain_like(&base, &mut rng),
+        chain_like(&base, &mut rng),
     ];
-    let rs: Vec<Randomness> = (0..3).map(|_| Randomness::random(&mut rng)).collect();
+    let rs: Vec<Randomness> = (0..4).map(|_| Randomness::random(&mut rng)).collect();
     let id = engine
         .submit(JobSpec {
             circuit: "mimc".into(),
@@ -1173,17 +1176,22 @@ fn a_partition_synthesized_beside_a_busy_device_is_copied_ahead() {
                     inner: circuits[2].clone(),
                     gate: synth_gate.clone(),
                 }),
+                Partition::circuit(GatedCircuit {
+                    inner: circuits[3].clone(),
+                    gate: synth_gate.clone(),
+                }),
             ],
             priority: Priority::Normal,
             randomness: Some(rs.clone()),
         })
         .unwrap();
-    // Partition 0 holds the device; then 1 and 2 synthesize: one goes into the hand-off,
-    // the other waits for it, and only one of them may hold copies on the device.
+    // Partition 0 holds the device; then 1, 2 and 3 synthesize: one goes into the
+    // hand-off (depth 1), the others wait to enter it, and two of them may hold copies on
+    // the device (the hand-off's place and the one waiting to enter it).
     gate.wait_arrivals(1);
     synth_gate.open();
     let start = std::time::Instant::now();
-    while engine.status().stages.waiting_device < 2 {
+    while engine.status().stages.waiting_device < 3 {
         assert!(start.elapsed() < Duration::from_secs(60), "seed {seed}");
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -1199,10 +1207,10 @@ fn a_partition_synthesized_beside_a_busy_device_is_copied_ahead() {
     );
     assert_eq!(
         flags.iter().filter(|f| **f).count(),
-        1,
-        "seed {seed}: one slot a device: {flags:?}"
+        2,
+        "seed {seed}: depth + 1 slots a device: {flags:?}"
     );
-    assert_eq!(dev.prefetches.load(Ordering::SeqCst), 1, "seed {seed}");
+    assert_eq!(dev.prefetches.load(Ordering::SeqCst), 2, "seed {seed}");
     for (k, c) in circuits.iter().enumerate() {
         let want =
             proof_bytes(&groth16::create_proof(c.clone(), &reg.params, rs[k].r, rs[k].s).unwrap());
