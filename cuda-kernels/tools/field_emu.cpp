@@ -17,6 +17,7 @@ inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return
 #include "field.cuh"
 #include "field64.cuh"
 #include "fp2.cuh"
+#include "fp_inv.cuh"
 
 using namespace pinion;
 
@@ -66,6 +67,22 @@ static void run(const char* name, int n) {
     }
     printf("%s neg", name); print(a); print(fe_neg(a)); printf("\n");
     if (i < 40) { printf("%s inv", name); print(a); print(fe_inv(a)); printf("\n"); }
+    if constexpr (P::N == 12) {
+      printf("%s inv", name); print(a); print(fp_inv_gcd(a)); printf("\n");
+      // short and structured values: 2^k, p - 2^k (slow cases for a binary GCD)
+      Fe<P> s = fe_zero<P>(), t;
+      s.l[(i % 381) / 32] = 1u << (i % 32);
+      printf("%s inv", name); print(s); print(fp_inv_gcd(s)); printf("\n");
+      uint32_t m[P::N];
+      P::modulus(m);
+      uint32_t br = 0;
+      for (int j = 0; j < P::N; ++j) {
+        const uint64_t d = (uint64_t)m[j] - s.l[j] - br;
+        t.l[j] = (uint32_t)d;
+        br = (uint32_t)(d >> 63);
+      }
+      printf("%s inv", name); print(t); print(fp_inv_gcd(t)); printf("\n");
+    }
   }
 }
 

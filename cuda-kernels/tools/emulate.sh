@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The device code's arithmetic and MSM accumulation run on the CPU (PINION_HOST_EMULATION)
+# and checked against big-integer results: no GPU or CUDA toolkit needed, only g++ and
+# python3. Used by .ci/run; seeds printed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${TARGET_DIR:-target}/emulate
+mkdir -p "$out"
+seed=${1:-$(date +%s)}
+echo "emulate: seed $seed"
+g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
+  cuda-kernels/tools/field_emu.cpp -o "$out/field_emu"
+"$out/field_emu" 2000 "$seed" | python3 cuda-kernels/tools/check_field_emu.py | tee "$out/field.txt"
+grep -q ' 0 mismatches' "$out/field.txt"
+g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
+  cuda-kernels/tools/msm_emu.cpp -o "$out/msm_emu"
+for s in $seed $((seed + 1)) $((seed + 2)); do "$out/msm_emu" "$s"; done
