@@ -29,6 +29,7 @@
 //   <g>_sum_groups(const Xyzz* in, u32 group_len, Xyzz* out, u32 n_groups)
 #include <stdint.h>
 
+#include "msm_affine.cuh"
 #include "msm_kernels.cuh"
 #include "msm_scalars.cuh"
 
@@ -119,3 +120,15 @@ extern "C" __global__ void __launch_bounds__(128, 4)
   accumulate_chunk_body(bases, entries, offsets, counts, n_keys, chunk_len, buckets, partials, t);
 }
 // G2 lives in msm_g2.cu (its own PTX module: its PTX alone takes nvcc ~10 minutes).
+
+// Affine accumulation with batched inversions (msm_affine.cuh): chunk_len must be a
+// multiple of 64, the streams per thread.
+extern "C" __global__ void __launch_bounds__(128)
+    g1_accumulate_chunks_affine(const Affine<Fp>* bases, const uint32_t* entries,
+                                const uint32_t* offsets, const uint32_t* counts, uint32_t n_keys,
+                                uint32_t chunk_len, Xyzz<Fp>* buckets, Xyzz<Fp>* partials,
+                                uint32_t n_chunks) {
+  GRID_STRIDE(t, n_chunks)
+  accumulate_chunk_affine_body<64>(bases, entries, offsets, counts, n_keys, chunk_len, buckets,
+                                   partials, t);
+}

@@ -288,6 +288,9 @@ entries! {
     G1AccumulateChunks => (Msm, "g1_accumulate_chunks"),
     /// `g1_accumulate_chunks_capped(..)`: as `g1_accumulate_chunks`, registers capped at 128.
     G1AccumulateChunksCapped => (Msm, "g1_accumulate_chunks_capped"),
+    /// `g1_accumulate_chunks_affine(..)`: as `g1_accumulate_chunks`, in affine coordinates
+    /// with one batched inversion per step of 64 streams (`chunk_len` a multiple of 64).
+    G1AccumulateChunksAffine => (Msm, "g1_accumulate_chunks_affine"),
     /// `g1_fixup_groups(offsets, counts, n_keys, chunk_len, group, partials, n_chunks)`:
     /// sums the head parts of runs of up to `group` chunks.
     G1FixupGroups => (Msm, "g1_fixup_groups"),

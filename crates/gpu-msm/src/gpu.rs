@@ -52,12 +52,15 @@
 //! ([`AccumulateKernel::Chunked`]). The older kernels, one thread per bucket
 //! ([`AccumulateKernel::Uncapped`], [`AccumulateKernel::Capped128`]), remain as choices;
 //! there a bucket of `m` entries is `m` additions in a row (seconds for 2^20 equal scalars).
+//! [`AccumulateKernel::ChunkedAffine`] (G1) adds in affine coordinates, 64 streams a thread
+//! sharing one inversion a step: fewer field products, measured a few percent slower so far.
 //!
-//! # Measured (H200, 2026-12-02, `examples/gpu_msm_bench.rs`, bases resident, uniform scalars)
-//! Median ms with the pinned-host copy of the scalars, G1: 2^16 5.18 (c = 13), 2^18 7.50,
-//! 2^20 15.95, 2^22 49.09, 2^24 175.32, 2^26 676.60 (c = 16); G2: 2^20 45.21, 2^24 503.88.
-//! At 2^26 the bucket accumulation is 571 of 633 ms of device time (count 10.4, scatter
-//! 48.2, reduction 3.2): the mixed additions bound it. The reference CUDA library in the
+//! # Measured (H200, 2026-12-03, `examples/gpu_msm_bench.rs`, bases resident, uniform scalars)
+//! Median ms with the pinned-host copy of the scalars, G1: 2^16 4.59 (c = 13), 2^18 6.98,
+//! 2^20 14.61, 2^22 44.78, 2^24 156.47, 2^26 553.81 (c = 20); G2 (2026-12-02): 2^20 45.21,
+//! 2^24 503.88.
+//! At 2^26 the bucket accumulation is 425 of 513 ms of device time (count 8.9, scatter
+//! 48.0, reduction 15.6): the mixed additions bound it. The reference CUDA library in the
 //! same run, and the history: docs/benchmarks.md.
 //!
 //! # Cost model
@@ -286,6 +289,8 @@ pub trait GpuCurve: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {
     const ACCUMULATE_CHUNKS: Entry;
     /// `<g>_accumulate_chunks_capped`, where the curve has one.
     const ACCUMULATE_CHUNKS_CAPPED: Option<Entry>;
+    /// `<g>_accumulate_chunks_affine`, where the curve has one.
+    const ACCUMULATE_CHUNKS_AFFINE: Option<Entry>;
     /// `<g>_fixup_groups`.
     const FIXUP_GROUPS: Entry;
     /// `<g>_fixup_buckets`.
@@ -329,6 +334,7 @@ impl GpuCurve for G1Curve {
     const ACCUMULATE_CAPPED: Entry = Entry::G1AccumulateCapped;
     const ACCUMULATE_CHUNKS: Entry = Entry::G1AccumulateChunks;
     const ACCUMULATE_CHUNKS_CAPPED: Option<Entry> = Some(Entry::G1AccumulateChunksCapped);
+    const ACCUMULATE_CHUNKS_AFFINE: Option<Entry> = Some(Entry::G1AccumulateChunksAffine);
     const FIXUP_GROUPS: Entry = Entry::G1FixupGroups;
     const FIXUP_BUCKETS: Entry = Entry::G1FixupBuckets;
     const REDUCE_SEGMENTS: Entry = Entry::G1ReduceSegments;
@@ -360,6 +366,7 @@ impl GpuCurve for G2Curve {
     const ACCUMULATE_CAPPED: Entry = Entry::G2AccumulateCapped;
     const ACCUMULATE_CHUNKS: Entry = Entry::G2AccumulateChunks;
     const ACCUMULATE_CHUNKS_CAPPED: Option<Entry> = None;
+    const ACCUMULATE_CHUNKS_AFFINE: Option<Entry> = None;
     const FIXUP_GROUPS: Entry = Entry::G2FixupGroups;
     const FIXUP_BUCKETS: Entry = Entry::G2FixupBuckets;
     const REDUCE_SEGMENTS: Entry = Entry::G2ReduceSegments;
@@ -641,15 +648,29 @@ pub enum AccumulateKernel {
     Chunked,
     /// [`Self::Chunked`] with registers capped at 128 (G1 only; G2 runs [`Self::Chunked`]).
     ChunkedCapped,
+    /// [`Self::Chunked`] in affine coordinates (G1 only; G2 runs [`Self::Chunked`]): each
+    /// thread runs [`AFFINE_STREAMS`] streams of its chunk side by side and adds their
+    /// next points with one shared inversion (a binary GCD), about 6 field products an
+    /// addition instead of 10. The chunk length is rounded up to a multiple of
+    /// [`AFFINE_STREAMS`]; by default [`GpuMsmPlan::default_affine_chunk_len`]. Not the
+    /// default: measured 3-6% slower than [`Self::ChunkedCapped`] on the H200 at 2^26 and
+    /// 2^27 (session 19: 2^27 1018.8 against 990.8 ms; the extra reads of each point and the
+    /// streams' state in local memory cost what the cheaper additions save).
+    ChunkedAffine,
 }
+
+/// Streams per thread of [`AccumulateKernel::ChunkedAffine`] (the kernel's template
+/// argument in `cuda-kernels/msm.cu`).
+pub const AFFINE_STREAMS: u32 = 64;
 
 impl AccumulateKernel {
     /// Every choice but [`Self::Auto`].
-    pub const ALL: [AccumulateKernel; 4] = [
+    pub const ALL: [AccumulateKernel; 5] = [
         AccumulateKernel::Uncapped,
         AccumulateKernel::Capped128,
         AccumulateKernel::Chunked,
         AccumulateKernel::ChunkedCapped,
+        AccumulateKernel::ChunkedAffine,
     ];
 
     /// The kernel this choice runs on curve `C` (never [`Self::Auto`]; [`Self::ChunkedCapped`]
@@ -658,6 +679,9 @@ impl AccumulateKernel {
         match self {
             AccumulateKernel::Auto => C::DEFAULT_ACCUMULATE.resolve::<C>(),
             AccumulateKernel::ChunkedCapped if C::ACCUMULATE_CHUNKS_CAPPED.is_none() => {
+                AccumulateKernel::Chunked
+            }
+            AccumulateKernel::ChunkedAffine if C::ACCUMULATE_CHUNKS_AFFINE.is_none() => {
                 AccumulateKernel::Chunked
             }
             other => other,
@@ -775,6 +799,15 @@ impl GpuMsmPlan {
             MIN_DEFAULT_CHUNK_LEN as usize,
             MAX_DEFAULT_CHUNK_LEN as usize,
         ) as u32
+    }
+
+    /// The default chunk of [`AccumulateKernel::ChunkedAffine`] for `n` terms: eight times
+    /// [`Self::default_chunk_len`], within 16..=64 entries a stream (each stream's sum costs
+    /// one more mixed addition at the end). Measured on the H200 (session 19, window 20,
+    /// 64 streams): 2^27 at chunks of 512 / 2048 / 4096 / 8192 1145.9 / 1038.7 / 1018.8 /
+    /// 1043.8 ms, 2^26 607.3 / 541.6 / 546.6 / 593.0 ms.
+    pub fn default_affine_chunk_len(&self, n: usize) -> u32 {
+        (8 * self.default_chunk_len(n)).clamp(16 * AFFINE_STREAMS, 64 * AFFINE_STREAMS)
     }
 
     /// The default window size for `n` terms taking windows: 8 up to 2^12 terms, 13 below
@@ -1852,10 +1885,17 @@ impl GpuMsm {
         let n_keys = plan.n_keys;
         let gpu = &self.gpu;
         let stream = gpu.stream();
-        let chunk_len = self
-            .config
-            .chunk_len
-            .unwrap_or_else(|| plan.default_chunk_len(n_terms));
+        let chunk_len = match accumulate {
+            AccumulateKernel::ChunkedAffine => self
+                .config
+                .chunk_len
+                .unwrap_or_else(|| plan.default_affine_chunk_len(n_terms))
+                .next_multiple_of(AFFINE_STREAMS),
+            _ => self
+                .config
+                .chunk_len
+                .unwrap_or_else(|| plan.default_chunk_len(n_terms)),
+        };
         let n_chunks =
             u32::try_from(n_entries.div_ceil(chunk_len as usize).max(1)).map_err(|_| {
                 GpuMsmError::TooManyTerms {
@@ -1868,10 +1908,17 @@ impl GpuMsm {
             "gpu-msm partial bucket sums",
         )?;
         let group = FIXUP_GROUP;
-        let f = gpu.function(match (accumulate, C::ACCUMULATE_CHUNKS_CAPPED) {
-            (AccumulateKernel::ChunkedCapped, Some(capped)) => capped,
-            _ => C::ACCUMULATE_CHUNKS,
-        })?;
+        let f = gpu.function(
+            match (
+                accumulate,
+                C::ACCUMULATE_CHUNKS_CAPPED,
+                C::ACCUMULATE_CHUNKS_AFFINE,
+            ) {
+                (AccumulateKernel::ChunkedCapped, Some(capped), _) => capped,
+                (AccumulateKernel::ChunkedAffine, _, Some(affine)) => affine,
+                _ => C::ACCUMULATE_CHUNKS,
+            },
+        )?;
         // SAFETY (the three launches): parameter lists as in include/msm_kernels.cuh
         // (device pointers, then u32 values); entries holds n_entries words, offsets and
         // counts n_keys, buckets n_keys XYZZ points, partials 2·n_chunks; every kernel reads
@@ -2113,7 +2160,9 @@ mod tests {
         for k in AccumulateKernel::ALL {
             assert_eq!(k.resolve::<G1Curve>(), k);
             let on_g2 = match k {
-                AccumulateKernel::ChunkedCapped => AccumulateKernel::Chunked,
+                AccumulateKernel::ChunkedCapped | AccumulateKernel::ChunkedAffine => {
+                    AccumulateKernel::Chunked
+                }
                 other => other,
             };
             assert_eq!(k.resolve::<G2Curve>(), on_g2);

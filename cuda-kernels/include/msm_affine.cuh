@@ -1,0 +1,235 @@
+// Chunked bucket accumulation in affine coordinates with batched inversions (G1 only;
+// msm.cu includes this header, msm_g2.cu does not).
+//
+// Same contract as accumulate_chunk_body (msm.cuh): thread t takes the sorted entries
+// [t*L, min((t+1)*L, T)), writes every bucket wholly inside them to `buckets`, the part of
+// a bucket begun before the chunk to partials[2t] and the part of one going on after it to
+// partials[2t+1]; fixup_groups / fixup_buckets then finish the crossing buckets.
+//
+// Inside the chunk: K streams, stream s taking the M = L/K consecutive entries
+// [t*L + s*M, t*L + (s+1)*M), all K advancing one entry a step. Each stream keeps an affine
+// partial sum of its current bucket; the K additions of a step are independent, so one
+// inversion (Montgomery's trick: the product of the K denominators, inverted once by
+// fp_inv_gcd, then unwound) serves all of them. An affine addition then costs about 5
+// products and a squaring, against 8 and 2 for an XYZZ mixed addition. The stream sums are
+// combined at the end, in order, in XYZZ (about one mixed addition per stream); a bucket
+// that begins and ends inside one stream's range is written as soon as it ends.
+//
+// Exceptional cases are exact: a base at infinity (all-zero) is skipped; adding P to itself
+// doubles (denominator 2y, numerator 3x^2); adding -P gives infinity (the stream's sum
+// becomes empty); a doubling with y = 0 gives infinity. No denominator in a batch is zero,
+// so no lane's result depends on another's values.
+//
+// State per thread: 5*K field elements and 3*K words in local memory (K = 64: ~16 KB),
+// which the L1/L2 caches serve (docs/benchmarks.md, session 19).
+#pragma once
+#include "fp_inv.cuh"
+#include "msm.cuh"
+
+namespace pinion {
+namespace msm {
+
+// The slope of a + b for affine a, b not at infinity: den != 0 and num, or `cancel`
+// (a + b is infinity).
+struct AffineSlope {
+  Fp den, num;
+  bool cancel;
+};
+
+__device__ __forceinline__ AffineSlope affine_slope(const Affine<Fp>& a, const Affine<Fp>& b) {
+  AffineSlope s;
+  s.cancel = false;
+  const Fp d = f_sub(b.x, a.x);
+  if (!f_is_zero(d)) {
+    s.den = d;
+    s.num = f_sub(b.y, a.y);
+  } else if (f_eq(a.y, b.y) && !f_is_zero(a.y)) {
+    s.den = f_add(a.y, a.y);
+    const Fp x2 = f_sqr(a.x);
+    s.num = f_add(f_add(x2, x2), x2);
+  } else {
+    s.den = f_one((const Fp*)nullptr);
+    s.num = s.den;
+    s.cancel = true;
+  }
+  return s;
+}
+
+// Writes the sum of bucket k's entries seen by chunk [e0, e1) where the chunk contract says.
+__device__ __forceinline__ void affine_chunk_output(const uint32_t* offsets,
+                                                    const uint32_t* counts, uint32_t k,
+                                                    uint32_t e0, uint32_t e1,
+                                                    const Xyzz<Fp>& acc, Xyzz<Fp>* buckets,
+                                                    Xyzz<Fp>* partials, uint32_t t) {
+  const uint32_t begin = offsets[k];
+  const uint32_t end = begin + counts[k];
+  if (begin < e0) {
+    xyzz_store(partials + 2 * (size_t)t, acc);
+  } else if (end <= e1) {
+    xyzz_store(buckets + k, acc);
+  } else {
+    xyzz_store(partials + 2 * (size_t)t + 1, acc);
+  }
+}
+
+__device__ __forceinline__ Xyzz<Fp> xyzz_of_affine(const Affine<Fp>& a) {
+  const Fp one = f_one((const Fp*)nullptr);
+  return {a.x, a.y, one, one};
+}
+
+// The base of entry `entry` (negated for a negative digit).
+__device__ __forceinline__ Affine<Fp> entry_base(const Affine<Fp>* bases, uint32_t entry) {
+  Affine<Fp> q = affine_load(bases + (entry & ~SIGN_BIT));
+  if (entry & SIGN_BIT) q.y = f_neg(q.y);
+  return q;
+}
+
+// K <= 64 streams; chunk_len a multiple of K (the host's plan guarantees it).
+template <int K>
+__device__ __forceinline__ void accumulate_chunk_affine_body(
+    const Affine<Fp>* bases, const uint32_t* entries, const uint32_t* offsets,
+    const uint32_t* counts, uint32_t n_keys, uint32_t chunk_len, Xyzz<Fp>* buckets,
+    Xyzz<Fp>* partials, uint32_t t) {
+  static_assert(K >= 1 && K <= 64, "streams are tracked in 64-bit masks");
+  const uint32_t total = total_entries(offsets, counts, n_keys);
+  const uint64_t first = (uint64_t)t * chunk_len;
+  if (first >= total) return;
+  const uint32_t e0 = (uint32_t)first;
+  const uint32_t e1 = min_u32(total - e0, chunk_len) + e0;
+  const uint32_t m = chunk_len / K;
+
+  Fp ax[K], ay[K], pref[K], hx[K], hy[K];
+  uint32_t kb[K], kend[K], hk[K];
+  uint64_t live = 0;       // stream s's current sum is not infinity
+  uint64_t crossed = 0;    // stream s has finished its first segment (its head)
+  uint64_t head_live = 0;  // that head is not infinity
+  const uint32_t n_streams = min_u32((e1 - e0 + m - 1) / m, K);
+
+  // Each stream's first bucket, walking forward from the chunk's.
+  {
+    uint32_t k = bucket_of(offsets, n_keys, e0);
+#pragma unroll 1
+    for (uint32_t s = 0; s < n_streams; ++s) {
+      const uint32_t es = e0 + s * m;
+      while (offsets[k] + counts[k] <= es) ++k;
+      kb[s] = k;
+      kend[s] = offsets[k] + counts[k];
+    }
+  }
+
+#pragma unroll 1
+  for (uint32_t j = 0; j < m; ++j) {
+    Fp prod = f_one((const Fp*)nullptr);
+    uint64_t adding = 0;
+#pragma unroll 1
+    for (uint32_t s = 0; s < n_streams; ++s) {
+      const uint32_t e = e0 + s * m + j;
+      if (e >= e1) break;
+      const uint64_t bit = 1ull << s;
+      if (e == kend[s]) {
+        // The stream's bucket ended before e: keep its first segment for the final
+        // merge, write any later one (a bucket begun and ended inside the stream).
+        if (!(crossed & bit)) {
+          crossed |= bit;
+          hx[s] = ax[s];
+          hy[s] = ay[s];
+          hk[s] = kb[s];
+          if (live & bit) head_live |= bit;
+        } else {
+          xyzz_store(buckets + kb[s],
+                     (live & bit) ? xyzz_of_affine({ax[s], ay[s]}) : xyzz_infinity<Fp>());
+        }
+        uint32_t k = kb[s];
+        do {
+          ++k;
+        } while (counts[k] == 0);
+        kb[s] = k;
+        kend[s] = offsets[k] + counts[k];
+        live &= ~bit;
+      }
+      // Only x is read here, y where it is needed (a first point, equal x, or x = 0,
+      // which an infinity base has).
+      const uint32_t entry = entries[e];
+      const Affine<Fp>* bp = bases + (entry & ~SIGN_BIT);
+      const Fp qx = f_load(&bp->x);
+      Fp den;
+      if ((live & bit) && !f_is_zero(qx)) {
+        den = f_sub(qx, ax[s]);
+      } else {
+        den = f_zero((const Fp*)nullptr);
+      }
+      if (f_is_zero(den)) {
+        Fp qy = f_load(&bp->y);
+        if (f_is_zero(qx) && f_is_zero(qy)) continue;  // infinity
+        if (entry & SIGN_BIT) qy = f_neg(qy);
+        if (!(live & bit)) {
+          ax[s] = qx;
+          ay[s] = qy;
+          live |= bit;
+          continue;
+        }
+        const AffineSlope sl = affine_slope({ax[s], ay[s]}, {qx, qy});
+        if (sl.cancel) {
+          live &= ~bit;
+          continue;
+        }
+        den = sl.den;
+      }
+      pref[s] = prod;
+      prod = f_mul(prod, den);
+      adding |= bit;
+    }
+    if (adding == 0) continue;
+    Fp inv = fp_inv_gcd(prod);
+#pragma unroll 1
+    for (int s = (int)n_streams - 1; s >= 0; --s) {
+      if (!((adding >> s) & 1)) continue;
+      const uint32_t e = e0 + (uint32_t)s * m + j;
+      const Affine<Fp> q = entry_base(bases, entries[e]);
+      const Affine<Fp> a{ax[s], ay[s]};
+      Fp den = f_sub(q.x, a.x), num;
+      if (!f_is_zero(den)) {
+        num = f_sub(q.y, a.y);
+      } else {
+        const AffineSlope sl = affine_slope(a, q);
+        den = sl.den;
+        num = sl.num;
+      }
+      const Fp inv_s = f_mul(inv, pref[s]);
+      inv = f_mul(inv, den);
+      const Fp lam = f_mul(num, inv_s);
+      const Fp x3 = f_sub(f_sub(f_sqr(lam), a.x), q.x);
+      ay[s] = f_sub(f_mul(lam, f_sub(a.x, x3)), a.y);
+      ax[s] = x3;
+    }
+  }
+
+  // Merge the streams' segments in entry order: heads, then each stream's last segment.
+  Xyzz<Fp> cur = xyzz_infinity<Fp>();
+  uint32_t cur_k = 0;
+  bool any = false;
+#pragma unroll 1
+  for (uint32_t s = 0; s < n_streams; ++s) {
+    const uint64_t bit = 1ull << s;
+#pragma unroll 1
+    for (int part = 0; part < 2; ++part) {
+      if (part == 0 && !(crossed & bit)) continue;
+      const uint32_t k = part == 0 ? hk[s] : kb[s];
+      const bool has = part == 0 ? (head_live & bit) != 0 : (live & bit) != 0;
+      if (any && k != cur_k) {
+        affine_chunk_output(offsets, counts, cur_k, e0, e1, cur, buckets, partials, t);
+        cur = xyzz_infinity<Fp>();
+      }
+      cur_k = k;
+      any = true;
+      if (has) {
+        cur = xyzz_add_affine(cur, part == 0 ? Affine<Fp>{hx[s], hy[s]}
+                                             : Affine<Fp>{ax[s], ay[s]});
+      }
+    }
+  }
+  if (any) affine_chunk_output(offsets, counts, cur_k, e0, e1, cur, buckets, partials, t);
+}
+
+}  // namespace msm
+}  // namespace pinion
