@@ -55,10 +55,10 @@ __device__ __forceinline__ uint32_t bits_at(const uint32_t (&x)[12], int s) {
   return sh ? (lo >> sh) | (hi << (32 - sh)) : lo;
 }
 
-// r = |x f + y g| / 2^30 (exact division), returns whether x f + y g < 0.
-__device__ __forceinline__ bool lincomb_shift(const uint32_t (&x)[12], const uint32_t (&y)[12], int64_t f, int64_t g,
-                      uint32_t (&r)[12]) {
-  uint32_t t[13];
+// t = x f + y g as 13 words, two's complement, for x, y < 2^384 and |f| + |g| <= 2^30
+// (each column's sum stays below 2^63 in magnitude).
+__device__ __forceinline__ void signed_lincomb(const uint32_t (&x)[12], const uint32_t (&y)[12],
+                                               int64_t f, int64_t g, uint32_t (&t)[13]) {
   int64_t carry = 0;
 #pragma unroll
   for (int i = 0; i < 12; ++i) {
@@ -67,7 +67,14 @@ __device__ __forceinline__ bool lincomb_shift(const uint32_t (&x)[12], const uin
     carry = s >> 32;
   }
   t[12] = (uint32_t)carry;
-  const bool neg = carry < 0;
+}
+
+// r = |x f + y g| / 2^30 (exact division), returns whether x f + y g < 0.
+__device__ __forceinline__ bool lincomb_shift(const uint32_t (&x)[12], const uint32_t (&y)[12],
+                                              int64_t f, int64_t g, uint32_t (&r)[12]) {
+  uint32_t t[13];
+  signed_lincomb(x, y, f, g, t);
+  const bool neg = (int32_t)t[12] < 0;
 #pragma unroll
   for (int i = 0; i < 12; ++i) r[i] = (t[i] >> 30) | (t[i + 1] << 2);
   if (neg) {
@@ -84,17 +91,11 @@ __device__ __forceinline__ bool lincomb_shift(const uint32_t (&x)[12], const uin
 
 // r = (x f + y g) / 2^30 mod m for x, y < m, |f| + |g| <= 2^30; r < m.
 // minv30 = -m^-1 mod 2^30.
-__device__ __forceinline__ void lincomb_mod(const uint32_t (&x)[12], const uint32_t (&y)[12], int64_t f, int64_t g,
-                    const uint32_t (&m)[12], uint32_t minv30, uint32_t (&r)[12]) {
+__device__ __forceinline__ void lincomb_mod(const uint32_t (&x)[12], const uint32_t (&y)[12],
+                                            int64_t f, int64_t g, const uint32_t (&m)[12],
+                                            uint32_t minv30, uint32_t (&r)[12]) {
   uint32_t t[13];
-  int64_t carry = 0;
-#pragma unroll
-  for (int i = 0; i < 12; ++i) {
-    const int64_t s = (int64_t)x[i] * f + (int64_t)y[i] * g + carry;
-    t[i] = (uint32_t)s;
-    carry = s >> 32;
-  }
-  t[12] = (uint32_t)carry;
+  signed_lincomb(x, y, f, g, t);
   const uint32_t q = (t[0] * minv30) & M30;
   uint64_t c = 0;
 #pragma unroll
