@@ -36,12 +36,19 @@ pub enum Module {
     MsmG2,
     /// `ntt.cu`: NTT passes, twiddle table, scaling, bit reversal and the H pointwise step.
     Ntt,
+    /// `pce.cu`: the PCE's sparse mat-vec (a, b, c from the witness) and the witness check.
+    Pce,
 }
 
 impl Module {
     /// Every module, in declaration order.
-    pub const ALL: &'static [Module] =
-        &[Module::FieldTest, Module::Msm, Module::MsmG2, Module::Ntt];
+    pub const ALL: &'static [Module] = &[
+        Module::FieldTest,
+        Module::Msm,
+        Module::MsmG2,
+        Module::Ntt,
+        Module::Pce,
+    ];
 
     /// The module's stem (`<stem>.cu`, `<stem>.ptx`).
     pub const fn name(self) -> &'static str {
@@ -50,6 +57,7 @@ impl Module {
             Module::Msm => "msm",
             Module::MsmG2 => "msm_g2",
             Module::Ntt => "ntt",
+            Module::Pce => "pce",
         }
     }
 
@@ -74,6 +82,7 @@ impl Module {
             Module::Msm => include_bytes!("../ptx/msm.sm_90.cubin.zlib"),
             Module::MsmG2 => include_bytes!("../ptx/msm_g2.sm_90.cubin.zlib"),
             Module::Ntt => include_bytes!("../ptx/ntt.sm_90.cubin.zlib"),
+            Module::Pce => include_bytes!("../ptx/pce.sm_90.cubin.zlib"),
         }))
     }
 
@@ -91,6 +100,7 @@ impl Module {
             Module::Msm => include_bytes!("../ptx/msm.ptx.zlib"),
             Module::MsmG2 => include_bytes!("../ptx/msm_g2.ptx.zlib"),
             Module::Ntt => include_bytes!("../ptx/ntt.ptx.zlib"),
+            Module::Pce => include_bytes!("../ptx/pce.ptx.zlib"),
         }))
     }
 
@@ -336,6 +346,19 @@ entries! {
     NttBitrevScale => (Ntt, "ntt_bitrev_scale"),
     /// `ntt_abc(Fr* a, const Fr* b, const Fr* c, const Fr* z_inv, u32 n)`: a = (a b - c) z_inv.
     NttAbc => (Ntt, "ntt_abc"),
+    /// `pce_eval(Fr* out, u32 m, u32 n_rows, const u64* block_ptr, const u8* row_len,
+    /// const u64* long_row, const u64* long_len, u32 n_long, const u32* cols, const u8* codes,
+    /// u32 code_bytes, u64 n_nonzeros, const Fr* table, u32 n_table, const Fr* w, u32 n_inputs,
+    /// u32 n_aux, u32* status)`: one PCE matrix times the witness (`aux ++ inputs`), blocks
+    /// of 256 threads, one per row block; rows past `n_rows` zero; a damaged matrix sets
+    /// `status[1]`.
+    PceEval => (Pce, "pce_eval"),
+    /// `pce_eval_batched(..)`: as `pce_eval`, each row's terms four at a time (their
+    /// loads issued together).
+    PceEvalBatched => (Pce, "pce_eval_batched"),
+    /// `pce_check(const Fr* a, const Fr* b, const Fr* c, u32 n, u32* status)`: `status[0]`
+    /// becomes the least `i` with `a[i]·b[i] ≠ c[i]` (left as is when none).
+    PceCheck => (Pce, "pce_check"),
 }
 
 #[cfg(test)]
