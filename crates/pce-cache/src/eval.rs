@@ -149,6 +149,12 @@ pub struct AbcMut<'a, T> {
 }
 
 impl Pce {
+    /// Checks that a witness has this circuit's numbers of inputs and aux values (what
+    /// every evaluation checks first), for a caller that evaluates it elsewhere.
+    pub fn check_witness_lengths(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<(), PceError> {
+        self.check_witness(inputs, aux)
+    }
+
     fn check_witness(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<(), PceError> {
         let s = self.shape();
         if inputs.len() as u64 != s.n_inputs {

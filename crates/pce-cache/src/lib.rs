@@ -89,7 +89,7 @@ pub use file::{FORMAT_VERSION, MAGIC};
 pub use pipeline::{zeroed, OverlapTimes};
 pub use record::{Recorder, Witness, WitnessCs};
 pub use rows::RowBuilder;
-pub use storage::{Densities, Density, MatrixId, Shape, ROW_BLOCK};
+pub use storage::{Densities, Density, MatrixId, MatrixParts, Shape, LONG_ROW, ROW_BLOCK};
 
 use storage::{CoeffTable, Matrix};
 
@@ -232,6 +232,26 @@ impl Pce {
     /// Coefficient code width in bytes (1, 2 or 4) of one matrix.
     pub fn code_bytes_of(&self, m: MatrixId) -> u32 {
         self.mats[m.index()].codes.elem_bytes()
+    }
+
+    /// One matrix's sections as stored (see [`MatrixParts`]): for an evaluator outside
+    /// this crate, e.g. on a GPU, that reads the compact layout itself.
+    pub fn matrix_parts(&self, m: MatrixId) -> MatrixParts<'_> {
+        let mat = &self.mats[m.index()];
+        MatrixParts {
+            block_ptr: mat.block_ptr.as_slice(),
+            row_len: mat.row_len.as_slice(),
+            long_row: mat.long_row.as_slice(),
+            long_len: mat.long_len.as_slice(),
+            cols: mat.cols.as_slice(),
+            codes: mat.codes.as_bytes(),
+            code_bytes: mat.codes.elem_bytes(),
+        }
+    }
+
+    /// The coefficient table every matrix's codes index (entry 0 is +1, entry 1 is −1).
+    pub fn coefficients(&self) -> &[Scalar] {
+        &self.table.scalars
     }
 
     /// Bytes of the three matrices and the coefficient table (the compression figure).

@@ -177,6 +177,117 @@ mod tests {
         );
     }
 
+    /// What a device kernel reading `Pce::matrix_parts` computes, written as pce.cu does
+    /// it (a block's rows by a prefix sum of their lengths, a long row's length by its
+    /// rank among the block's long rows after a lower bound over the list, codes read at
+    /// their width, +1 / −1 / table): equal to the evaluator's rows, long rows and 2-byte
+    /// codes included.
+    #[test]
+    #[allow(clippy::needless_range_loop)] // rows are walked by index, as the kernel does
+    fn matrix_parts_read_as_the_device_kernel_reads_them() {
+        use crate::{MatrixId, LONG_ROW, ROW_BLOCK};
+        let seed = crate::file::tests::seed();
+        let mut state = seed;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state >> 11
+        };
+        let (n_inputs, n_aux) = (3u32, 700u32);
+        let n_cols = u64::from(n_inputs + n_aux);
+        let w: Vec<Scalar> = (0..n_inputs + n_aux)
+            .map(|i| {
+                if i == 0 {
+                    Scalar::ONE
+                } else {
+                    Scalar::from(next())
+                }
+            })
+            .collect();
+        let mut rows = RowBuilder::new(n_inputs, n_aux, None).unwrap();
+        let n_rows = 3 * ROW_BLOCK + 77;
+        for r in 0..n_rows {
+            // Long rows (≥ 255 terms) here and there, 400 distinct coefficients in A
+            // (2-byte codes), ±1 mostly elsewhere.
+            let len = match r % 97 {
+                5 => 255 + (next() % 300) as usize,
+                6 => 254,
+                _ => (next() % 5) as usize,
+            };
+            let a: Vec<(u32, Scalar)> = (0..len)
+                .map(|_| ((next() % n_cols) as u32, Scalar::from(next() % 400 + 2)))
+                .collect();
+            let b = [((next() % n_cols) as u32, -Scalar::ONE)];
+            let c: Vec<(u32, Scalar)> = (0..(r % 3))
+                .map(|_| ((next() % n_cols) as u32, Scalar::ONE))
+                .collect();
+            rows.push_row(a, b, c);
+        }
+        let (pce, _) = rows.finish().unwrap();
+        assert_eq!(pce.code_bytes_of(MatrixId::A), 2, "seed {seed}");
+        let m = n_rows.next_power_of_two();
+        let (mut a, mut b, mut c) = (zeroed(m), zeroed(m), zeroed(m));
+        pce.evaluate_into(&w[..3], &w[3..], &mut a, &mut b, &mut c)
+            .unwrap();
+        // The device's witness order: aux, then the inputs.
+        let dev_w: Vec<Scalar> = w[3..].iter().chain(&w[..3]).copied().collect();
+        let table = pce.coefficients();
+        for (id, want) in MatrixId::ALL.into_iter().zip([&a, &b, &c]) {
+            let p = pce.matrix_parts(id);
+            let mut long_seen = 0;
+            for blk in 0..m.div_ceil(ROW_BLOCK) {
+                let r0 = blk * ROW_BLOCK;
+                let first_long = p.long_row.partition_point(|&r| r < r0 as u64);
+                let mut offset = 0u64;
+                let mut long_rank = 0;
+                for r in r0..r0 + ROW_BLOCK {
+                    let got = if r < n_rows {
+                        let len = match p.row_len[r] {
+                            LONG_ROW => {
+                                let li = first_long + long_rank;
+                                long_rank += 1;
+                                long_seen += 1;
+                                assert_eq!(p.long_row[li], r as u64, "seed {seed}");
+                                p.long_len[li]
+                            }
+                            l => u64::from(l),
+                        };
+                        let start = p.block_ptr[blk] + offset;
+                        offset += len;
+                        let mut acc = Scalar::ZERO;
+                        for j in start as usize..(start + len) as usize {
+                            let col = p.cols[j];
+                            let k = p.code_bytes as usize;
+                            let mut code_le = [0u8; 4];
+                            code_le[..k].copy_from_slice(&p.codes[j * k..j * k + k]);
+                            let code = u32::from_le_bytes(code_le) as usize;
+                            let v = if col < n_inputs {
+                                dev_w[(n_aux + col) as usize]
+                            } else {
+                                dev_w[(col - n_inputs) as usize]
+                            };
+                            acc += match code {
+                                0 => v,
+                                1 => -v,
+                                c => table[c] * v,
+                            };
+                        }
+                        acc
+                    } else {
+                        Scalar::ZERO
+                    };
+                    if r < m {
+                        assert_eq!(got, want[r], "{id:?} row {r}, seed {seed}");
+                    }
+                }
+            }
+            if id == MatrixId::A {
+                assert!(long_seen > 0, "some long rows in A, seed {seed}");
+            }
+        }
+    }
+
     #[test]
     fn bad_columns_and_too_few_rows_are_typed_errors() {
         let mut rows = RowBuilder::new(1, 1, None).unwrap();

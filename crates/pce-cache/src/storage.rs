@@ -12,7 +12,33 @@ use memmap2::Mmap;
 pub const ROW_BLOCK: usize = 256;
 
 /// Row length byte meaning "long row: the length is in the long-row list".
-pub(crate) const LONG_ROW: u8 = u8::MAX;
+pub const LONG_ROW: u8 = u8::MAX;
+
+/// One matrix's sections as stored ([`crate::Pce::matrix_parts`]), the compact CSR layout:
+/// row `r` of row block `k = r / ROW_BLOCK` starts at non-zero `block_ptr[k]` plus the
+/// lengths of the rows before it in its block; a length byte of [`LONG_ROW`] means the
+/// row's length is the next entry of `long_len` (`long_row` holds those rows, ascending).
+/// Non-zero `j` has column `cols[j]` (inputs first, then aux) and coefficient code `j` of
+/// `codes` (little-endian, `code_bytes` each: 0 is +1, 1 is −1, others index
+/// [`crate::Pce::coefficients`]). A PCE loaded from a file was validated against this
+/// layout when it was opened.
+#[derive(Clone, Copy, Debug)]
+pub struct MatrixParts<'a> {
+    /// One non-zero index per row block.
+    pub block_ptr: &'a [u64],
+    /// One length byte per row.
+    pub row_len: &'a [u8],
+    /// Rows whose length byte is [`LONG_ROW`], ascending.
+    pub long_row: &'a [u64],
+    /// Their lengths.
+    pub long_len: &'a [u64],
+    /// Column of each non-zero.
+    pub cols: &'a [u32],
+    /// Coefficient code of each non-zero, `code_bytes` little-endian bytes each.
+    pub codes: &'a [u8],
+    /// 1, 2 or 4.
+    pub code_bytes: u32,
+}
 
 /// A section of plain-old-data elements, either owned or inside a shared memory map.
 pub(crate) enum Buf<T: bytemuck::Pod> {
