@@ -44,7 +44,7 @@
 //! charge to its memory budget. H step: seven transforms, ~5n extra multiplications, one
 //! serial bit-reversal, no buffers beyond a, b, c (and the twiddle table).
 #![warn(missing_docs)]
-// Only the kernel launches in `gpu` use unsafe (each states its invariant).
+// Only the kernel launches in `gpu` and `sparse` use unsafe (each states its invariant).
 #![deny(unsafe_code)]
 
 mod cpu;
@@ -53,6 +53,8 @@ mod error;
 #[allow(unsafe_code)]
 mod gpu;
 pub mod reference;
+#[allow(unsafe_code)]
+mod sparse;
 
 pub use cpu::CpuNtt;
 pub use domain::{bit_reverse, coset_shift, h_domain_size, log2_len, omega, MAX_LOG_N};
@@ -60,6 +62,9 @@ pub use error::NttError;
 pub use gpu::{
     download_reprs, plan_passes, reprs_to_scalars, upload_reprs, AbcSource, GpuNtt, GpuNttConfig,
     GpuNttError, HPolyDevice, Pass, WORDS_PER_ELEMENT,
+};
+pub use sparse::{
+    DeviceR1cs, PendingCheck, SparseCheck, SparseKernel, SparseParts, SPARSE_ROW_BLOCK,
 };
 
 use bls12_381::Scalar;
