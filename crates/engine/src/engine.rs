@@ -99,6 +99,11 @@ pub struct EngineConfig {
     /// while proofs run slows them (the driver's locks); a fresh engine's first job then
     /// runs as fast as the next.
     pub prewarm_staging: bool,
+    /// Whether a CUDA device evaluates a, b and c itself from each partition's witness,
+    /// the circuit's PCE kept in its VRAM (default true; `GpuBackend::with_device_abc`):
+    /// synthesis then computes only the witness. Off: the host evaluates them into
+    /// pinned buffers that are copied to the device.
+    pub device_abc: bool,
 }
 
 /// See [`EngineConfig::on_job_end`].
@@ -118,6 +123,7 @@ impl EngineConfig {
             on_job_end: None,
             never_fits_after: Duration::from_secs(10),
             prewarm_staging: true,
+            device_abc: true,
         }
     }
 }
@@ -703,7 +709,8 @@ impl Engine {
                             })?;
                         contexts.push(charge);
                     }
-                    let primary = GpuBackend::with_gpu(gpu.clone(), budget.clone());
+                    let primary = GpuBackend::with_gpu(gpu.clone(), budget.clone())
+                        .with_device_abc(config.device_abc);
                     let streamed = GpuBackend::with_gpu(gpu.clone(), budget.clone())
                         .with_placement(groth16_prover::GpuPlacement::Pinned);
                     (
@@ -820,13 +827,19 @@ impl Engine {
         let mut bytes = 0;
         for d in &self.shared.devices {
             if let Some(backend) = d.backends.first() {
+                let err = |source| EngineError::Prewarm {
+                    circuit: circuit.to_string(),
+                    device: d.name.clone(),
+                    source: Box::new(source),
+                };
+                // A held PCE goes to a device that evaluates a, b and c itself now, not
+                // during the first job's admission.
+                if let PceSource::Held(pce) = &rt.pce {
+                    backend.evaluates_abc(pce, m).map_err(err)?;
+                }
                 bytes += backend
                     .prewarm_staging(m, 1 + self.shared.handoff_depth)
-                    .map_err(|source| EngineError::Prewarm {
-                        circuit: circuit.to_string(),
-                        device: d.name.clone(),
-                        source: Box::new(source),
-                    })?;
+                    .map_err(err)?;
             }
         }
         Ok(bytes)

@@ -2,7 +2,7 @@
 //! **TIMING ONLY** (its parameters and witness are synthetic: no proof it makes verifies).
 //!
 //! `porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] [--gpu-wait MODE]
-//!  [--vram-pool POLICY] [--feeders high|normal] [--reps N] [--engine-partitions N] [--engine-jobs J] [--no-prewarm]
+//!  [--vram-pool POLICY] [--feeders high|normal] [--reps N] [--engine-partitions N] [--engine-jobs J] [--no-prewarm] [--host-abc]
 //!  [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G]
 //!  [--pce FILE.pce | --pce-out FILE.pce] [--record-only | --witness-only] [--seed N] [--json]`
 //!
@@ -29,7 +29,8 @@
 //!    (`--engine-jobs J`: J such jobs one after another on one engine, as a daemon runs
 //!    them; each prints its timeline, one line a partition) through `engine::Engine`
 //!    (what `pinion serve` runs; its staging pinned at registration unless
-//!    `--no-prewarm`), each synthesized by the engine
+//!    `--no-prewarm`; a, b and c evaluated on the device from the PCE in VRAM unless
+//!    `--host-abc`), each synthesized by the engine
 //!    as the daemon does (`--max-synthesis`: the engine's ceiling on partitions
 //!    synthesizing at once, default its own, the number of cores; a list runs the job once
 //!    per value, so one recording compares them; the partitions are synthesized alone,
@@ -68,7 +69,7 @@ use srs_store::{
 };
 
 const USAGE: &str = "usage: porep_bench [--sector-size 32GiB|512MiB|8MiB|2KiB] [--gpu] \
-[--gpu-wait blocking|yield|spin] [--vram-pool driver|keep|keep-no-waits|no-waits] [--feeders high|normal] [--reps N] [--engine-partitions N] [--engine-jobs J] [--no-prewarm] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G] \
+[--gpu-wait blocking|yield|spin] [--vram-pool driver|keep|keep-no-waits|no-waits] [--feeders high|normal] [--reps N] [--engine-partitions N] [--engine-jobs J] [--no-prewarm] [--host-abc] [--max-synthesis K[,K...]] [--side-by-side] [--budget-gib G] \
 [--pce FILE.pce | --pce-out FILE.pce] [--record-only | --witness-only] [--seed N] [--json]";
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -91,6 +92,7 @@ struct Args {
     engine_jobs: usize,
     /// The engine pins no staging at registration (`EngineConfig::prewarm_staging`).
     no_prewarm: bool,
+    host_abc: bool,
     reps: usize,
     engine_partitions: usize,
     /// One engine run per entry (`None`: the engine's default ceiling).
@@ -116,6 +118,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         feeders: FeederPriority::default(),
         engine_jobs: 1,
         no_prewarm: false,
+        host_abc: false,
         reps: 3,
         engine_partitions: 0,
         max_synthesis: vec![None],
@@ -212,6 +215,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--engine-partitions" => a.engine_partitions = number(&flag, it.next())?,
             "--engine-jobs" => a.engine_jobs = number(&flag, it.next())?,
             "--no-prewarm" => a.no_prewarm = true,
+            "--host-abc" => a.host_abc = true,
             "--side-by-side" => a.side_by_side = true,
             "--max-synthesis" => {
                 let v = value(&flag, it.next())?;
@@ -428,6 +432,20 @@ fn run(args: &Args) -> Result<(), Error> {
         pce.pce().bytes_per_nonzero(),
         gib(pce.charged())
     );
+    // Rows of 255 terms or more ("long"): one device thread sums each row, so the longest
+    // bounds the device mat-vec.
+    for m in MatrixId::ALL {
+        let p = pce.pce().matrix_parts(m);
+        let mut lens: Vec<u64> = p.long_len.to_vec();
+        lens.sort_unstable();
+        println!(
+            "  {m:?}: {} long rows ({} terms), longest {:?}, {} byte codes",
+            lens.len(),
+            lens.iter().sum::<u64>(),
+            &lens[lens.len().saturating_sub(5)..],
+            p.code_bytes
+        );
+    }
     put("constraints", shape.n_constraints.into());
     put("rows", shape.n_rows.into());
     put("inputs", shape.n_inputs.into());
@@ -620,7 +638,9 @@ fn run(args: &Args) -> Result<(), Error> {
     // 4a. Proofs of partition 0.
     let key = Arc::new(ProvingKey::from_store(&store, spec.clone())?);
     let backend: Box<dyn ProverBackend> = match &gpu {
-        Some(g) => Box::new(GpuBackend::with_gpu(g.clone(), budget.clone())),
+        Some(g) => Box::new(
+            GpuBackend::with_gpu(g.clone(), budget.clone()).with_device_abc(!args.host_abc),
+        ),
         None => Box::new(CpuBackend::new(budget.clone())),
     };
     let prover = Prover::with_backend(
@@ -726,6 +746,7 @@ fn run(args: &Args) -> Result<(), Error> {
         config.self_check = false;
         config.max_synthesis = max_synthesis;
         config.prewarm_staging = !args.no_prewarm;
+        config.device_abc = !args.host_abc;
         let engine = Engine::start(config)?;
         let circuit = spec.circuit_id.clone();
         let t = Instant::now();
@@ -1009,6 +1030,7 @@ fn median_timings(runs: &[ProofOutput]) -> ProofTimings {
         synthesis: m(|t| t.synthesis),
         abc_evaluation: m(|t| t.abc_evaluation),
         witness_check: m(|t| t.witness_check),
+        abc_by_backend: runs.iter().any(|o| o.timings.abc_by_backend),
         h: m(|t| t.h),
         msm_h: m(|t| t.msm_h),
         msm_l: m(|t| t.msm_l),
@@ -1024,13 +1046,14 @@ fn median_timings(runs: &[ProofOutput]) -> ProofTimings {
         msm_witness_masks: m(|t| t.msm_witness_masks),
         msm_scalars_wait: m(|t| t.msm_scalars_wait),
         h_device: m(|t| t.h_device),
+        abc_device: m(|t| t.abc_device),
         assembly: m(|t| t.assembly),
         self_check: m(|t| t.self_check),
         total: m(|t| t.total),
     }
 }
 
-fn steps(t: &ProofTimings) -> [(&'static str, Duration); 20] {
+fn steps(t: &ProofTimings) -> [(&'static str, Duration); 21] {
     [
         ("synthesis (circuit run, a/b/c beside)", t.synthesis),
         ("a/b/c evaluation (after it)", t.abc_evaluation),
@@ -1038,6 +1061,7 @@ fn steps(t: &ProofTimings) -> [(&'static str, Duration); 20] {
         ("h (7 ntts)", t.h),
         ("  of which transfers", t.h_transfers),
         ("  device transforms", t.h_device),
+        ("    of which a/b/c on device", t.abc_device),
         ("msm h", t.msm_h),
         ("msm l", t.msm_l),
         ("  waiting for its scalars", t.msm_scalars_wait),
@@ -1056,7 +1080,14 @@ fn steps(t: &ProofTimings) -> [(&'static str, Duration); 20] {
 }
 
 fn breakdown(t: &ProofTimings) {
-    println!("per-step medians:");
+    println!(
+        "per-step medians (a, b, c evaluated {}):",
+        if t.abc_by_backend {
+            "on the device, inside h; a/b/c evaluation = the witness's staging"
+        } else {
+            "on the host"
+        }
+    );
     for (name, d) in steps(t) {
         println!("  {name:<28} {:>9.3} s", d.as_secs_f64());
     }
@@ -1119,11 +1150,11 @@ fn gib(bytes: u64) -> String {
 /// job's submission) and what the device phase spent where.
 fn print_timeline(parts: &[PartitionTrace]) {
     let s = |d: Duration| d.as_secs_f64();
-    println!("timeline (s from submission): partition: admitted | synthesis | device (+: a, b, c copied ahead) [h, h on the device, msm wall, h msm, l (its scalars' wait), a, b_g1, b_g2, witness staging on the host, of it waits (buffers, masks)] | assembly");
+    println!("timeline (s from submission): partition: admitted | synthesis | device (+: a, b, c copied ahead) [h, h on the device (of it a, b, c), msm wall, h msm, l (its scalars' wait), a, b_g1, b_g2, witness staging on the host, of it waits (buffers, masks)] | assembly");
     for t in parts {
         let p = &t.proof;
         println!(
-            "timeline {:>3}: {:7.3} | {:7.3}-{:7.3} | {:7.3}-{:7.3}{} [{:.3}, {:.3}, {:.3}, {:.3}, {:.3} ({:.3}), {:.3}, {:.3}, {:.3}, {:.3}, {:.3} ({:.3}, {:.3})] | {:7.3}-{:7.3}",
+            "timeline {:>3}: {:7.3} | {:7.3}-{:7.3} | {:7.3}-{:7.3}{} [{:.3}, {:.3} ({:.3}), {:.3}, {:.3}, {:.3} ({:.3}), {:.3}, {:.3}, {:.3}, {:.3}, {:.3} ({:.3}, {:.3})] | {:7.3}-{:7.3}",
             t.index,
             s(t.admitted),
             s(t.synthesis.0),
@@ -1133,6 +1164,7 @@ fn print_timeline(parts: &[PartitionTrace]) {
             if t.prefetched { "+" } else { " " },
             s(p.h),
             s(p.h_device),
+            s(p.abc_device),
             s(p.msm_wall),
             s(p.msm_h),
             s(p.msm_l),

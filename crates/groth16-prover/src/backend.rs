@@ -10,6 +10,7 @@ use bls_repr::FrRepr;
 use gpu_msm::{CpuMsm, DensityMask, GpuCurve, MsmBase};
 use gpu_ntt::{AbcEvaluations, CpuNtt, NttBackend};
 use memory_budget::{Budget, Category, Reservation};
+use pce_cache::Pce;
 
 use crate::key::{G1Query, KeyView, QueryBases};
 use crate::{GpuBackend, ProverError, ProvingKey};
@@ -91,6 +92,9 @@ pub struct MsmTimings {
     /// Device time of the H transforms, measured by events around them (GPU backend with
     /// h on the device; zero otherwise). They run while the MSM scalars are prepared.
     pub h_device: Duration,
+    /// Of `h_device`: a, b and c evaluated on the device from the witness (its copy
+    /// unless made ahead, the three mat-vecs and the witness check); zero otherwise.
+    pub abc_device: Duration,
     /// The whole MSM phase, start to end.
     pub wall: Duration,
 }
@@ -283,6 +287,39 @@ impl StagedAbc {
     }
 }
 
+/// A proof's witness handed to a backend that evaluates a, b and c itself
+/// ([`ProverBackend::witness_abc`]; the GPU backend: the witness staged for the device,
+/// which evaluates them from the circuit's PCE in VRAM). Opaque to the prover; handed back
+/// to [`ProverBackend::h_poly_witness`].
+pub struct WitnessAbc {
+    inner: Box<dyn BackendOwned>,
+}
+
+impl std::fmt::Debug for WitnessAbc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WitnessAbc").finish_non_exhaustive()
+    }
+}
+
+impl WitnessAbc {
+    /// A witness held by `inner`.
+    pub fn new(inner: impl BackendOwned) -> WitnessAbc {
+        WitnessAbc {
+            inner: Box::new(inner),
+        }
+    }
+
+    /// The backend's own type in place, if it is `T`.
+    pub fn downcast_mut<T: BackendOwned>(&mut self) -> Option<&mut T> {
+        self.inner.as_any_mut().downcast_mut::<T>()
+    }
+
+    /// The backend's own type back, or `self` when it holds another type.
+    pub fn downcast<T: BackendOwned>(self) -> Result<T, WitnessAbc> {
+        downcast_box::<T, _>(self.inner).map_err(|inner| WitnessAbc { inner })
+    }
+}
+
 /// h's `m − 1` coefficients, where the H step left them.
 #[derive(Debug)]
 pub enum HPoly {
@@ -423,6 +460,51 @@ pub trait ProverBackend: Send + Sync {
     /// The default: nothing, `Ok(false)`.
     fn prefetch_abc(&self, _abc: &mut StagedAbc) -> Result<bool, ProverError> {
         Ok(false)
+    }
+
+    /// Whether this backend evaluates a, b and c itself for proofs of `pce`'s circuit over
+    /// a domain of `m` points ([`ProverBackend::witness_abc`]); may prepare for it (the
+    /// GPU backend uploads the PCE to its device, charged to the VRAM budget, once). The
+    /// prover then charges [`ProverBackend::witness_abc_bytes`] instead of a, b and c.
+    /// The default: `false`.
+    fn evaluates_abc(&self, _pce: &Pce, _m: usize) -> Result<bool, ProverError> {
+        Ok(false)
+    }
+
+    /// Host bytes a proof's witness of `n_terms` values takes in the backend's staging
+    /// when the backend evaluates a, b and c ([`ProverBackend::evaluates_abc`]), paid from
+    /// the proof's working set; kept through the MSMs, whose staging it serves.
+    fn witness_abc_bytes(&self, _n_terms: usize) -> u64 {
+        0
+    }
+
+    /// Takes a proof's witness for the backend to evaluate a, b and c from (its staging
+    /// paid from `from`), or `Ok(None)` when it does not (then the prover evaluates them).
+    /// The witness check is the backend's then: [`ProverBackend::h_poly_witness`] reports
+    /// an unsatisfied row as [`ProverError::Unsatisfied`].
+    fn witness_abc(
+        &self,
+        _pce: &Pce,
+        _m: usize,
+        _witness: (&[Scalar], &[Scalar]),
+        _from: &mut Reservation,
+    ) -> Result<Option<WitnessAbc>, ProverError> {
+        Ok(None)
+    }
+
+    /// [`ProverBackend::prefetch_abc`] for a witness taken by
+    /// [`ProverBackend::witness_abc`]: its copy to the device started ahead.
+    fn prefetch_witness(&self, _w: &mut WitnessAbc) -> Result<bool, ProverError> {
+        Ok(false)
+    }
+
+    /// The H step from a witness taken by [`ProverBackend::witness_abc`]: a, b and c
+    /// evaluated and checked by the backend, then as [`ProverBackend::h_poly_staged`].
+    fn h_poly_witness(&self, _w: WitnessAbc) -> Result<HOutput, ProverError> {
+        Err(ProverError::BackendUnavailable {
+            backend: "cpu",
+            reason: "this backend does not evaluate a, b and c from a witness",
+        })
     }
 
     /// Pins ahead of use the staging buffers `proofs` proofs over a domain of `m` points

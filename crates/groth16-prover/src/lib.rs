@@ -111,7 +111,7 @@ mod zkey;
 pub use backend::{
     backend_for, AbcStorage, BackendChoice, BackendCoeffs, BackendH, BackendKind, BackendOwned,
     BasesKind, CpuBackend, HOutput, HPoly, MsmInputs, MsmOutputs, MsmTimings, ProverBackend,
-    QueryPlacement, StagedAbc,
+    QueryPlacement, StagedAbc, WitnessAbc,
 };
 pub use error::ProverError;
 pub use gpu::GpuBackend;

@@ -16,7 +16,7 @@ use pce_cache::{AbcMut, Density, OverlapTimes, Pce, Witness};
 use rayon::prelude::*;
 
 use crate::backend::{
-    backend_for, BackendChoice, MsmInputs, ProverBackend, QueryPlacement, StagedAbc,
+    backend_for, BackendChoice, MsmInputs, ProverBackend, QueryPlacement, StagedAbc, WitnessAbc,
 };
 use crate::charge::{Charge, SCALAR_BYTES};
 use crate::key::{HStep, KeyHold};
@@ -63,6 +63,17 @@ impl Circuit<Scalar> for NoCircuit {
 }
 
 impl<C: Circuit<Scalar>> WitnessFrom<C> {
+    /// The witness alone (witness-only synthesis, or the one computed already).
+    fn witness(self, pce: &Pce) -> Result<Witness, pce_cache::PceError> {
+        match self {
+            WitnessFrom::Circuit(c) => pce.synthesize_witness(c),
+            WitnessFrom::Computed(w) => {
+                pce.check_witness_lengths(&w.inputs, &w.aux)?;
+                Ok(w)
+            }
+        }
+    }
+
     /// The witness, with a, b and c evaluated into `out` (see
     /// [`Pce::evaluate_into_with`]).
     fn evaluate<T: Send + Sync + Copy>(
@@ -141,8 +152,13 @@ pub struct ProofTimings {
     pub synthesis: Duration,
     /// a, b, c evaluated after synthesis ended: on the PCE path what the overlapped
     /// mat-vec had left (blocks reading late public inputs, the evaluator's backlog);
-    /// zero on the plain path.
+    /// zero on the plain path. When the backend evaluates them
+    /// ([`ProofTimings::abc_by_backend`]): the witness handed to it (its staging).
     pub abc_evaluation: Duration,
+    /// Whether the backend evaluated a, b and c (and checked the witness) itself, from
+    /// the witness (`ProverBackend::witness_abc`; the GPU backend on the device): then
+    /// `h` includes that evaluation.
+    pub abc_by_backend: bool,
     /// The a·b = c check on every row.
     pub witness_check: Duration,
     /// The H polynomial (7 NTTs).
@@ -181,6 +197,8 @@ pub struct ProofTimings {
     /// Device time of the H transforms (GPU backend, h kept on the device: the host part
     /// is `h`, the transforms then run while the MSM scalars are prepared).
     pub h_device: Duration,
+    /// Of `h_device`: a, b and c evaluated on the device (`MsmTimings::abc_device`).
+    pub abc_device: Duration,
     /// Mixing in r and s, conversion to affine.
     pub assembly: Duration,
     /// Verification with the verifying key (zero when not asked for).
@@ -297,6 +315,9 @@ enum Abc {
     Host(AbcEvaluations),
     /// In the backend's own buffers, for [`ProverBackend::h_poly_staged`].
     Staged(Box<StagedAbc>),
+    /// Not evaluated: the backend evaluates (and checks) them from the witness it took,
+    /// in [`ProverBackend::h_poly_witness`].
+    Witness(Box<WitnessAbc>),
 }
 
 /// The witness and a, b, c of one proof.
@@ -560,9 +581,15 @@ impl Prover {
 
     /// Host bytes one PCE-path proof of `shape` holds at its peak (the witness and masks,
     /// a, b and c unless the backend stages them, the H step's and the MSMs' scratch).
-    fn pce_working_set(&self, shape: &ProofShape, masks: &Masks) -> u64 {
+    fn pce_working_set(&self, shape: &ProofShape, masks: &Masks, abc_by_backend: bool) -> u64 {
         let m = shape.domain_size;
         let witness_bytes = (shape.n_inputs + shape.n_aux) as u64 * SCALAR_BYTES + masks.bytes();
+        if abc_by_backend {
+            // The witness and its staging for the backend (kept through the MSMs, whose
+            // staging it serves as a, b, c's buffers do), no a, b, c on the host.
+            return self.backend.witness_abc_bytes(shape.n_inputs + shape.n_aux)
+                + self.msm_phase_bytes(witness_bytes, self.backend.h_host_bytes(m), shape, true);
+        }
         // a, b, c in the backend's staging (paid from this charge) or in host vectors.
         let (abc_staging, _) = self.backend.staging_bytes(m, n_max_terms(shape));
         let abc_bytes = if self.stages_abc(m) {
@@ -610,7 +637,14 @@ impl Prover {
     /// admit the proof before it starts. A key too small for the circuit is an error here.
     pub fn working_set_bytes(&self, pce: &Pce) -> Result<u64, ProverError> {
         let (shape, masks) = self.pce_shape(pce)?;
-        Ok(self.pce_working_set(&shape, &masks))
+        let by_backend = self.abc_by_backend(pce, shape.domain_size)?;
+        Ok(self.pce_working_set(&shape, &masks, by_backend))
+    }
+
+    /// Whether the backend evaluates a, b and c of `pce`'s proofs itself (see
+    /// [`ProverBackend::evaluates_abc`]; never for a zkey's H step).
+    fn abc_by_backend(&self, pce: &Pce, m: usize) -> Result<bool, ProverError> {
+        Ok(self.stages_abc(m) && self.backend.evaluates_abc(pce, m)?)
     }
 
     /// PCE path: the whole working set is charged from the recorded shape before the
@@ -624,12 +658,62 @@ impl Prover {
     ) -> Result<(Evaluated, Charge), ProverError> {
         let (shape, masks) = self.pce_shape(pce)?;
         let m = shape.domain_size;
-        let bytes = self.pce_working_set(&shape, &masks);
+        let by_backend = self.abc_by_backend(pce, m)?;
+        let bytes = self.pce_working_set(&shape, &masks, by_backend);
         let what = "groth16 proof working set";
         let mut charge = match admitted {
             Some(r) => Charge::adopt(r, bytes, what)?,
             None => Charge::reserve(&self.budget, bytes, what)?,
         };
+        if by_backend {
+            // The witness alone on the host; the backend evaluates a, b and c from it.
+            let t = Instant::now();
+            let w = source.witness(pce)?;
+            timings.synthesis = t.elapsed();
+            let taken =
+                self.backend
+                    .witness_abc(pce, m, (&w.inputs, &w.aux), charge.reservation_mut())?;
+            timings.abc_evaluation = t.elapsed() - timings.synthesis;
+            match taken {
+                Some(abc) => {
+                    timings.abc_by_backend = true;
+                    return Ok((
+                        Evaluated {
+                            inputs: w.inputs,
+                            aux: w.aux,
+                            abc: Abc::Witness(Box::new(abc)),
+                            masks,
+                            shape,
+                        },
+                        charge,
+                    ));
+                }
+                // The backend changed its mind (its device PCE was dropped for room in
+                // between): evaluated here after all, a, b and c's buffers charged by
+                // the pool itself beyond this working set.
+                None => {
+                    return self.evaluate_host(
+                        pce,
+                        WitnessFrom::<NoCircuit>::Computed(w),
+                        (shape, masks, charge),
+                        timings,
+                    )
+                }
+            }
+        }
+        self.evaluate_host(pce, source, (shape, masks, charge), timings)
+    }
+
+    /// a, b and c evaluated on the host, into the backend's buffers when it lends them
+    /// (paid from the charge) or into host vectors.
+    fn evaluate_host<C: Circuit<Scalar>>(
+        &self,
+        pce: &Pce,
+        source: WitnessFrom<C>,
+        (shape, masks, mut charge): (ProofShape, Masks, Charge),
+        timings: &mut ProofTimings,
+    ) -> Result<(Evaluated, Charge), ProverError> {
+        let m = shape.domain_size;
         // a, b, c in the backend's buffers (the GPU's staging pool, paid from this charge)
         // when it offers them, else host vectors charged above.
         let staged = if self.stages_abc(m) {
@@ -843,6 +927,8 @@ impl Prover {
                 let [a, b, c] = bufs.slices_mut()?;
                 first_unsatisfied_repr(a, b, c)
             }
+            // Checked by the backend where it evaluates them.
+            Abc::Witness(_) => None,
         };
         timings.witness_check = t.elapsed();
         if let Some(row) = bad_row.filter(|_| !crate::timing_only::let_unsatisfied_through()) {
@@ -879,6 +965,7 @@ impl Prover {
     pub fn prefetch(&self, synthesized: &mut Synthesized) -> Result<bool, ProverError> {
         match &mut synthesized.ev.abc {
             Abc::Staged(abc) => self.backend.prefetch_abc(abc),
+            Abc::Witness(w) => self.backend.prefetch_witness(w),
             Abc::Host(_) => Ok(false),
         }
     }
@@ -927,7 +1014,7 @@ impl Prover {
         let h_return = self.backend.h_host_bytes(shape.domain_size);
         let msm_floor = self.msm_phase_bytes(witness_bytes, h_return, &shape, false);
         // As `pce_working_set` charged it: less staging when a, b, c are the backend's.
-        let abc_staged = matches!(abc, Abc::Staged(_));
+        let abc_staged = matches!(abc, Abc::Staged(_) | Abc::Witness(_));
         let mut released = || charge.shrink_to(msm_floor);
         let h_out = match abc {
             Abc::Host(v) => match self.key.h_step() {
@@ -938,6 +1025,7 @@ impl Prover {
             },
             // Charged to the backend, not to this working set: nothing to release.
             Abc::Staged(bufs) => self.backend.h_poly_staged(*bufs)?,
+            Abc::Witness(w) => self.backend.h_poly_witness(*w)?,
         };
         timings.h = t.elapsed();
         timings.h_transfers = h_out.transfers;
@@ -989,6 +1077,7 @@ impl Prover {
         timings.msm_witness_masks = sums.timings.witness_masks;
         timings.msm_scalars_wait = sums.timings.scalars_wait;
         timings.h_device = sums.timings.h_device;
+        timings.abc_device = sums.timings.abc_device;
         let bases = std::mem::take(&mut sums.placement);
         Ok(Computed {
             inputs,

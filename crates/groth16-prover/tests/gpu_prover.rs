@@ -106,6 +106,13 @@ fn check<C: Circuit<Scalar> + Clone>(
                 .unwrap_or_else(|e| panic!("{name} pair {i} {what}: {e}"));
             assert_eq!(got.backend, "gpu");
             assert_eq!(bytes(&got.proof), want, "{name} pair {i}: {what}");
+            // a, b and c on the device, except where the backend keeps VRAM for others
+            // (pinned placement) or there is no PCE.
+            assert_eq!(
+                got.timings.abc_by_backend,
+                tier.is_some() && tier != Some(Tier::Pinned),
+                "{name} pair {i}: {what}: where a, b, c were evaluated"
+            );
             assert!(got.self_checked, "{name} pair {i}: {what}");
             assert!(
                 verifies(prover.key(), &got.proof, public_inputs),
@@ -123,28 +130,52 @@ fn check<C: Circuit<Scalar> + Clone>(
                     want,
                     "{name} pair {i}: {what}, from a witness"
                 );
-                // The same proof with a, b and c copied to the device ahead of the
+                // The same proof with its inputs copied to the device ahead of the
                 // device phase (as an engine does while the device works on another):
-                // the H step reads those device copies, and the witness staging, which
-                // writes the same pinned buffers next, must wait for the copies.
-                let mut synthesized = prover
-                    .synthesize(Synthesis::Pce(&pce), circuit.clone(), None)
-                    .expect("synthesize");
-                let queued = prover.prefetch(&mut synthesized).expect("prefetch");
-                assert!(queued, "{name} pair {i}: room on the device for the copies");
-                assert!(
-                    prover.prefetch(&mut synthesized).expect("again"),
-                    "idempotent"
+                // the witness when the device evaluates a, b and c; with that off, a, b
+                // and c evaluated on the host, whose pinned buffers the witness staging
+                // writes next (it must wait for the copies).
+                let host_abc = Prover::with_backend(
+                    prover.key_arc().clone(),
+                    budget.clone(),
+                    prover.config(),
+                    Box::new(
+                        GpuBackend::with_gpu(gpu.clone(), budget.clone()).with_device_abc(false),
+                    ),
                 );
-                let computed = prover.compute(synthesized).expect("compute");
-                let prefetched = prover
-                    .assemble(computed, *rs, true, 0)
-                    .unwrap_or_else(|e| panic!("{name} pair {i} {what}, prefetched: {e}"));
-                assert_eq!(
-                    bytes(&prefetched.proof),
-                    want,
-                    "{name} pair {i}: {what}, a, b, c copied ahead"
+                let not_ahead = Prover::with_backend(
+                    prover.key_arc().clone(),
+                    budget.clone(),
+                    prover.config(),
+                    Box::new(
+                        GpuBackend::with_gpu(gpu.clone(), budget.clone()).with_abc_ahead(false),
+                    ),
                 );
+                for (how, p) in [
+                    ("witness, a, b, c evaluated ahead", prover),
+                    ("witness", &not_ahead),
+                    ("host a, b, c", &host_abc),
+                ] {
+                    let mut synthesized = p
+                        .synthesize(Synthesis::Pce(&pce), circuit.clone(), None)
+                        .expect("synthesize");
+                    let queued = p.prefetch(&mut synthesized).expect("prefetch");
+                    assert!(
+                        queued,
+                        "{name} pair {i} {how}: room on the device for the copies"
+                    );
+                    assert!(p.prefetch(&mut synthesized).expect("again"), "idempotent");
+                    let computed = p.compute(synthesized).expect("compute");
+                    let prefetched = p.assemble(computed, *rs, true, 0).unwrap_or_else(|e| {
+                        panic!("{name} pair {i} {what}, {how} prefetched: {e}")
+                    });
+                    assert_eq!(
+                        bytes(&prefetched.proof),
+                        want,
+                        "{name} pair {i}: {what}, {how} copied ahead"
+                    );
+                    assert_eq!(prefetched.timings.abc_by_backend, how != "host a, b, c");
+                }
             }
             assert_eq!(prover.key().tier(), tier, "{name} pair {i}: {what}");
             let k = kinds(&got.bases);
@@ -177,8 +208,9 @@ fn check<C: Circuit<Scalar> + Clone>(
 }
 
 /// A witness that breaks a constraint is refused with the row the CPU backend names,
-/// through the PCE path (a, b, c evaluated into the backend's pinned buffers and checked
-/// there) and plain synthesis; no proof, every working set returned.
+/// through the PCE path (a, b, c evaluated and checked on the device; and, with that off,
+/// evaluated into the backend's pinned buffers and checked there) and plain synthesis; no
+/// proof, every working set returned.
 #[test]
 fn gpu_rejects_unsatisfied_witness() {
     let Some(gpu) = gpu_or_skip("groth16-prover") else {
@@ -208,6 +240,12 @@ fn gpu_rejects_unsatisfied_witness() {
             ..ProverConfig::default()
         },
     );
+    let host_abc = Prover::with_backend(
+        on_gpu.key_arc().clone(),
+        budget.clone(),
+        on_gpu.config(),
+        Box::new(GpuBackend::with_gpu(gpu.clone(), budget.clone()).with_device_abc(false)),
+    );
     let (_cache, pce) = record(&budget, "gpu-unsatisfied", circuit.clone());
     let bad = RandomR1cs {
         corrupt: true,
@@ -224,7 +262,9 @@ fn gpu_rejects_unsatisfied_witness() {
             }
             other => panic!("{synthesis:?}: expected Unsatisfied, got {other:?}"),
         };
-        assert_eq!(row_of(&on_gpu), row_of(&on_cpu), "{synthesis:?}");
+        let want = row_of(&on_cpu);
+        assert_eq!(row_of(&on_gpu), want, "{synthesis:?}");
+        assert_eq!(row_of(&host_abc), want, "{synthesis:?}, host a, b, c");
     }
     assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
 }
@@ -340,30 +380,54 @@ fn gpu_staging_pool_is_charged_reused_and_evictable() {
     let mut rng = rng(seed());
     let circuit = MimcChain::new(700, rng.random());
     let params = generate(circuit.clone(), &mut rng);
+    // a, b, c evaluated on the device (the witness's one pinned buffer), then on the host
+    // (three pinned buffers for a, b and c).
+    for device_abc in [true, false] {
+        staging_pool_round_trip(&gpu, &circuit, &params, device_abc, &mut rng);
+    }
+}
+
+fn staging_pool_round_trip(
+    gpu: &Gpu,
+    circuit: &MimcChain,
+    params: &Parameters<Bls12>,
+    device_abc: bool,
+    rng: &mut rand::rngs::StdRng,
+) {
     let budget = big_budget();
-    let prover = gpu_prover(
-        &gpu,
-        ProvingKey::from_parameters(&params),
-        &budget,
-        GpuPlacement::Auto,
+    let prover = Prover::with_backend(
+        Arc::new(ProvingKey::from_parameters(params)),
+        budget.clone(),
+        ProverConfig {
+            self_check: SelfCheck::Always,
+            ..ProverConfig::default()
+        },
+        Box::new(GpuBackend::with_gpu(gpu.clone(), budget.clone()).with_device_abc(device_abc)),
     );
     let (_cache, pce) = record(&budget, "gpu-staging", circuit.clone());
     let pinned = |b: &Budget| b.snapshot().used_in(Category::PinnedPool);
     let mut charged_after_first = 0;
     for round in 0..3 {
-        let rs = Randomness::random(&mut rng);
-        let want = bytes(&groth16::create_proof(circuit.clone(), &params, rs.r, rs.s).unwrap());
+        let rs = Randomness::random(rng);
+        let want = bytes(&groth16::create_proof(circuit.clone(), params, rs.r, rs.s).unwrap());
         let got = prover
             .prove(Synthesis::Pce(&pce), circuit.clone(), rs)
             .unwrap();
         assert_eq!(bytes(&got.proof), want, "round {round}");
+        assert_eq!(got.timings.abc_by_backend, device_abc, "round {round}");
         let m = got.shape.domain_size as u64;
-        // a, b and c were staged: at least three pinned buffers of m scalars.
-        assert!(
-            got.pinned_staging_peak_bytes >= 3 * 32 * m,
-            "round {round}: staging peak {} < {}",
-            got.pinned_staging_peak_bytes,
+        // The pool's buffer for the witness holds its size class of inputs and aux.
+        let n_w = got.shape.n_inputs + got.shape.n_aux;
+        let staged = if device_abc {
+            8 * gpu_device::size_class(4 * n_w) as u64
+        } else {
             3 * 32 * m
+        };
+        assert!(
+            got.pinned_staging_peak_bytes >= staged,
+            "round {round} (device a, b, c: {device_abc}): staging peak {} < {}",
+            got.pinned_staging_peak_bytes,
+            staged
         );
         assert!(got.peak_charged_bytes > got.pinned_staging_peak_bytes);
         assert!(
@@ -382,9 +446,9 @@ fn gpu_staging_pool_is_charged_reused_and_evictable() {
                 s.n_aux,
                 s.domain_size
             );
-            // The MSMs staged their scalars in the proof's own a, b, c buffers (the
-            // working set counts on it): the pool made those three and no more.
-            assert_eq!(now, 3 * 32 * m, "pool after the first proof");
+            // The MSMs staged their scalars (and masks) in the proof's own buffers (the
+            // working set counts on it): the pool made those and no more.
+            assert_eq!(now, staged, "pool after the first proof ({device_abc})");
         } else if round == 1 {
             assert_eq!(
                 now, charged_after_first,
@@ -540,4 +604,133 @@ fn gpu_msms_from_host_h_match_cpu() {
         !placement.is_empty() && placement.iter().all(|p| p.kind == BasesKind::Cpu),
         "{placement:?}"
     );
+}
+
+/// gpu-ntt's `DeviceR1cs` over a PCE's `matrix_parts` gives the host evaluator's a, b and
+/// c bit for bit (long rows, 2-byte codes, a partial last row block, padding rows zero,
+/// outputs poisoned first), names the host check's first unsatisfied row, and reports a
+/// column out of range as a damaged matrix.
+#[test]
+fn gpu_device_r1cs_evaluates_as_the_host() {
+    use bls_repr::FrRepr;
+    use gpu_ntt::{DeviceR1cs, SparseParts};
+    use pce_cache::{MatrixId, RowBuilder};
+    let Some(gpu) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let seed = seed();
+    let mut rng = rng(seed);
+    let (n_inputs, n_aux) = (4u32, 3000u32);
+    let n_cols = n_inputs + n_aux;
+    let w: Vec<Scalar> = (0..n_cols)
+        .map(|i| {
+            if i == 0 {
+                Scalar::ONE
+            } else if i % 3 == 0 {
+                Scalar::from(rng.random_range(0..2u64))
+            } else {
+                Scalar::random(&mut rng)
+            }
+        })
+        .collect();
+    let mut rows = RowBuilder::new(n_inputs, n_aux, None).expect("rows");
+    let n_rows = 9 * 256 + 131;
+    for r in 0..n_rows {
+        let len = match r % 211 {
+            7 => rng.random_range(255..700usize),
+            8 => 254,
+            _ => rng.random_range(0..6usize),
+        };
+        let term = |rng: &mut rand::rngs::StdRng, k: u64| {
+            let v = match rng.random_range(0..4u32) {
+                0 => Scalar::ONE,
+                1 => -Scalar::ONE,
+                _ => Scalar::from(rng.random_range(2..2 + k)),
+            };
+            (rng.random_range(0..n_cols), v)
+        };
+        let a: Vec<(u32, Scalar)> = (0..len).map(|_| term(&mut rng, 600)).collect();
+        let b: Vec<(u32, Scalar)> = (0..1 + r % 2).map(|_| term(&mut rng, 3)).collect();
+        let c: Vec<(u32, Scalar)> = (0..r % 4).map(|_| term(&mut rng, 50)).collect();
+        rows.push_row(a, b, c);
+    }
+    let (pce, _) = rows.finish().expect("pce");
+    assert_eq!(pce.code_bytes_of(MatrixId::A), 2, "seed {seed}");
+    let m = (n_rows as usize).next_power_of_two();
+    let (mut a, mut b, mut c) = (
+        pce_cache::zeroed(m),
+        pce_cache::zeroed(m),
+        pce_cache::zeroed(m),
+    );
+    let (inputs, aux) = w.split_at(n_inputs as usize);
+    pce.evaluate_into(inputs, aux, &mut a, &mut b, &mut c)
+        .expect("host");
+    let want_bad = pce_cache::first_unsatisfied_row(&a, &b, &c);
+    assert!(want_bad.is_some(), "a random witness breaks some row");
+
+    fn parts(pce: &pce_cache::Pce) -> [SparseParts<'_>; 3] {
+        MatrixId::ALL.map(|id| {
+            let p = pce.matrix_parts(id);
+            SparseParts {
+                block_ptr: p.block_ptr,
+                row_len: p.row_len,
+                long_row: p.long_row,
+                long_len: p.long_len,
+                cols: p.cols,
+                codes: p.codes,
+                code_bytes: p.code_bytes,
+            }
+        })
+    }
+    let table: Vec<FrRepr> = pce.coefficients().iter().map(FrRepr::from_scalar).collect();
+    let shape = (n_rows as usize, n_inputs as usize, n_aux as usize);
+    let dev = DeviceR1cs::upload(&gpu, parts(&pce), &table, shape).expect("upload");
+    assert!(dev.bytes() > 0);
+    let limbs: Vec<FrRepr> = aux.iter().chain(inputs).map(FrRepr::from_scalar).collect();
+    let witness = gpu
+        .upload(bytemuck::cast_slice::<FrRepr, u64>(&limbs), "test witness")
+        .expect("witness");
+    let poisoned = || gpu.upload(&vec![u64::MAX; 4 * m], "poisoned").expect("out");
+    let (mut da, mut db, mut dc) = (poisoned(), poisoned(), poisoned());
+    for kernel in gpu_ntt::SparseKernel::ALL {
+        let (mut da, mut db, mut dc) = (poisoned(), poisoned(), poisoned());
+        let found = dev
+            .queue_evaluate_with(kernel, &gpu, &witness, [&mut da, &mut db, &mut dc], m)
+            .and_then(|p| p.wait(&gpu))
+            .expect("evaluate");
+        assert!(!found.damaged, "{kernel:?}, seed {seed}");
+        assert_eq!(found.first_unsatisfied, want_bad, "{kernel:?}, seed {seed}");
+        for (what, d, h) in [("a", &da, &a), ("b", &db, &b), ("c", &dc, &c)] {
+            let got = gpu.download(d).expect("download");
+            let want: Vec<FrRepr> = h.iter().map(FrRepr::from_scalar).collect();
+            let want: &[u64] = bytemuck::cast_slice(&want);
+            if let Some(i) = (0..want.len()).find(|&i| got[i] != want[i]) {
+                panic!("{kernel:?} {what}: element {} differs (seed {seed})", i / 4);
+            }
+        }
+    }
+
+    // One column past the last: the kernel skips it and says so.
+    let mut bad_cols = pce.matrix_parts(MatrixId::B).cols.to_vec();
+    let mid = bad_cols.len() / 2;
+    bad_cols[mid] = n_cols;
+    let mut damaged = parts(&pce);
+    damaged[1].cols = &bad_cols;
+    let dev = DeviceR1cs::upload(&gpu, damaged, &table, shape).expect("upload");
+    for kernel in gpu_ntt::SparseKernel::ALL {
+        let found = dev
+            .queue_evaluate_with(kernel, &gpu, &witness, [&mut da, &mut db, &mut dc], m)
+            .and_then(|p| p.wait(&gpu))
+            .expect("evaluate");
+        assert!(found.damaged, "{kernel:?}, seed {seed}");
+    }
+    // Too short an output or witness is a typed error, before any launch.
+    assert!(dev
+        .evaluate(
+            &gpu,
+            &witness,
+            [&mut da, &mut db, &mut dc],
+            n_rows as usize - 1
+        )
+        .is_err());
 }

@@ -32,6 +32,40 @@ pub(super) struct DeviceH {
     /// (see `GpuBackend::msms_from`): handed back to the pool they could be taken by
     /// another proof in between, and this one would then need new ones.
     pub(super) abc: Option<PinnedAbc>,
+    /// The witness on the device (Montgomery, `aux ++ inputs`) when the device evaluated
+    /// a, b and c from it, with an event after that evaluation: the MSMs' scalars are made
+    /// from it in place.
+    pub(super) witness: Option<(DeviceBuffer<u64>, CudaEvent)>,
+    /// Other pinned buffers of the proof kept for the MSMs' staging (the witness's).
+    pub(super) held: Vec<super::staging::PinnedBuf>,
+    /// The witness check queued with a, b and c's evaluation on the device, read once the
+    /// device work is done (by the MSMs, or by `into_host`).
+    pub(super) check: Option<super::pce::DeviceCheck>,
+    /// Timing events around a, b and c's evaluation on the device, when it ran (on the
+    /// device's stream, or ahead on the prefetch stream).
+    pub(super) abc_events: Option<(CudaEvent, CudaEvent)>,
+}
+
+/// What h keeps for the proof's MSMs besides the coefficients (see [`DeviceH`]).
+pub(super) struct Kept {
+    pub(super) abc: Option<PinnedAbc>,
+    pub(super) witness: Option<(DeviceBuffer<u64>, CudaEvent)>,
+    pub(super) held: Vec<super::staging::PinnedBuf>,
+    pub(super) check: Option<super::pce::DeviceCheck>,
+    pub(super) abc_events: Option<(CudaEvent, CudaEvent)>,
+}
+
+impl Kept {
+    /// Nothing kept.
+    pub(super) fn none() -> Kept {
+        Kept {
+            abc: None,
+            witness: None,
+            held: Vec::new(),
+            check: None,
+            abc_events: None,
+        }
+    }
 }
 
 impl BackendOwned for DeviceH {
@@ -47,7 +81,10 @@ impl BackendOwned for DeviceH {
 }
 
 impl BackendCoeffs for DeviceH {
-    fn into_host(self: Box<Self>) -> Result<Vec<Scalar>, ProverError> {
+    fn into_host(mut self: Box<Self>) -> Result<Vec<Scalar>, ProverError> {
+        if let Some(check) = self.check.take() {
+            check.verify(&self.gpu)?;
+        }
         let reprs = gpu_ntt::download_reprs(&self.gpu, &self.coeffs).map_err(ntt_err)?;
         gpu_ntt::reprs_to_scalars(&reprs[..self.n_coeffs]).map_err(ntt_err)
     }
@@ -129,7 +166,7 @@ impl GpuBackend {
             .map_err(|c| driver_err("cuEventSynchronize", c))?;
         drop((a, b, c));
         inputs_released();
-        let mut out = self.h_output(h, started, None)?;
+        let mut out = self.h_output(h, started, Kept::none())?;
         out.transfers = t.elapsed();
         Ok(out)
     }
@@ -163,15 +200,22 @@ impl GpuBackend {
         let h = self.ntt.h_poly_device(source, &stream).map_err(ntt_err)?;
         // Kept for the MSMs' staging while the copies may still run: gpu-ntt copies
         // through cudarc's `host_slice()`, whose event host access waits for.
-        self.h_output(h, started, Some(abc))
+        self.h_output(
+            h,
+            started,
+            Kept {
+                abc: Some(abc),
+                ..Kept::none()
+            },
+        )
     }
 
     /// h left on the device, with the events around its transforms.
-    fn h_output(
+    pub(super) fn h_output(
         &self,
         h: gpu_ntt::HPolyDevice,
         started: CudaEvent,
-        abc: Option<PinnedAbc>,
+        kept: Kept,
     ) -> Result<HOutput, ProverError> {
         let finished = self
             .gpu
@@ -190,7 +234,11 @@ impl GpuBackend {
                     gpu: self.gpu.clone(),
                     started,
                     finished,
-                    abc,
+                    abc: kept.abc,
+                    witness: kept.witness,
+                    held: kept.held,
+                    check: kept.check,
+                    abc_events: kept.abc_events,
                 },
             )),
             transfers: std::time::Duration::ZERO,

@@ -40,6 +40,7 @@
 
 mod bases;
 mod h_step;
+mod pce;
 mod staging;
 
 use std::sync::{Arc, Mutex};
@@ -58,7 +59,7 @@ use staging::{staging_err, take_held_abc, PinnedAbc, StagedB, WitnessNeeds, SCAL
 
 use crate::backend::{
     cpu_sum, BackendKind, BasesKind, HOutput, HPoly, MsmInputs, MsmOutputs, MsmTimings, Part,
-    ProverBackend, QueryPlacement, StagedAbc,
+    ProverBackend, QueryPlacement, StagedAbc, WitnessAbc,
 };
 use crate::key::{G1Query, GpuPlacement, KeyView, QueryLens};
 use crate::{ProverError, ProvingKey};
@@ -106,6 +107,16 @@ pub struct GpuBackend {
     msm_g2: Mutex<Option<Arc<GpuMsm>>>,
     budget: Budget,
     placement: GpuPlacement,
+    /// Whether a, b and c are evaluated on the device from the circuit's PCE in VRAM
+    /// (default true; `with_device_abc`).
+    device_abc: bool,
+    /// The circuits' PCEs on the device.
+    pces: pce::ResidentPces,
+    /// The kernel that evaluates them (`with_abc_kernel`).
+    abc_kernel: gpu_ntt::SparseKernel,
+    /// Whether a proof whose witness is copied ahead has a, b and c evaluated ahead too
+    /// (`with_abc_ahead`).
+    abc_ahead: bool,
 }
 
 impl std::fmt::Debug for GpuBackend {
@@ -146,6 +157,15 @@ fn lazy_stream(
     Ok(s)
 }
 
+/// `PINION_ABC_KERNEL` (`serial` or `batched`), else the default kernel.
+fn abc_kernel_from_env() -> gpu_ntt::SparseKernel {
+    match std::env::var("PINION_ABC_KERNEL").as_deref() {
+        Ok("batched") => gpu_ntt::SparseKernel::Batched,
+        Ok("serial") => gpu_ntt::SparseKernel::Serial,
+        _ => gpu_ntt::SparseKernel::default(),
+    }
+}
+
 /// Whether a device MSM failed for lack of device memory (then the CPU takes the query).
 fn out_of_vram(e: &GpuMsmError) -> bool {
     matches!(
@@ -177,7 +197,46 @@ impl GpuBackend {
             gpu,
             budget,
             placement: GpuPlacement::Auto,
+            device_abc: true,
+            pces: pce::ResidentPces::default(),
+            abc_kernel: abc_kernel_from_env(),
+            abc_ahead: std::env::var("PINION_ABC_AHEAD").as_deref() != Ok("0"),
         }
+    }
+
+    /// Whether a proof whose witness is copied to the device ahead of its H step
+    /// (`ProverBackend::prefetch_abc`, as an engine does while the device works on
+    /// another proof) also has a, b and c evaluated there, on the prefetch stream beside
+    /// that other proof's MSMs (default true, or `PINION_ABC_AHEAD=0` for a benchmark's
+    /// comparison); otherwise its H step evaluates them first.
+    pub fn with_abc_ahead(mut self, on: bool) -> GpuBackend {
+        self.abc_ahead = on;
+        self
+    }
+
+    /// Which kernel evaluates a, b and c on the device (default: `PINION_ABC_KERNEL`,
+    /// `serial` or `batched`, else [`gpu_ntt::SparseKernel::default`]): both give the
+    /// same values; the environment variable lets a benchmark compare them in one build.
+    pub fn with_abc_kernel(mut self, kernel: gpu_ntt::SparseKernel) -> GpuBackend {
+        self.abc_kernel = kernel;
+        self
+    }
+
+    /// Whether this backend evaluates a proof's a, b and c on the device (default true):
+    /// the circuit's PCE is uploaded to VRAM once (charged to the device's VRAM budget,
+    /// the few least recently used kept), each proof's witness goes to the device once,
+    /// and the three sparse mat-vecs and the witness check run there; the host computes
+    /// only the witness. Off: the host evaluates a, b and c into pinned buffers, which
+    /// are copied to the device (what a backend that keeps its bases in pinned memory does:
+    /// [`GpuPlacement::Pinned`] turns it off).
+    pub fn with_device_abc(mut self, on: bool) -> GpuBackend {
+        self.device_abc = on;
+        self
+    }
+
+    /// VRAM the backend's device PCEs hold.
+    pub fn device_pce_bytes(&self) -> u64 {
+        self.pces.bytes()
     }
 
     /// How a stored key's bases are placed for this backend's proofs (default
@@ -186,6 +245,9 @@ impl GpuBackend {
     /// [`GpuPlacement::AsLoaded`] streams from wherever the key is.
     pub fn with_placement(mut self, placement: GpuPlacement) -> GpuBackend {
         self.placement = placement;
+        if placement == GpuPlacement::Pinned {
+            self.device_abc = false;
+        }
         self
     }
 
@@ -366,15 +428,55 @@ impl ProverBackend for GpuBackend {
         }
     }
 
+    fn evaluates_abc(&self, pce: &pce_cache::Pce, m: usize) -> Result<bool, ProverError> {
+        Ok(self.evaluates_on_device(m) && self.device_pce(pce)?.is_some())
+    }
+
+    fn witness_abc_bytes(&self, n_terms: usize) -> u64 {
+        staging_buffer_bytes(n_terms)
+    }
+
+    fn witness_abc(
+        &self,
+        pce: &pce_cache::Pce,
+        m: usize,
+        witness: (&[Scalar], &[Scalar]),
+        from: &mut Reservation,
+    ) -> Result<Option<WitnessAbc>, ProverError> {
+        Ok(self
+            .witness_only(pce, m, witness, from)?
+            .map(WitnessAbc::new))
+    }
+
+    fn prefetch_witness(&self, w: &mut WitnessAbc) -> Result<bool, ProverError> {
+        match w.downcast_mut::<pce::WitnessOnly>() {
+            Some(w) => self.prefetch_witness_only(w),
+            None => Ok(false),
+        }
+    }
+
+    fn h_poly_witness(&self, w: WitnessAbc) -> Result<HOutput, ProverError> {
+        match w.downcast::<pce::WitnessOnly>() {
+            Ok(w) => self.h_from_witness(w),
+            Err(_) => Err(ProverError::BackendUnavailable {
+                backend: "gpu",
+                reason: "a witness staged by another backend",
+            }),
+        }
+    }
+
     fn prewarm_staging(&self, m: usize, proofs: usize) -> Result<u64, ProverError> {
         // A proof holds a, b and c's three buffers from its synthesis to its MSMs (the
-        // witness and the masks are staged in them).
+        // witness and the masks are staged in them); with a, b and c evaluated on the
+        // device, one buffer for its witness (at most m values in the circuits this
+        // serves: n_inputs + n_aux ≤ n_rows; a larger witness is pinned on demand).
         if !staging::stages(m) {
             return Ok(0);
         }
+        let per_proof = if self.evaluates_on_device(m) { 1 } else { 3 };
         let n = self
             .pool
-            .prewarm(SCALAR_LIMBS * m, 3 * proofs)
+            .prewarm(SCALAR_LIMBS * m, per_proof * proofs)
             .map_err(staging_err("a, b, c (prewarm)"))?;
         Ok(n as u64 * staging_buffer_bytes(m))
     }
@@ -534,7 +636,8 @@ impl GpuBackend {
         }
         // The pinned a, b, c buffers the H step kept: the witness's staging, before any
         // buffer from the pool (the working set counts on it: `msm_staging_after_abc`).
-        let (h, mut held) = take_held_abc(h);
+        let (h, kept) = take_held_abc(h);
+        let (mut held, mut witness_on_device, check) = (kept.bufs, kept.witness, kept.check);
         // H's scalars: in place when the H step left h on this device and the device
         // sums it; otherwise as host scalars, staged on their own.
         let mut h_events = None;
@@ -550,6 +653,7 @@ impl GpuBackend {
                         n_coeffs,
                         started,
                         finished,
+                        abc_events,
                         ..
                     } = d;
                     h_adopted = Some(
@@ -557,7 +661,7 @@ impl GpuBackend {
                             .adopt_scalars_montgomery(coeffs, n_coeffs)
                             .map_err(gpu_msm_err(G1Query::H.name()))?,
                     );
-                    h_events = Some((started, finished));
+                    h_events = Some((started, finished, abc_events));
                     timings.scalar_transfers += t.elapsed();
                 }
                 Err(other) => h_host = Some(other.into_host()?),
@@ -673,7 +777,13 @@ impl GpuBackend {
                 // The witness while the H MSM runs (nothing here waits for the device's
                 // kernels: no fills, the masks' pageable copies queued before the rest).
                 let witness = if needs.l || needs.a || needs.b {
-                    self.stage_witness(x, needs, &copy_stream, (&mut held, from))?
+                    self.stage_witness(
+                        x,
+                        needs,
+                        &copy_stream,
+                        (&mut held, from),
+                        witness_on_device.take(),
+                    )?
                 } else {
                     None
                 };
@@ -741,6 +851,11 @@ impl GpuBackend {
         let (sums, waited) = sums?;
         timings.scalars_wait = waited;
         staged?;
+        // The witness check of a, b and c evaluated on the device, done by now: an
+        // unsatisfied row refuses the proof here.
+        if let Some(check) = check {
+            check.verify(&self.gpu)?;
+        }
         for (q, sum, kind, d) in sums {
             match sum {
                 Some(p) => {
@@ -767,11 +882,16 @@ impl GpuBackend {
             kinds[q as usize] = BasesKind::Cpu;
             *query_time(&mut timings, q) = t.elapsed();
         }
-        if let Some((started, finished)) = h_events {
-            let ms = started
-                .elapsed_ms(&finished)
-                .map_err(|c| driver_err("cuEventElapsedTime", c))?;
-            timings.h_device = Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3);
+        if let Some((started, finished, abc_events)) = h_events {
+            let secs = |from: &CudaEvent, to: &CudaEvent| {
+                from.elapsed_ms(to)
+                    .map(|ms| Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+                    .map_err(|c| driver_err("cuEventElapsedTime", c))
+            };
+            timings.h_device = secs(&started, &finished)?;
+            if let Some((from, to)) = &abc_events {
+                timings.abc_device = secs(from, to)?;
+            }
         }
         let [h, l, a, b_g1] = out;
         let ((b_g2, b_g2_kind), t) = match g2 {

@@ -95,19 +95,39 @@ pub(super) fn staging_err(what: &'static str) -> impl FnOnce(PoolError) -> Prove
 /// One pinned staging buffer from the GPU backend's pool.
 pub(super) type PinnedBuf = Pooled<CudaPinned<u64>>;
 
-/// The pinned a, b, c buffers that h kept (see `DeviceH::abc`), taken out of it: none
-/// when h is not the GPU's or kept none.
-pub(super) fn take_held_abc(h: HPoly) -> (HPoly, Vec<PinnedBuf>) {
+/// The pinned buffers that h kept (see `DeviceH::abc` and `DeviceH::held`), the witness
+/// it left on the device (`DeviceH::witness`) and its pending witness check, taken out of
+/// it: none when h is not the GPU's or kept none.
+pub(super) fn take_held_abc(h: HPoly) -> (HPoly, HeldByH) {
     match h {
         HPoly::Backend(d) => match d.downcast::<DeviceH>() {
             Ok(mut d) => {
-                let held = d.abc.take().map_or_else(Vec::new, |abc| abc.bufs.into());
+                let mut bufs: Vec<PinnedBuf> =
+                    d.abc.take().map_or_else(Vec::new, |abc| abc.bufs.into());
+                bufs.append(&mut d.held);
+                let held = HeldByH {
+                    bufs,
+                    witness: d.witness.take(),
+                    check: d.check.take(),
+                };
                 (HPoly::Backend(BackendH::new(d.n_coeffs, d)), held)
             }
-            Err(other) => (HPoly::Backend(other), Vec::new()),
+            Err(other) => (HPoly::Backend(other), HeldByH::default()),
         },
-        other => (other, Vec::new()),
+        other => (other, HeldByH::default()),
     }
+}
+
+/// What [`take_held_abc`] takes out of h.
+#[derive(Default)]
+pub(super) struct HeldByH {
+    /// Pinned buffers for the MSMs' staging.
+    pub(super) bufs: Vec<PinnedBuf>,
+    /// The witness on the device (Montgomery), when the device evaluated a, b and c, and
+    /// an event after the evaluation that read it.
+    pub(super) witness: Option<(DeviceBuffer<u64>, CudaEvent)>,
+    /// That evaluation's witness check, to read once the device work is done.
+    pub(super) check: Option<super::pce::DeviceCheck>,
 }
 
 /// Pinned buffers from the GPU backend's staging pool that the prover evaluates a, b and
@@ -296,13 +316,16 @@ impl GpuBackend {
     /// `copy_stream`, converted to canonical there and compacted by the density masks into
     /// a's and b's scalars, all queued on the copy stream so that it overlaps the H MSM.
     /// `Ok(None)` when the device has no room for the scalars (the CPU then sums l, a and
-    /// b); any other failure is an error.
+    /// b); any other failure is an error. `on_device`: the witness's Montgomery limbs
+    /// already on the device (the H step evaluated a, b and c from them): converted in
+    /// place instead of copied again.
     pub(super) fn stage_witness(
         &self,
         x: &MsmInputs<'_>,
         needs: WitnessNeeds,
         copy_stream: &Arc<CudaStream>,
         (held, from): (&mut Vec<PinnedBuf>, &mut memory_budget::Reservation),
+        on_device: Option<(DeviceBuffer<u64>, CudaEvent)>,
     ) -> Result<Option<DeviceWitness>, ProverError> {
         const Q: &str = "witness";
         let t = Instant::now();
@@ -319,7 +342,25 @@ impl GpuBackend {
             Err(e) if super::out_of_vram(&e) => Ok(None),
             Err(e) => Err(gpu_msm_err(Q)(e)),
         };
-        let Some(mut w) = alloc(n_w)? else {
+        let mut w = match on_device {
+            // The conversion waits for the evaluation that read the limbs (`read`) and
+            // for the stream that made the buffer.
+            Some((limbs, read)) => {
+                copy_stream
+                    .wait(&read)
+                    .map_err(|c| super::driver_err("cuStreamWaitEvent", c))?;
+                Some(
+                    copy.adopt_scalars_montgomery(limbs, n_w)
+                        .map_err(gpu_msm_err(Q))?,
+                )
+            }
+            None => None,
+        };
+        let adopted = w.is_some();
+        if w.is_none() {
+            w = alloc(n_w)?;
+        }
+        let Some(mut w) = w else {
             return Ok(None);
         };
         let mut a = None;
@@ -371,19 +412,23 @@ impl GpuBackend {
         let [a_mask, b_in_mask, b_aux_mask] = uploaded;
         let b_masks = b_in_mask.zip(b_aux_mask);
         let masks_time = t.elapsed() - alloc_time;
-        // The raw limbs into pinned memory, then one copy.
-        let limbs = SCALAR_LIMBS * n_w;
-        let mut staging = self.staging_buffer(Q, limbs, (held, from))?;
-        let gpu_err = |e: GpuError| gpu_msm_err(Q)(GpuMsmError::Gpu(e));
-        let host = staging.as_mut_slice().map_err(gpu_err)?;
-        let waited = t.elapsed();
-        write_montgomery(host, &[x.aux, x.inputs]);
-        staging
-            .copy_to_device(0..limbs, w.words_mut(), 0, copy_stream)
-            .map_err(gpu_err)?;
-        drop(staging);
-        copy.montgomery_to_canonical(&mut w)
-            .map_err(gpu_msm_err(Q))?;
+        // The raw limbs into pinned memory, then one copy (unless on the device already,
+        // where `adopt_scalars_montgomery` queued the conversion).
+        let mut waited = t.elapsed();
+        if !adopted {
+            let limbs = SCALAR_LIMBS * n_w;
+            let mut staging = self.staging_buffer(Q, limbs, (held, from))?;
+            let gpu_err = |e: GpuError| gpu_msm_err(Q)(GpuMsmError::Gpu(e));
+            let host = staging.as_mut_slice().map_err(gpu_err)?;
+            waited = t.elapsed();
+            write_montgomery(host, &[x.aux, x.inputs]);
+            staging
+                .copy_to_device(0..limbs, w.words_mut(), 0, copy_stream)
+                .map_err(gpu_err)?;
+            drop(staging);
+            copy.montgomery_to_canonical(&mut w)
+                .map_err(gpu_msm_err(Q))?;
+        }
         // a: the inputs, then the aux its mask selects.
         if let (Some(a), Some(mask)) = (a.as_mut(), &a_mask) {
             let q = "a_query";
