@@ -12,12 +12,19 @@
 //   pce_eval(Fr* out, u32 m, u32 n_rows, const u64* block_ptr, const u8* row_len,
 //            const u64* long_row, const u64* long_len, u32 n_long, const u32* cols,
 //            const u8* codes, u32 code_bytes, u64 n_nonzeros, const Fr* table, u32 n_table,
-//            const Fr* w, u32 n_inputs, u32 n_aux, u32* status)
+//            const Fr* w, u32 n_inputs, u32 n_aux, u64* long_start, u32* status)
 //       one block of ROW_BLOCK threads per row block, one thread per row; rows n_rows..m
 //       (the domain's padding) are zero. A column, code or non-zero index out of range
 //       (a damaged PCE) sets status[1] = 1 and contributes nothing.
+//       Long rows are left to pce_eval_long: each one's first non-zero goes to
+//       long_start[its index among the long rows] (u64* long_start, after w).
 //   pce_eval_batched(the same): each row's terms four at a time, their loads issued
 //       together (more gathers in flight, more registers).
+//   pce_eval_long(Fr* out, u32 n_rows, const u64* long_row, const u64* long_len,
+//                 const u64* long_start, u32 n_long, const u32* cols, const u8* codes,
+//                 u32 code_bytes, u64 n_nonzeros, const Fr* table, u32 n_table, const Fr* w,
+//                 u32 n_inputs, u32 n_aux, u32* status)
+//       the long rows, a warp each (blocks of 256 threads), after pce_eval.
 //   pce_check(const Fr* a, const Fr* b, const Fr* c, u32 n, u32* status)
 //       status[0] = min(status[0], first i with a[i]·b[i] ≠ c[i]).
 #include <stdint.h>
@@ -124,7 +131,8 @@ __device__ __forceinline__ void eval_rows(Fr* __restrict__ out, uint32_t m, uint
                                           uint32_t code_bytes, uint64_t n_nonzeros,
                                           const Fr* __restrict__ table, uint32_t n_table,
                                           const Fr* __restrict__ w, uint32_t n_inputs,
-                                          uint32_t n_aux, uint32_t* status) {
+                                          uint32_t n_aux, uint64_t* __restrict__ long_start,
+                                          uint32_t* status) {
   __shared__ uint64_t sums64[ROW_BLOCK / 32];
   __shared__ uint32_t sums32[ROW_BLOCK / 32];
   __shared__ uint32_t first_long;
@@ -154,11 +162,13 @@ __device__ __forceinline__ void eval_rows(Fr* __restrict__ out, uint32_t m, uint
   const uint32_t long_rank = block_exclusive_scan<uint32_t>(is_long, sums32, n_long_here);
   uint64_t len = len8;
   bool bad = false;
+  uint32_t li = 0xffffffffu;
   if (is_long) {
-    const uint32_t li = first_long + long_rank;
+    li = first_long + long_rank;
     if (li < n_long && long_row[li] == r) {
       len = long_len[li];
     } else {
+      li = 0xffffffffu;
       len = 0;
       bad = true;
     }
@@ -170,6 +180,13 @@ __device__ __forceinline__ void eval_rows(Fr* __restrict__ out, uint32_t m, uint
     return;
   }
   const uint64_t start = block_ptr[blk] + before;
+  if (li != 0xffffffffu) {
+    // A long row: a warp of pce_eval_long sums it (one thread here would hold its block,
+    // and the block its SM slot, for hundreds of dependent steps). Its start is all
+    // that is known only here.
+    long_start[li] = start;
+    return;
+  }
   uint64_t end = start + len;
   if (end > n_nonzeros || end < start) {
     bad = true;
@@ -188,10 +205,10 @@ __device__ __forceinline__ void eval_rows(Fr* __restrict__ out, uint32_t m, uint
       const uint32_t *__restrict__ cols, const uint8_t *__restrict__ codes,                 \
       uint32_t code_bytes, uint64_t n_nonzeros, const Fr *__restrict__ table,               \
       uint32_t n_table, const Fr *__restrict__ w, uint32_t n_inputs, uint32_t n_aux,        \
-      uint32_t *status
+      uint64_t *__restrict__ long_start, uint32_t *status
 #define PCE_EVAL_ARGS                                                                  \
   out, m, n_rows, block_ptr, row_len, long_row, long_len, n_long, cols, codes, code_bytes, \
-      n_nonzeros, table, n_table, w, n_inputs, n_aux, status
+      n_nonzeros, table, n_table, w, n_inputs, n_aux, long_start, status
 
 extern "C" __global__ void __launch_bounds__(ROW_BLOCK) pce_eval(PCE_EVAL_PARAMS) {
   eval_rows<1>(PCE_EVAL_ARGS);
@@ -199,6 +216,55 @@ extern "C" __global__ void __launch_bounds__(ROW_BLOCK) pce_eval(PCE_EVAL_PARAMS
 
 extern "C" __global__ void __launch_bounds__(ROW_BLOCK) pce_eval_batched(PCE_EVAL_PARAMS) {
   eval_rows<4>(PCE_EVAL_ARGS);
+}
+
+// The long rows (length byte 255) of one matrix, a warp each: the lanes take every 32nd
+// term, then the warp adds the 32 partial sums by shuffles. Starts come from pce_eval's
+// pass over the same matrix (`long_start`), which must run first on the same stream.
+extern "C" __global__ void __launch_bounds__(256)
+    pce_eval_long(Fr* __restrict__ out, uint32_t n_rows, const uint64_t* __restrict__ long_row,
+                  const uint64_t* __restrict__ long_len, const uint64_t* __restrict__ long_start,
+                  uint32_t n_long, const uint32_t* __restrict__ cols,
+                  const uint8_t* __restrict__ codes, uint32_t code_bytes, uint64_t n_nonzeros,
+                  const Fr* __restrict__ table, uint32_t n_table, const Fr* __restrict__ w,
+                  uint32_t n_inputs, uint32_t n_aux, uint32_t* status) {
+  const uint32_t lane = threadIdx.x & 31;
+  const uint32_t li = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  if (li >= n_long) return;  // whole warps: li is the same on every lane
+  const uint64_t r = long_row[li];
+  const uint64_t start = long_start[li];
+  const uint64_t len = long_len[li];
+  const uint64_t end = start + len;
+  bool bad = r >= n_rows || end > n_nonzeros || end < start;
+  const uint32_t n_cols = n_inputs + n_aux;
+  Fr acc = fe_zero<FrParams>();
+  if (!bad) {
+    for (uint64_t j = start + lane; j < end; j += 32) {
+      const uint32_t col = cols[j];
+      const uint32_t code = code_at(codes, code_bytes, j);
+      if (col >= n_cols || code >= n_table) {
+        bad = true;
+        continue;
+      }
+      const Fr v = fe_load<FrParams>(w + (col < n_inputs ? n_aux + col : col - n_inputs));
+      if (code == 0) {
+        acc = fe_add<FrParams>(acc, v);
+      } else if (code == 1) {
+        acc = fe_sub<FrParams>(acc, v);
+      } else {
+        acc = fe_add<FrParams>(acc, fe_mul<FrParams>(fe_load<FrParams>(table + code), v));
+      }
+    }
+  }
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    Fr other;
+#pragma unroll
+    for (int k = 0; k < FrParams::N; ++k) other.l[k] = __shfl_down_sync(0xffffffffu, acc.l[k], d);
+    acc = fe_add<FrParams>(acc, other);
+  }
+  if (bad) atomicOr(status + 1, 1u);
+  if (lane == 0 && r < n_rows) fe_store<FrParams>(out + r, acc);
 }
 
 __device__ __forceinline__ bool fe_eq(const Fr& x, const Fr& y) {

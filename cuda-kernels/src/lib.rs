@@ -349,10 +349,16 @@ entries! {
     /// `pce_eval(Fr* out, u32 m, u32 n_rows, const u64* block_ptr, const u8* row_len,
     /// const u64* long_row, const u64* long_len, u32 n_long, const u32* cols, const u8* codes,
     /// u32 code_bytes, u64 n_nonzeros, const Fr* table, u32 n_table, const Fr* w, u32 n_inputs,
-    /// u32 n_aux, u32* status)`: one PCE matrix times the witness (`aux ++ inputs`), blocks
-    /// of 256 threads, one per row block; rows past `n_rows` zero; a damaged matrix sets
-    /// `status[1]`.
+    /// u32 n_aux, u64* long_start, u32* status)`: one PCE matrix times the witness
+    /// (`aux ++ inputs`), blocks of 256 threads, one per row block; rows past `n_rows`
+    /// zero; long rows left to `pce_eval_long` (their starts written to `long_start`); a
+    /// damaged matrix sets `status[1]`.
     PceEval => (Pce, "pce_eval"),
+    /// `pce_eval_long(Fr* out, u32 n_rows, const u64* long_row, const u64* long_len,
+    /// const u64* long_start, u32 n_long, const u32* cols, const u8* codes, u32 code_bytes,
+    /// u64 n_nonzeros, const Fr* table, u32 n_table, const Fr* w, u32 n_inputs, u32 n_aux,
+    /// u32* status)`: the long rows `pce_eval` left, a warp each.
+    PceEvalLong => (Pce, "pce_eval_long"),
     /// `pce_eval_batched(..)`: as `pce_eval`, each row's terms four at a time (their
     /// loads issued together).
     PceEvalBatched => (Pce, "pce_eval_batched"),

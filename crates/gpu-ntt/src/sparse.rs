@@ -289,6 +289,12 @@ impl DeviceR1cs {
         }
         let m32 = u32_len("a domain on the device", m)?;
         let mut status = gpu.upload(&[u32::MAX, 0u32], "r1cs evaluation status")?;
+        // Each long row's first non-zero, written by the row kernel for the long-row one.
+        let n_long: Vec<usize> = self.mats.iter().map(|m| m.n_long as usize).collect();
+        let total_long: usize = n_long.iter().sum();
+        let mut long_start =
+            gpu.alloc_for_overwrite::<u64>(total_long + 1, "r1cs long row starts")?;
+        let offsets = [0, n_long[0], n_long[0] + n_long[1]];
         let stream = gpu.stream();
         let eval = gpu.function(kernel.entry())?;
         let launch_err = |c| {
@@ -298,7 +304,9 @@ impl DeviceR1cs {
             })
         };
         let mut out = out;
-        for (mat, dst) in self.mats.iter().zip(out.iter_mut()) {
+        for (k, (mat, dst)) in self.mats.iter().zip(out.iter_mut()).enumerate() {
+            let at = offsets[k];
+            let mut starts = long_start.slice_mut().slice_mut(at..at + n_long[k].max(1));
             let mut l = stream.launch_builder(&eval);
             l.arg(dst.slice_mut())
                 .arg(&m32)
@@ -317,6 +325,7 @@ impl DeviceR1cs {
                 .arg(witness.slice())
                 .arg(&self.n_inputs)
                 .arg(&self.n_aux)
+                .arg(&mut starts)
                 .arg(status.slice_mut());
             let cfg = LaunchConfig {
                 grid_dim: (m32.div_ceil(SPARSE_ROW_BLOCK as u32), 1, 1),
@@ -327,7 +336,42 @@ impl DeviceR1cs {
             // above), the witness n_inputs + n_aux (checked above), status two words; the
             // kernel bounds every index it reads from the matrix by `n_nonzeros`, `n_long`,
             // `n_table`, the column count and the row count (row_len and block_ptr cover
-            // the rows: checked at upload). One block per row block of 256 threads.
+            // the rows: checked at upload). One block per row block of 256 threads;
+            // `starts` holds the matrix's n_long long rows (at least one entry).
+            unsafe { l.launch(cfg) }.map_err(launch_err)?;
+            if mat.n_long == 0 {
+                continue;
+            }
+            let long = gpu.function(Entry::PceEvalLong)?;
+            let starts = long_start.slice().slice(at..at + n_long[k]);
+            let mut l = stream.launch_builder(&long);
+            l.arg(dst.slice_mut())
+                .arg(&self.n_rows)
+                .arg(mat.long_row.slice())
+                .arg(mat.long_len.slice())
+                .arg(&starts)
+                .arg(&mat.n_long)
+                .arg(mat.cols.slice())
+                .arg(mat.codes.slice())
+                .arg(&mat.code_bytes)
+                .arg(&mat.n_nonzeros)
+                .arg(self.table.slice())
+                .arg(&self.n_table)
+                .arg(witness.slice())
+                .arg(&self.n_inputs)
+                .arg(&self.n_aux)
+                .arg(status.slice_mut());
+            let warps_per_block = 256 / 32;
+            let cfg = LaunchConfig {
+                grid_dim: (mat.n_long.div_ceil(warps_per_block), 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: `pce_eval_long`'s arguments (pce.cu): `dst` holds m >= n_rows
+            // elements and the kernel writes only rows below n_rows; long_row, long_len
+            // and `starts` hold n_long entries (the starts written by the launch above, on
+            // this stream); every non-zero index is bounded by n_nonzeros, codes by
+            // n_table, columns by n_inputs + n_aux. A warp a long row.
             unsafe { l.launch(cfg) }.map_err(launch_err)?;
         }
         let check = gpu.function(Entry::PceCheck)?;
