@@ -55,21 +55,6 @@ fn synthetic() -> Res<Pce> {
     Ok(rows.finish()?.0)
 }
 
-fn parts(pce: &Pce) -> [SparseParts<'_>; 3] {
-    MatrixId::ALL.map(|id| {
-        let p = pce.matrix_parts(id);
-        SparseParts {
-            block_ptr: p.block_ptr,
-            row_len: p.row_len,
-            long_row: p.long_row,
-            long_len: p.long_len,
-            cols: p.cols,
-            codes: p.codes,
-            code_bytes: p.code_bytes,
-        }
-    })
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -150,7 +135,7 @@ fn main() -> Res<()> {
         codes: &[],
         code_bytes: 1,
     };
-    let full = parts(&pce);
+    let full = groth16_prover::sparse_parts(&pce);
     let mut cases: Vec<(String, [SparseParts<'_>; 3])> = vec![("a, b, c + check".into(), full)];
     for (k, id) in MatrixId::ALL.into_iter().enumerate() {
         let mut one = [empty; 3];

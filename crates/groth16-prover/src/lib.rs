@@ -114,7 +114,7 @@ pub use backend::{
     QueryPlacement, StagedAbc, WitnessAbc,
 };
 pub use error::ProverError;
-pub use gpu::GpuBackend;
+pub use gpu::{sparse_parts, GpuBackend};
 pub use key::{
     verifying_key_from_repr, G1Query, GpuPlacement, HStep, KeyHold, KeySource, KeyView, ProvingKey,
     QueryBases, QueryLens,

@@ -613,7 +613,7 @@ fn gpu_msms_from_host_h_match_cpu() {
 #[test]
 fn gpu_device_r1cs_evaluates_as_the_host() {
     use bls_repr::FrRepr;
-    use gpu_ntt::{DeviceR1cs, SparseParts};
+    use gpu_ntt::DeviceR1cs;
     use pce_cache::{MatrixId, RowBuilder};
     let Some(gpu) = gpu_or_skip("groth16-prover") else {
         return;
@@ -668,20 +668,7 @@ fn gpu_device_r1cs_evaluates_as_the_host() {
     let want_bad = pce_cache::first_unsatisfied_row(&a, &b, &c);
     assert!(want_bad.is_some(), "a random witness breaks some row");
 
-    fn parts(pce: &pce_cache::Pce) -> [SparseParts<'_>; 3] {
-        MatrixId::ALL.map(|id| {
-            let p = pce.matrix_parts(id);
-            SparseParts {
-                block_ptr: p.block_ptr,
-                row_len: p.row_len,
-                long_row: p.long_row,
-                long_len: p.long_len,
-                cols: p.cols,
-                codes: p.codes,
-                code_bytes: p.code_bytes,
-            }
-        })
-    }
+    let parts = groth16_prover::sparse_parts;
     let table: Vec<FrRepr> = pce.coefficients().iter().map(FrRepr::from_scalar).collect();
     let shape = (n_rows as usize, n_inputs as usize, n_aux as usize);
     let dev = DeviceR1cs::upload(&gpu, parts(&pce), &table, shape).expect("upload");

@@ -43,6 +43,8 @@ mod h_step;
 mod pce;
 mod staging;
 
+pub use pce::sparse_parts;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -35,22 +35,28 @@ pub(super) struct DevicePce {
     n_constraints: usize,
 }
 
+/// `pce`'s A, B and C as gpu-ntt's `DeviceR1cs` takes them (the same sections: gpu-ntt
+/// does not depend on pce-cache).
+pub fn sparse_parts(pce: &Pce) -> [SparseParts<'_>; 3] {
+    MatrixId::ALL.map(|id| {
+        let p = pce.matrix_parts(id);
+        SparseParts {
+            block_ptr: p.block_ptr,
+            row_len: p.row_len,
+            long_row: p.long_row,
+            long_len: p.long_len,
+            cols: p.cols,
+            codes: p.codes,
+            code_bytes: p.code_bytes,
+        }
+    })
+}
+
 impl DevicePce {
     /// Uploads `pce` (synchronously: its sections may be a mapped file's pages).
     fn upload(gpu: &Gpu, pce: &Pce) -> Result<DevicePce, GpuNttError> {
         let shape = pce.shape();
-        let parts = MatrixId::ALL.map(|id| {
-            let p = pce.matrix_parts(id);
-            SparseParts {
-                block_ptr: p.block_ptr,
-                row_len: p.row_len,
-                long_row: p.long_row,
-                long_len: p.long_len,
-                cols: p.cols,
-                codes: p.codes,
-                code_bytes: p.code_bytes,
-            }
-        });
+        let parts = sparse_parts(pce);
         let table: Vec<FrRepr> = pce.coefficients().iter().map(FrRepr::from_scalar).collect();
         let r1cs = DeviceR1cs::upload(
             gpu,
