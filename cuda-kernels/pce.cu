@@ -17,14 +17,17 @@
 //       (the domain's padding) are zero. A column, code or non-zero index out of range
 //       (a damaged PCE) sets status[1] = 1 and contributes nothing.
 //       Long rows are left to pce_eval_long: each one's first non-zero goes to
-//       long_start[its index among the long rows] (u64* long_start, after w).
+//       long_start[its index among the long rows] (u64* long_start, after w); rows of
+//       wide_min..254 terms (u32 wide_min, after long_start) too, from a list the host
+//       made (their starts known ahead).
 //   pce_eval_batched(the same): each row's terms four at a time, their loads issued
 //       together (more gathers in flight, more registers).
 //   pce_eval_long(Fr* out, u32 n_rows, const u64* long_row, const u64* long_len,
 //                 const u64* long_start, u32 n_long, const u32* cols, const u8* codes,
 //                 u32 code_bytes, u64 n_nonzeros, const Fr* table, u32 n_table, const Fr* w,
 //                 u32 n_inputs, u32 n_aux, u32* status)
-//       the long rows, a warp each (blocks of 256 threads), after pce_eval.
+//       listed rows (long_row / long_len / long_start: rows, lengths, starts), a warp each
+//       (blocks of 256 threads), after pce_eval.
 //   pce_check(const Fr* a, const Fr* b, const Fr* c, u32 n, u32* status)
 //       status[0] = min(status[0], first i with a[i]·b[i] ≠ c[i]).
 #include <stdint.h>
@@ -132,7 +135,7 @@ __device__ __forceinline__ void eval_rows(Fr* __restrict__ out, uint32_t m, uint
                                           const Fr* __restrict__ table, uint32_t n_table,
                                           const Fr* __restrict__ w, uint32_t n_inputs,
                                           uint32_t n_aux, uint64_t* __restrict__ long_start,
-                                          uint32_t* status) {
+                                          uint32_t wide_min, uint32_t* status) {
   __shared__ uint64_t sums64[ROW_BLOCK / 32];
   __shared__ uint32_t sums32[ROW_BLOCK / 32];
   __shared__ uint32_t first_long;
@@ -187,6 +190,8 @@ __device__ __forceinline__ void eval_rows(Fr* __restrict__ out, uint32_t m, uint
     long_start[li] = start;
     return;
   }
+  // A wide row (wide_min..254 terms): in the host's list, summed by a warp the same way.
+  if (!is_long && len8 >= wide_min) return;
   uint64_t end = start + len;
   if (end > n_nonzeros || end < start) {
     bad = true;
@@ -205,10 +210,10 @@ __device__ __forceinline__ void eval_rows(Fr* __restrict__ out, uint32_t m, uint
       const uint32_t *__restrict__ cols, const uint8_t *__restrict__ codes,                 \
       uint32_t code_bytes, uint64_t n_nonzeros, const Fr *__restrict__ table,               \
       uint32_t n_table, const Fr *__restrict__ w, uint32_t n_inputs, uint32_t n_aux,        \
-      uint64_t *__restrict__ long_start, uint32_t *status
+      uint64_t *__restrict__ long_start, uint32_t wide_min, uint32_t *status
 #define PCE_EVAL_ARGS                                                                  \
   out, m, n_rows, block_ptr, row_len, long_row, long_len, n_long, cols, codes, code_bytes, \
-      n_nonzeros, table, n_table, w, n_inputs, n_aux, long_start, status
+      n_nonzeros, table, n_table, w, n_inputs, n_aux, long_start, wide_min, status
 
 extern "C" __global__ void __launch_bounds__(ROW_BLOCK) pce_eval(PCE_EVAL_PARAMS) {
   eval_rows<1>(PCE_EVAL_ARGS);
@@ -218,9 +223,10 @@ extern "C" __global__ void __launch_bounds__(ROW_BLOCK) pce_eval_batched(PCE_EVA
   eval_rows<4>(PCE_EVAL_ARGS);
 }
 
-// The long rows (length byte 255) of one matrix, a warp each: the lanes take every 32nd
-// term, then the warp adds the 32 partial sums by shuffles. Starts come from pce_eval's
-// pass over the same matrix (`long_start`), which must run first on the same stream.
+// Listed rows of one matrix, a warp each: the lanes take every 32nd term, then the warp
+// adds the 32 partial sums by shuffles. The long rows (length byte 255), whose starts come
+// from pce_eval's pass over the same matrix (`long_start`, which must run first on the
+// same stream), and the wide ones (the host's list).
 extern "C" __global__ void __launch_bounds__(256)
     pce_eval_long(Fr* __restrict__ out, uint32_t n_rows, const uint64_t* __restrict__ long_row,
                   const uint64_t* __restrict__ long_len, const uint64_t* __restrict__ long_start,

@@ -13,6 +13,38 @@ use crate::gpu::{GpuNttError, WORDS_PER_ELEMENT};
 /// Rows per CUDA block of `pce_eval` (pce-cache's row block: one block per row block).
 pub const SPARSE_ROW_BLOCK: usize = 256;
 
+/// Rows of at least this many terms (and fewer than 255, the long ones) are summed a warp
+/// a row from a list made at upload instead of one thread a row: PoRep's C has ≈ 127,000
+/// rows of 128–254 terms at 32 GiB, each of which held its thread block for that many
+/// dependent steps.
+const WIDE_MIN: u32 = 32;
+
+/// The rows of `p` with `WIDE_MIN..255` terms: (rows, starts, lengths), read as the kernel
+/// reads the layout (a block's first non-zero plus the lengths before the row).
+fn wide_rows(p: &SparseParts<'_>, n_rows: usize) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+    let (mut rows, mut starts, mut lens) = (Vec::new(), Vec::new(), Vec::new());
+    let mut li = 0;
+    let mut at = 0u64;
+    for (r, &len8) in p.row_len.iter().take(n_rows).enumerate() {
+        if r % SPARSE_ROW_BLOCK == 0 {
+            at = p.block_ptr.get(r / SPARSE_ROW_BLOCK).copied().unwrap_or(0);
+        }
+        let len = if len8 == u8::MAX {
+            li += 1;
+            p.long_len.get(li - 1).copied().unwrap_or(0)
+        } else {
+            u64::from(len8)
+        };
+        if len8 != u8::MAX && u32::from(len8) >= WIDE_MIN {
+            rows.push(r as u64);
+            starts.push(at);
+            lens.push(len);
+        }
+        at = at.wrapping_add(len);
+    }
+    (rows, starts, lens)
+}
+
 /// One matrix in the compact CSR layout (pce-cache's `MatrixParts`, field for field): row
 /// `r` of row block `k = r / SPARSE_ROW_BLOCK` starts at non-zero `block_ptr[k]` plus the
 /// lengths of the rows before it in its block; a length byte of 255 means the row's length
@@ -82,6 +114,11 @@ struct DeviceMatrix {
     code_bytes: u32,
     n_long: u32,
     n_nonzeros: u64,
+    /// Rows of `WIDE_MIN..255` terms, their starts and lengths.
+    wide_row: DeviceBuffer<u64>,
+    wide_start: DeviceBuffer<u64>,
+    wide_len: DeviceBuffer<u64>,
+    n_wide: u32,
 }
 
 /// An R1CS's three matrices and coefficient table in VRAM (charged to the device's VRAM
@@ -164,7 +201,12 @@ impl DeviceR1cs {
                     p.codes.len(),
                 ));
             }
+            let (rows, starts, lens) = wide_rows(&p, n_rows as usize);
             let m = DeviceMatrix {
+                wide_row: upload(gpu, &rows, "r1cs wide rows")?,
+                wide_start: upload(gpu, &starts, "r1cs wide row starts")?,
+                wide_len: upload(gpu, &lens, "r1cs wide row lengths")?,
+                n_wide: u32_len("R1CS wide rows on the device", rows.len())?,
                 block_ptr: upload(gpu, p.block_ptr, "r1cs block pointers")?,
                 row_len: upload(gpu, p.row_len, "r1cs row lengths")?,
                 long_row: upload(gpu, p.long_row, "r1cs long rows")?,
@@ -192,6 +234,9 @@ impl DeviceR1cs {
                 m.long_len.reserved_bytes(),
                 m.cols.reserved_bytes(),
                 m.codes.reserved_bytes(),
+                m.wide_row.reserved_bytes(),
+                m.wide_start.reserved_bytes(),
+                m.wide_len.reserved_bytes(),
             ]
             .iter()
             .sum::<u64>();
@@ -326,6 +371,7 @@ impl DeviceR1cs {
                 .arg(&self.n_inputs)
                 .arg(&self.n_aux)
                 .arg(&mut starts)
+                .arg(&WIDE_MIN)
                 .arg(status.slice_mut());
             let cfg = LaunchConfig {
                 grid_dim: (m32.div_ceil(SPARSE_ROW_BLOCK as u32), 1, 1),
@@ -339,40 +385,57 @@ impl DeviceR1cs {
             // the rows: checked at upload). One block per row block of 256 threads;
             // `starts` holds the matrix's n_long long rows (at least one entry).
             unsafe { l.launch(cfg) }.map_err(launch_err)?;
-            if mat.n_long == 0 {
-                continue;
-            }
+            // The long rows (starts from the launch above, on this stream), then the wide
+            // ones (starts from the host), a warp each.
             let long = gpu.function(Entry::PceEvalLong)?;
-            let starts = long_start.slice().slice(at..at + n_long[k]);
-            let mut l = stream.launch_builder(&long);
-            l.arg(dst.slice_mut())
-                .arg(&self.n_rows)
-                .arg(mat.long_row.slice())
-                .arg(mat.long_len.slice())
-                .arg(&starts)
-                .arg(&mat.n_long)
-                .arg(mat.cols.slice())
-                .arg(mat.codes.slice())
-                .arg(&mat.code_bytes)
-                .arg(&mat.n_nonzeros)
-                .arg(self.table.slice())
-                .arg(&self.n_table)
-                .arg(witness.slice())
-                .arg(&self.n_inputs)
-                .arg(&self.n_aux)
-                .arg(status.slice_mut());
-            let warps_per_block = 256 / 32;
-            let cfg = LaunchConfig {
-                grid_dim: (mat.n_long.div_ceil(warps_per_block), 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            // SAFETY: `pce_eval_long`'s arguments (pce.cu): `dst` holds m >= n_rows
-            // elements and the kernel writes only rows below n_rows; long_row, long_len
-            // and `starts` hold n_long entries (the starts written by the launch above, on
-            // this stream); every non-zero index is bounded by n_nonzeros, codes by
-            // n_table, columns by n_inputs + n_aux. A warp a long row.
-            unsafe { l.launch(cfg) }.map_err(launch_err)?;
+            let long_starts = long_start.slice().slice(at..at + n_long[k].max(1));
+            for (rows, lens, starts, n) in [
+                (
+                    mat.long_row.slice(),
+                    mat.long_len.slice(),
+                    &long_starts,
+                    mat.n_long,
+                ),
+                (
+                    mat.wide_row.slice(),
+                    mat.wide_len.slice(),
+                    &mat.wide_start.slice().slice(..),
+                    mat.n_wide,
+                ),
+            ] {
+                if n == 0 {
+                    continue;
+                }
+                let mut l = stream.launch_builder(&long);
+                l.arg(dst.slice_mut())
+                    .arg(&self.n_rows)
+                    .arg(rows)
+                    .arg(lens)
+                    .arg(starts)
+                    .arg(&n)
+                    .arg(mat.cols.slice())
+                    .arg(mat.codes.slice())
+                    .arg(&mat.code_bytes)
+                    .arg(&mat.n_nonzeros)
+                    .arg(self.table.slice())
+                    .arg(&self.n_table)
+                    .arg(witness.slice())
+                    .arg(&self.n_inputs)
+                    .arg(&self.n_aux)
+                    .arg(status.slice_mut());
+                let warps_per_block = 256 / 32;
+                let cfg = LaunchConfig {
+                    grid_dim: (n.div_ceil(warps_per_block), 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                // SAFETY: `pce_eval_long`'s arguments (pce.cu): `dst` holds m >= n_rows
+                // elements and the kernel writes only rows below n_rows; the rows, lengths
+                // and starts hold n entries (long starts written by the launch above, on
+                // this stream; wide ones made at upload); every non-zero index is bounded
+                // by n_nonzeros, codes by n_table, columns by n_inputs + n_aux. A warp a row.
+                unsafe { l.launch(cfg) }.map_err(launch_err)?;
+            }
         }
         let check = gpu.function(Entry::PceCheck)?;
         let [a, b, c] = out;
@@ -419,5 +482,36 @@ impl PendingCheck {
             first_unsatisfied: (first != u32::MAX).then_some(first as usize),
             damaged: damaged != 0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wide-row list reads starts as the kernel does: a block's first non-zero plus
+    /// the lengths before the row, long rows' lengths from their list; long rows are not
+    /// wide, and a new row block restarts from its pointer.
+    #[test]
+    fn wide_rows_are_listed_with_their_starts() {
+        let mut row_len = vec![1u8, 40, 255, 3, 200, 31, 32];
+        row_len.resize(SPARSE_ROW_BLOCK, 0);
+        row_len.extend([254u8, 2, 255, 33]);
+        let p = SparseParts {
+            block_ptr: &[0, 1000],
+            row_len: &row_len,
+            long_row: &[2, SPARSE_ROW_BLOCK as u64 + 2],
+            long_len: &[300, 500],
+            cols: &[],
+            codes: &[],
+            code_bytes: 1,
+        };
+        let (rows, starts, lens) = wide_rows(&p, row_len.len());
+        let b = SPARSE_ROW_BLOCK as u64;
+        assert_eq!(rows, vec![1, 4, 6, b, b + 3]);
+        assert_eq!(starts, vec![1, 344, 575, 1000, 1000 + 254 + 2 + 500]);
+        assert_eq!(lens, vec![40, 200, 32, 254, 33]);
+        // Rows past n_rows are not read.
+        assert_eq!(wide_rows(&p, 2).0, vec![1]);
     }
 }
