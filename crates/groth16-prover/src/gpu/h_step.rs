@@ -28,6 +28,13 @@ pub(super) struct DeviceH {
     /// Recorded on the device's stream before and after the transforms.
     pub(super) started: CudaEvent,
     pub(super) finished: CudaEvent,
+    /// What the proof's MSMs take from h besides the coefficients.
+    pub(super) kept: Kept,
+}
+
+/// What h keeps for the proof's MSMs besides the coefficients (see [`DeviceH`]; taken out
+/// by `staging::take_held_abc`).
+pub(super) struct Kept {
     /// The pinned a, b, c buffers the transforms read, kept for the proof's MSM staging
     /// (see `GpuBackend::msms_from`): handed back to the pool they could be taken by
     /// another proof in between, and this one would then need new ones.
@@ -43,15 +50,6 @@ pub(super) struct DeviceH {
     pub(super) check: Option<super::pce::DeviceCheck>,
     /// Timing events around a, b and c's evaluation on the device, when it ran (on the
     /// device's stream, or ahead on the prefetch stream).
-    pub(super) abc_events: Option<(CudaEvent, CudaEvent)>,
-}
-
-/// What h keeps for the proof's MSMs besides the coefficients (see [`DeviceH`]).
-pub(super) struct Kept {
-    pub(super) abc: Option<PinnedAbc>,
-    pub(super) witness: Option<(DeviceBuffer<u64>, CudaEvent)>,
-    pub(super) held: Vec<super::staging::PinnedBuf>,
-    pub(super) check: Option<super::pce::DeviceCheck>,
     pub(super) abc_events: Option<(CudaEvent, CudaEvent)>,
 }
 
@@ -82,7 +80,7 @@ impl BackendOwned for DeviceH {
 
 impl BackendCoeffs for DeviceH {
     fn into_host(mut self: Box<Self>) -> Result<Vec<Scalar>, ProverError> {
-        if let Some(check) = self.check.take() {
+        if let Some(check) = self.kept.check.take() {
             check.verify(&self.gpu)?;
         }
         let reprs = gpu_ntt::download_reprs(&self.gpu, &self.coeffs).map_err(ntt_err)?;
@@ -234,11 +232,7 @@ impl GpuBackend {
                     gpu: self.gpu.clone(),
                     started,
                     finished,
-                    abc: kept.abc,
-                    witness: kept.witness,
-                    held: kept.held,
-                    check: kept.check,
-                    abc_events: kept.abc_events,
+                    kept,
                 },
             )),
             transfers: std::time::Duration::ZERO,

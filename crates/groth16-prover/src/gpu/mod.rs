@@ -639,7 +639,7 @@ impl GpuBackend {
         // The pinned a, b, c buffers the H step kept: the witness's staging, before any
         // buffer from the pool (the working set counts on it: `msm_staging_after_abc`).
         let (h, kept) = take_held_abc(h);
-        let (mut held, mut witness_on_device, check) = (kept.bufs, kept.witness, kept.check);
+        let (mut held, mut witness_on_device, check) = (kept.held, kept.witness, kept.check);
         // H's scalars: in place when the H step left h on this device and the device
         // sums it; otherwise as host scalars, staged on their own.
         let mut h_events = None;
@@ -655,7 +655,6 @@ impl GpuBackend {
                         n_coeffs,
                         started,
                         finished,
-                        abc_events,
                         ..
                     } = d;
                     h_adopted = Some(
@@ -663,7 +662,7 @@ impl GpuBackend {
                             .adopt_scalars_montgomery(coeffs, n_coeffs)
                             .map_err(gpu_msm_err(G1Query::H.name()))?,
                     );
-                    h_events = Some((started, finished, abc_events));
+                    h_events = Some((started, finished, kept.abc_events));
                     timings.scalar_transfers += t.elapsed();
                 }
                 Err(other) => h_host = Some(other.into_host()?),

@@ -243,10 +243,8 @@ impl GpuBackend {
             return Ok(true);
         }
         let words = SCALAR_LIMBS * w.n_w;
-        // The witness, a, b, c and h, besides another proof's MSM scratch.
-        let bytes = (8 * words + 4 * 32 * w.m) as u64;
-        let keep = w.m as u64 * super::HEADROOM_PER_TERM + super::HEADROOM_FIXED;
-        if self.gpu.vram_budget().available_bytes() < bytes.saturating_add(keep) {
+        // The witness, a, b, c and h.
+        if !self.room_to_prefetch((8 * words + 4 * 32 * w.m) as u64, w.m) {
             return Ok(false);
         }
         let stream = self.prefetch_stream()?;
@@ -307,10 +305,11 @@ impl GpuBackend {
     }
 
     /// The H step of a proof whose a, b and c the device evaluates: the witness to the
-    /// device (unless copied ahead), the three mat-vecs, the witness check (waited for:
-    /// an unsatisfied row is [`ProverError::Unsatisfied`], a damaged PCE an error, before
-    /// any transform), then the transforms as for staged a, b, c. h keeps the witness on
-    /// the device for the MSMs, and the pinned buffer for their staging.
+    /// device and the three mat-vecs with the witness check queued after them (unless
+    /// done ahead, `prefetch_witness_only`), then the transforms as for staged a, b, c.
+    /// Nothing is waited for: h keeps the check (read once the proof's device work is
+    /// done: an unsatisfied row is [`ProverError::Unsatisfied`], a damaged PCE an error),
+    /// the witness on the device for the MSMs, and the pinned buffer for their staging.
     pub(super) fn h_from_witness(&self, mut w: WitnessOnly) -> Result<HOutput, ProverError> {
         let t = Instant::now();
         let stream = self.gpu.stream().clone();
@@ -399,19 +398,22 @@ fn alloc_inputs(
     abc_words: usize,
     why: &str,
 ) -> Result<Option<(DeviceBuffer<u64>, [DeviceBuffer<u64>; 3])>, ProverError> {
-    let alloc = |words: usize, what: &str| match gpu
-        .alloc_for_overwrite::<u64>(words, &format!("{what} {why}"))
-    {
-        Ok(d) => Ok(Some(d)),
-        Err(GpuError::Budget { .. } | GpuError::OutOfMemory { .. }) => Ok(None),
-        Err(e) => Err(gpu_err(e)),
-    };
-    let Some(w) = alloc(witness_words, "witness")? else {
+    let Some(w) = alloc_or_none(gpu, witness_words, &format!("witness {why}"))? else {
         return Ok(None);
     };
+    Ok(alloc_abc(gpu, abc_words, why)?.map(|abc| (w, abc)))
+}
+
+/// Device buffers for a, b and c of `words` u64 words each, on `gpu`'s stream; `Ok(None)`
+/// when the VRAM budget or the device refuses one (those allocated are freed).
+pub(super) fn alloc_abc(
+    gpu: &Gpu,
+    words: usize,
+    why: &str,
+) -> Result<Option<[DeviceBuffer<u64>; 3]>, ProverError> {
     let mut abc = Vec::with_capacity(3);
     for what in ["h a", "h b", "h c"] {
-        let Some(d) = alloc(abc_words, what)? else {
+        let Some(d) = alloc_or_none(gpu, words, &format!("{what} {why}"))? else {
             return Ok(None);
         };
         abc.push(d);
@@ -419,5 +421,19 @@ fn alloc_inputs(
     let Ok(abc) = <[DeviceBuffer<u64>; 3]>::try_from(abc) else {
         unreachable!("three buffers were pushed");
     };
-    Ok(Some((w, abc)))
+    Ok(Some(abc))
+}
+
+/// A device buffer of `words` u64 words whose contents a copy or kernel fills, or
+/// `Ok(None)` when the VRAM budget or the device refuses it.
+fn alloc_or_none(
+    gpu: &Gpu,
+    words: usize,
+    label: &str,
+) -> Result<Option<DeviceBuffer<u64>>, ProverError> {
+    match gpu.alloc_for_overwrite::<u64>(words, label) {
+        Ok(d) => Ok(Some(d)),
+        Err(GpuError::Budget { .. } | GpuError::OutOfMemory { .. }) => Ok(None),
+        Err(e) => Err(gpu_err(e)),
+    }
 }

@@ -13,7 +13,7 @@ use gpu_device::{CudaPinned, DeviceBuffer, GpuError, PoolError, Pooled};
 use gpu_msm::{DensityMask, DeviceScalars, GpuMsm, GpuMsmError};
 use rayon::prelude::*;
 
-use super::h_step::DeviceH;
+use super::h_step::{DeviceH, Kept};
 use super::{gpu_msm_err, ntt_err, GpuBackend};
 use crate::backend::{AbcStorage, BackendH, BackendOwned, HPoly, MsmInputs, Part};
 use crate::ProverError;
@@ -95,39 +95,24 @@ pub(super) fn staging_err(what: &'static str) -> impl FnOnce(PoolError) -> Prove
 /// One pinned staging buffer from the GPU backend's pool.
 pub(super) type PinnedBuf = Pooled<CudaPinned<u64>>;
 
-/// The pinned buffers that h kept (see `DeviceH::abc` and `DeviceH::held`), the witness
-/// it left on the device (`DeviceH::witness`) and its pending witness check, taken out of
-/// it: none when h is not the GPU's or kept none.
-pub(super) fn take_held_abc(h: HPoly) -> (HPoly, HeldByH) {
+/// What h kept for the MSMs (`DeviceH::kept`: pinned buffers, the witness left on the
+/// device, the pending witness check, the evaluation's events), taken out of it, with a,
+/// b, c's pinned buffers moved among the others (`Kept::held`): nothing when h is not the
+/// GPU's or kept nothing.
+pub(super) fn take_held_abc(h: HPoly) -> (HPoly, Kept) {
     match h {
         HPoly::Backend(d) => match d.downcast::<DeviceH>() {
             Ok(mut d) => {
-                let mut bufs: Vec<PinnedBuf> =
-                    d.abc.take().map_or_else(Vec::new, |abc| abc.bufs.into());
-                bufs.append(&mut d.held);
-                let held = HeldByH {
-                    bufs,
-                    witness: d.witness.take(),
-                    check: d.check.take(),
-                };
-                (HPoly::Backend(BackendH::new(d.n_coeffs, d)), held)
+                let mut kept = std::mem::replace(&mut d.kept, Kept::none());
+                if let Some(abc) = kept.abc.take() {
+                    kept.held.splice(0..0, abc.bufs);
+                }
+                (HPoly::Backend(BackendH::new(d.n_coeffs, d)), kept)
             }
-            Err(other) => (HPoly::Backend(other), HeldByH::default()),
+            Err(other) => (HPoly::Backend(other), Kept::none()),
         },
-        other => (other, HeldByH::default()),
+        other => (other, Kept::none()),
     }
-}
-
-/// What [`take_held_abc`] takes out of h.
-#[derive(Default)]
-pub(super) struct HeldByH {
-    /// Pinned buffers for the MSMs' staging.
-    pub(super) bufs: Vec<PinnedBuf>,
-    /// The witness on the device (Montgomery), when the device evaluated a, b and c, and
-    /// an event after the evaluation that read it.
-    pub(super) witness: Option<(DeviceBuffer<u64>, CudaEvent)>,
-    /// That evaluation's witness check, to read once the device work is done.
-    pub(super) check: Option<super::pce::DeviceCheck>,
 }
 
 /// Pinned buffers from the GPU backend's staging pool that the prover evaluates a, b and
@@ -195,24 +180,15 @@ impl GpuBackend {
         }
         let gpu_err = |e: GpuError| ntt_err(GpuNttError::Gpu(e));
         let words = SCALAR_LIMBS * p.m;
-        // Only with room left for another proof's MSM scratch beside it: the proof on
-        // the device now may still allocate its own.
-        let bytes = 3 * 8 * words as u64;
-        let keep = p.m as u64 * super::HEADROOM_PER_TERM + super::HEADROOM_FIXED;
-        if self.gpu.vram_budget().available_bytes() < bytes.saturating_add(keep) {
+        if !self.room_to_prefetch(3 * 8 * words as u64, p.m) {
             return Ok(false);
         }
         let stream = self.prefetch_stream()?;
         let on = self.gpu.with_stream(stream.clone());
-        let mut dev = Vec::with_capacity(3);
-        for label in ["h a (prefetched)", "h b (prefetched)", "h c (prefetched)"] {
-            match on.alloc_for_overwrite::<u64>(words, label) {
-                Ok(d) => dev.push(d),
-                // No room now: the H step copies them itself (what was allocated is freed).
-                Err(GpuError::Budget { .. } | GpuError::OutOfMemory { .. }) => return Ok(false),
-                Err(e) => return Err(gpu_err(e)),
-            }
-        }
+        // No room now: the H step copies them itself (what was allocated is freed).
+        let Some(mut dev) = super::pce::alloc_abc(&on, words, "(prefetched)")? else {
+            return Ok(false);
+        };
         for (buf, d) in p.bufs.iter_mut().zip(dev.iter_mut()) {
             buf.copy_to_device(0..words, d, 0, &stream)
                 .map_err(gpu_err)?;
@@ -220,11 +196,16 @@ impl GpuBackend {
         let copied = stream
             .record_event(None)
             .map_err(|c| super::driver_err("cuEventRecord", c))?;
-        let Ok(dev) = <[DeviceBuffer<u64>; 3]>::try_from(dev) else {
-            unreachable!("three buffers were pushed");
-        };
         p.on_device = Some((dev, copied));
         Ok(true)
+    }
+
+    /// Whether the device has room for `bytes` copied ahead for a proof over a domain of
+    /// `m` points, with room left for another proof's MSM scratch beside them: the proof
+    /// on the device now may still allocate its own.
+    pub(super) fn room_to_prefetch(&self, bytes: u64, m: usize) -> bool {
+        let keep = m as u64 * super::HEADROOM_PER_TERM + super::HEADROOM_FIXED;
+        self.gpu.vram_budget().available_bytes() >= bytes.saturating_add(keep)
     }
 
     /// Pooled pinned buffers for a, b and c of a domain of `m` points (see [`stages`]),
@@ -342,26 +323,22 @@ impl GpuBackend {
             Err(e) if super::out_of_vram(&e) => Ok(None),
             Err(e) => Err(gpu_msm_err(Q)(e)),
         };
-        let mut w = match on_device {
+        let (mut w, adopted) = match on_device {
             // The conversion waits for the evaluation that read the limbs (`read`) and
             // for the stream that made the buffer.
             Some((limbs, read)) => {
                 copy_stream
                     .wait(&read)
                     .map_err(|c| super::driver_err("cuStreamWaitEvent", c))?;
-                Some(
-                    copy.adopt_scalars_montgomery(limbs, n_w)
-                        .map_err(gpu_msm_err(Q))?,
-                )
+                let w = copy
+                    .adopt_scalars_montgomery(limbs, n_w)
+                    .map_err(gpu_msm_err(Q))?;
+                (w, true)
             }
-            None => None,
-        };
-        let adopted = w.is_some();
-        if w.is_none() {
-            w = alloc(n_w)?;
-        }
-        let Some(mut w) = w else {
-            return Ok(None);
+            None => match alloc(n_w)? {
+                Some(w) => (w, false),
+                None => return Ok(None),
+            },
         };
         let mut a = None;
         if needs.a {
