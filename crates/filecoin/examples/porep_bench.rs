@@ -432,8 +432,8 @@ fn run(args: &Args) -> Result<(), Error> {
         pce.pce().bytes_per_nonzero(),
         gib(pce.charged())
     );
-    // Rows of 255 terms or more ("long"): one device thread sums each row, so the longest
-    // bounds the device mat-vec.
+    // Rows of 255 terms or more ("long", listed apart in the PCE): what the device's
+    // mat-vec sums a warp a row.
     for m in MatrixId::ALL {
         let p = pce.pce().matrix_parts(m);
         let mut lens: Vec<u64> = p.long_len.to_vec();

@@ -201,6 +201,16 @@ impl DeviceR1cs {
                     p.codes.len(),
                 ));
             }
+            if p.row_len.len() < n_rows as usize
+                || p.block_ptr.len() < (n_rows as usize).div_ceil(SPARSE_ROW_BLOCK)
+                || p.long_len.len() != p.long_row.len()
+            {
+                return Err(too_large(
+                    "R1CS row lengths and block pointers for its rows",
+                    n_rows as usize,
+                    p.row_len.len(),
+                ));
+            }
             let (rows, starts, lens) = wide_rows(&p, n_rows as usize);
             let m = DeviceMatrix {
                 wide_row: upload(gpu, &rows, "r1cs wide rows")?,
@@ -217,16 +227,6 @@ impl DeviceR1cs {
                 n_long: u32_len("R1CS long rows on the device", p.long_row.len())?,
                 n_nonzeros: p.cols.len() as u64,
             };
-            if p.row_len.len() < n_rows as usize
-                || p.block_ptr.len() < (n_rows as usize).div_ceil(SPARSE_ROW_BLOCK)
-                || p.long_len.len() != p.long_row.len()
-            {
-                return Err(too_large(
-                    "R1CS row lengths and block pointers for its rows",
-                    n_rows as usize,
-                    p.row_len.len(),
-                ));
-            }
             bytes += [
                 m.block_ptr.reserved_bytes(),
                 m.row_len.reserved_bytes(),
