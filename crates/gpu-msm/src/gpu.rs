@@ -78,7 +78,7 @@
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use bls_repr::{FrRepr, G1AffineRepr, G2AffineRepr, ReprError};
-use cudarc::driver::{CudaView, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaEvent, CudaView, LaunchConfig, PushKernelArg};
 use gpu_device::{DeviceBuffer, Entry, Gpu, GpuError, PinnedBuffer};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -1116,24 +1116,51 @@ impl GpuMsm {
         words: DeviceBuffer<u64>,
         n: usize,
     ) -> Result<DeviceScalars, GpuMsmError> {
+        // The conversion runs on our stream; make it wait for the buffer's own stream.
+        let producer = words.slice().stream().clone();
+        let ev = if Arc::ptr_eq(&producer, self.gpu.stream()) {
+            None
+        } else {
+            Some(
+                producer
+                    .record_event(None)
+                    .map_err(driver("cuEventRecord"))?,
+            )
+        };
+        self.adopt_montgomery(words, n, ev.as_ref())
+    }
+
+    /// [`GpuMsm::adopt_scalars_montgomery`] for a buffer whose writers and readers are all
+    /// queued before `ready` (recorded on whichever stream): the conversion waits for that
+    /// event only, not for work queued on the buffer's stream since (another proof's, say).
+    pub fn adopt_scalars_montgomery_after(
+        &self,
+        words: DeviceBuffer<u64>,
+        n: usize,
+        ready: &CudaEvent,
+    ) -> Result<DeviceScalars, GpuMsmError> {
+        self.adopt_montgomery(words, n, Some(ready))
+    }
+
+    fn adopt_montgomery(
+        &self,
+        words: DeviceBuffer<u64>,
+        n: usize,
+        ready: Option<&CudaEvent>,
+    ) -> Result<DeviceScalars, GpuMsmError> {
         if words.len() < n * (SCALAR_WORDS / 2) {
             return Err(GpuMsmError::LengthMismatch {
                 n_bases: n,
                 n_scalars: words.len() / (SCALAR_WORDS / 2),
             });
         }
-        let words = words.into_u32_words();
-        // The conversion runs on our stream; make it wait for the buffer's own stream.
-        let producer = words.slice().stream().clone();
-        if !Arc::ptr_eq(&producer, self.gpu.stream()) {
-            let ev = producer
-                .record_event(None)
-                .map_err(driver("cuEventRecord"))?;
+        if let Some(ev) = ready {
             self.gpu
                 .stream()
-                .wait(&ev)
+                .wait(ev)
                 .map_err(driver("cuStreamWaitEvent"))?;
         }
+        let words = words.into_u32_words();
         let mut s = DeviceScalars { words, n };
         self.montgomery_to_canonical(&mut s)?;
         Ok(s)

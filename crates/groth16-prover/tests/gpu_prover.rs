@@ -151,6 +151,30 @@ fn check<C: Circuit<Scalar> + Clone>(
                         GpuBackend::with_gpu(gpu.clone(), budget.clone()).with_abc_ahead(false),
                     ),
                 );
+                // Two proofs queued ahead before either's device phase (the second's copy
+                // and evaluation queued on the prefetch stream behind the first's): each
+                // proof's MSMs read its own h and witness.
+                {
+                    let mut first = prover
+                        .synthesize(Synthesis::Pce(&pce), circuit.clone(), None)
+                        .expect("synthesize");
+                    let mut second = prover
+                        .synthesize(Synthesis::Pce(&pce), circuit.clone(), None)
+                        .expect("synthesize");
+                    assert!(prover.prefetch(&mut first).expect("prefetch"));
+                    assert!(prover.prefetch(&mut second).expect("prefetch"));
+                    for (k, s) in [first, second].into_iter().enumerate() {
+                        let computed = prover.compute(s).expect("compute");
+                        let done = prover.assemble(computed, *rs, true, 0).unwrap_or_else(|e| {
+                            panic!("{name} pair {i} {what}, queued ahead {k}: {e}")
+                        });
+                        assert_eq!(
+                            bytes(&done.proof),
+                            want,
+                            "{name} pair {i}: {what}, proof {k} of two queued ahead"
+                        );
+                    }
+                }
                 for (how, p) in [
                     ("witness, a, b, c evaluated ahead", prover),
                     ("witness", &not_ahead),

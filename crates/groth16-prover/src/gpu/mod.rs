@@ -657,9 +657,12 @@ impl GpuBackend {
                         finished,
                         ..
                     } = d;
+                    // `finished` follows every write of h; its buffer's stream (the
+                    // prefetch stream, when it was allocated ahead) may hold the next
+                    // proof's copies and evaluation by now, which H's MSM must not wait for.
                     h_adopted = Some(
                         self.msm
-                            .adopt_scalars_montgomery(coeffs, n_coeffs)
+                            .adopt_scalars_montgomery_after(coeffs, n_coeffs, &finished)
                             .map_err(gpu_msm_err(G1Query::H.name()))?,
                     );
                     h_events = Some((started, finished, kept.abc_events));

@@ -326,9 +326,6 @@ impl GpuBackend {
                 ahead
             }
             None => {
-                // Made on the prefetch stream all the same: the MSMs' conversion of the
-                // witness waits for the stream that made its buffer (`adopt_scalars_
-                // montgomery`), which must not be this one, where H's MSM is queued by then.
                 let on = self.gpu.with_stream(self.prefetch_stream()?);
                 let Some((mut witness, abc)) =
                     alloc_inputs(&on, words, SCALAR_LIMBS * w.m, "(a, b, c on the device)")?

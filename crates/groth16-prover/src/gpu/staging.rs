@@ -324,14 +324,12 @@ impl GpuBackend {
             Err(e) => Err(gpu_msm_err(Q)(e)),
         };
         let (mut w, adopted) = match on_device {
-            // The conversion waits for the evaluation that read the limbs (`read`) and
-            // for the stream that made the buffer.
+            // The conversion waits for the evaluation that read the limbs (`read`, after
+            // the copy that wrote them) and nothing else: the buffer's stream may hold the
+            // next proof's work by now.
             Some((limbs, read)) => {
-                copy_stream
-                    .wait(&read)
-                    .map_err(|c| super::driver_err("cuStreamWaitEvent", c))?;
                 let w = copy
-                    .adopt_scalars_montgomery(limbs, n_w)
+                    .adopt_scalars_montgomery_after(limbs, n_w, &read)
                     .map_err(gpu_msm_err(Q))?;
                 (w, true)
             }
