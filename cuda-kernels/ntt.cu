@@ -81,9 +81,9 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
           v = fe_sub<FrParams>(x, y);
         } else if (inverse) {
           // w^-j = -w^(h-j): (x - y) w^-j = (y - x) w^(h-j)
-          v = fe_mul<FrParams>(fe_sub<FrParams>(y, x), fe_load<FrParams>(tw + ((h - j) << shift)));
+          v = fr_mul(fe_sub<FrParams>(y, x), fe_load<FrParams>(tw + ((h - j) << shift)));
         } else {
-          v = fe_mul<FrParams>(fe_sub<FrParams>(x, y), fe_load<FrParams>(tw + (j << shift)));
+          v = fr_mul(fe_sub<FrParams>(x, y), fe_load<FrParams>(tw + (j << shift)));
         }
       } else {
         if (j == 0) {
@@ -91,7 +91,7 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
           v = fe_sub<FrParams>(x, y);
         } else {
           const uint32_t idx = inverse ? (h - j) : j;
-          const Fr t = fe_mul<FrParams>(y, fe_load<FrParams>(tw + (idx << shift)));
+          const Fr t = fr_mul(y, fe_load<FrParams>(tw + (idx << shift)));
           // inverse: y w^-j = -t, so (x - t, x + t)
           u = inverse ? fe_sub<FrParams>(x, t) : fe_add<FrParams>(x, t);
           v = inverse ? fe_add<FrParams>(x, t) : fe_sub<FrParams>(x, t);
@@ -125,7 +125,7 @@ extern "C" __global__ void ntt_twiddles(Fr* tw, const Fr* lo, const Fr* hi, uint
                                         uint32_t count) {
   const uint32_t mask = (1u << lo_bits) - 1;
   GRID_STRIDE(i, count) {
-    fe_store<FrParams>(tw + i, fe_mul<FrParams>(fe_load<FrParams>(lo + (i & mask)),
+    fe_store<FrParams>(tw + i, fr_mul(fe_load<FrParams>(lo + (i & mask)),
                                                 fe_load<FrParams>(hi + (i >> lo_bits))));
   }
 }
@@ -136,7 +136,7 @@ extern "C" __global__ void ntt_scale(Fr* data, const Fr* lo, const Fr* hi, uint3
   GRID_STRIDE(p, n) {
     const uint32_t j = bitrev ? bit_reverse(p, log_n) : p;
     const Fr f = power_from_tables(lo, hi, j, lo_bits, lo_mask, hi_mask);
-    fe_store<FrParams>(data + p, fe_mul<FrParams>(fe_load<FrParams>(data + p), f));
+    fe_store<FrParams>(data + p, fr_mul(fe_load<FrParams>(data + p), f));
   }
 }
 
@@ -161,7 +161,7 @@ extern "C" __global__ void ntt_bitrev_scale(Fr* __restrict__ out, const Fr* __re
   GRID_STRIDE(i, n) {
     const Fr f = power_from_tables(lo, hi, i, lo_bits, lo_mask, hi_mask);
     const Fr x = fe_load<FrParams>(in + bit_reverse(i, log_n));
-    fe_store<FrParams>(out + i, fe_mul<FrParams>(x, f));
+    fe_store<FrParams>(out + i, fr_mul(x, f));
   }
 }
 
@@ -169,7 +169,7 @@ extern "C" __global__ void ntt_abc(Fr* __restrict__ a, const Fr* __restrict__ b,
                                    const Fr* __restrict__ c, const Fr* z_inv, uint32_t n) {
   const Fr z = fe_load<FrParams>(z_inv);
   GRID_STRIDE(i, n) {
-    const Fr ab = fe_mul<FrParams>(fe_load<FrParams>(a + i), fe_load<FrParams>(b + i));
-    fe_store<FrParams>(a + i, fe_mul<FrParams>(fe_sub<FrParams>(ab, fe_load<FrParams>(c + i)), z));
+    const Fr ab = fr_mul(fe_load<FrParams>(a + i), fe_load<FrParams>(b + i));
+    fe_store<FrParams>(a + i, fr_mul(fe_sub<FrParams>(ab, fe_load<FrParams>(c + i)), z));
   }
 }
