@@ -388,7 +388,7 @@ impl GpuBackend {
         let b_masks = b_in_mask.zip(b_aux_mask);
         let masks_time = t.elapsed() - alloc_time;
         // The raw limbs into pinned memory, then one copy (unless on the device already,
-        // where `adopt_scalars_montgomery` queued the conversion).
+        // where `adopt_scalars_montgomery_after` queued the conversion).
         let mut waited = t.elapsed();
         if !adopted {
             let limbs = SCALAR_LIMBS * n_w;
