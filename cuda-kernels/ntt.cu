@@ -23,6 +23,10 @@
 //                    u32 n): out[i] = in[rev(i)] * base^i (out and in distinct).
 //   ntt_abc(Fr* a, const Fr* b, const Fr* c, const Fr* z_inv, u32 n):
 //       a[i] = (a[i] * b[i] - c[i]) * z_inv[0].
+//   ntt_ab(Fr* a, const Fr* b, u32 n): a[i] = a[i] * b[i].
+//   ntt_bitrev_scale_sub(Fr* out, const Fr* in, const Fr* sub, const Fr* k, lo, hi, lo_bits,
+//                        lo_mask, hi_mask, u32 log_n, u32 n):
+//       out[i] = in[rev(i)] * base^i - sub[rev(i)] * k[0] (out distinct from in and sub).
 #include <stdint.h>
 
 #include "field.cuh"
@@ -171,5 +175,28 @@ extern "C" __global__ void ntt_abc(Fr* __restrict__ a, const Fr* __restrict__ b,
   GRID_STRIDE(i, n) {
     const Fr ab = fr_mul(fe_load<FrParams>(a + i), fe_load<FrParams>(b + i));
     fe_store<FrParams>(a + i, fr_mul(fe_sub<FrParams>(ab, fe_load<FrParams>(c + i)), z));
+  }
+}
+
+extern "C" __global__ void ntt_ab(Fr* __restrict__ a, const Fr* __restrict__ b, uint32_t n) {
+  GRID_STRIDE(i, n) {
+    fe_store<FrParams>(a + i, fr_mul(fe_load<FrParams>(a + i), fe_load<FrParams>(b + i)));
+  }
+}
+
+// The H step's last gather (gpu.rs, `h_device`): `in` holds the inverse transform of the
+// coset product and `sub` that of c, both bit-reversed; out is h in natural order.
+extern "C" __global__ void ntt_bitrev_scale_sub(Fr* __restrict__ out, const Fr* __restrict__ in,
+                                                const Fr* __restrict__ sub, const Fr* k,
+                                                const Fr* lo, const Fr* hi, uint32_t lo_bits,
+                                                uint32_t lo_mask, uint32_t hi_mask,
+                                                uint32_t log_n, uint32_t n) {
+  const Fr kk = fe_load<FrParams>(k);
+  GRID_STRIDE(i, n) {
+    const Fr f = power_from_tables(lo, hi, i, lo_bits, lo_mask, hi_mask);
+    const uint32_t r = bit_reverse(i, log_n);
+    const Fr x = fr_mul(fe_load<FrParams>(in + r), f);
+    const Fr y = fr_mul(fe_load<FrParams>(sub + r), kk);
+    fe_store<FrParams>(out + i, fe_sub<FrParams>(x, y));
   }
 }

@@ -346,6 +346,12 @@ entries! {
     NttBitrevScale => (Ntt, "ntt_bitrev_scale"),
     /// `ntt_abc(Fr* a, const Fr* b, const Fr* c, const Fr* z_inv, u32 n)`: a = (a b - c) z_inv.
     NttAbc => (Ntt, "ntt_abc"),
+    /// `ntt_ab(Fr* a, const Fr* b, u32 n)`: a = a b, elementwise.
+    NttAb => (Ntt, "ntt_ab"),
+    /// `ntt_bitrev_scale_sub(Fr* out, const Fr* in, const Fr* sub, const Fr* k, lo, hi,
+    /// u32 lo_bits, u32 lo_mask, u32 hi_mask, u32 log_n, u32 n)`:
+    /// out[i] = in[rev(i)] * base^i - sub[rev(i)] * k[0].
+    NttBitrevScaleSub => (Ntt, "ntt_bitrev_scale_sub"),
     /// `pce_eval(Fr* out, u32 m, u32 n_rows, const u64* block_ptr, const u8* row_len,
     /// const u64* long_row, const u64* long_len, u32 n_long, const u32* cols, const u8* codes,
     /// u32 code_bytes, u64 n_nonzeros, const Fr* table, u32 n_table, const Fr* w, u32 n_inputs,

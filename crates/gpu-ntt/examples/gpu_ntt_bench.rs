@@ -5,7 +5,7 @@
 //! Device-resident random data (reduced Montgomery words), CUDA events around each run on
 //! one stream, median of RUNS after WARMUP runs. Rows: forward (natural in, bit-reversed
 //! out) per size and tile configuration, inverse coset (bit-reversed in, natural out), and
-//! the whole H step (7 transforms + pointwise) from device-resident a, b, c and from pinned
+//! the whole H step (6 transforms + pointwise) from device-resident a, b, c and from pinned
 //! host memory (the three host-to-device copies included). Prints a Markdown table, then one
 //! `PINION_BENCH {json}` line per row for `cargo xtask bench`; `PINION_BENCH_QUICK=1` stops
 //! at 2^22 (no H rows).

@@ -305,7 +305,7 @@ impl NttBackend for CpuNtt {
         let table = self.table(m.trailing_zeros());
         let g = coset_shift();
         let m_inv = invert_nonzero(Scalar::from(m as u64));
-        for v in [&mut a, &mut b, &mut c] {
+        for v in [&mut a, &mut b] {
             v.resize(m, Scalar::ZERO);
             // Evaluations → m·coefficients (bit-reversed); × g^j/m; → coset evaluations
             // in natural order. No permutation pass.
@@ -313,19 +313,33 @@ impl NttBackend for CpuNtt {
             scale_by_powers(v, Order::BitReversed, g, m_inv);
             dit(v, &table, false);
         }
+        // h = (icoset(A·B on the coset) − C) / (g^m − 1): C has degree < m, so the inverse
+        // coset transform of its coset values is its coefficients, which c's inverse
+        // transform gives; its coset transform is skipped. The same field elements as
+        // bellman's seven transforms, from six.
+        c.resize(m, Scalar::ZERO);
+        dif(&mut c, &table, true);
         let z_inv = invert_nonzero(g.pow_vartime(&[m as u64, 0, 0, 0]) - Scalar::ONE);
+        let k = z_inv * m_inv;
         a.par_chunks_mut(PAR_CHUNK)
             .zip(b.par_chunks(PAR_CHUNK))
-            .zip(c.par_chunks(PAR_CHUNK))
-            .for_each(|((a, b), c)| {
-                for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
-                    *a = (*a * b - c) * z_inv;
+            .for_each(|(a, b)| {
+                for (a, b) in a.iter_mut().zip(b) {
+                    *a *= b;
                 }
             });
         drop(b);
-        drop(c);
         dif(&mut a, &table, true);
-        scale_by_powers(&mut a, Order::BitReversed, invert_nonzero(g), m_inv);
+        // Both bit-reversed, unnormalised: h_j = D_j · g^-j·z/m − C'_j · z/m.
+        scale_by_powers(&mut a, Order::BitReversed, invert_nonzero(g), k);
+        a.par_chunks_mut(PAR_CHUNK)
+            .zip(c.par_chunks(PAR_CHUNK))
+            .for_each(|(a, c)| {
+                for (a, c) in a.iter_mut().zip(c) {
+                    *a -= *c * k;
+                }
+            });
+        drop(c);
         bit_reverse_permute(&mut a);
         // The H query has m − 1 bases: h has degree at most m − 2 for a satisfied system.
         a.truncate(m - 1);

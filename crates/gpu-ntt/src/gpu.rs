@@ -16,11 +16,13 @@
 //! applied as the first pass loads or the last pass stores (two table reads and two
 //! multiplications per element, no extra memory pass).
 //!
-//! The H step keeps the orders so that only the result is permuted: per input, inverse
+//! The H step keeps the orders so that only the result is permuted: for a and b, inverse
 //! DIF (natural → bit-reversed) storing × g^j/m, then forward DIT (→ natural coset
-//! evaluations); the pointwise (a·b − c)/Z(g); inverse DIF; and one gather that writes h
-//! in natural order × g^-j/m into b's buffer. Input copies run on a second stream so the
-//! copy of b overlaps the transforms of a.
+//! evaluations); for c the inverse DIF alone (its coefficients, bit-reversed: see the
+//! crate docs for why c needs no coset transform); the pointwise a·b; inverse DIF; and
+//! one gather that writes h = (D·g^-j − C')·z/m in natural order into b's buffer. Six
+//! transforms. Input copies run on a second stream so the copy of b overlaps the
+//! transforms of a.
 //!
 //! # Cost model (H200, measured 2026-11-30, `examples/gpu_ntt_bench.rs`)
 //! Forward 2^27 ≈ 44 ms, 2^24 ≈ 5.0 ms; inverse coset 2^27 ≈ 50 ms; H step 2^27 ≈ 338 ms
@@ -801,7 +803,8 @@ impl GpuNtt {
             HTarget::CosetEvaluations(shift) => shift,
         };
         let m_inv = invert_nonzero(Scalar::from(m as u64));
-        for (buf, src) in staged.iter_mut() {
+        let coefficients = target == HTarget::Coefficients;
+        for (i, (buf, src)) in staged.iter_mut().enumerate() {
             {
                 let mut view = buf.slice_mut().slice_mut(0..words);
                 match src {
@@ -820,7 +823,11 @@ impl GpuNtt {
                 .record_event(None)
                 .map_err(driver("cuEventRecord"))?;
             stream.wait(&copied).map_err(driver("cuStreamWaitEvent"))?;
-            if m > 1 {
+            if m > 1 && coefficients && i == 2 {
+                // c's coefficients are all h needs of c (see below): evaluations →
+                // m·coefficients, bit-reversed, like the product's inverse transform.
+                self.stages(buf, log_m, true, true, None, None, stream)?;
+            } else if m > 1 {
                 // Evaluations → m·coefficients (bit-reversed); × g^j/m; → coset evaluations
                 // in natural order. No permutation pass.
                 let to_coset = Fused {
@@ -844,48 +851,64 @@ impl GpuNtt {
                 inputs_uploaded,
             });
         }
-        let z_inv = match target {
-            HTarget::Coefficients => {
-                invert_nonzero(g.pow_vartime(&[m as u64, 0, 0, 0]) - Scalar::ONE)
-            }
-            HTarget::CosetEvaluations(_) => Scalar::ONE,
-        };
-        let z_inv = self
-            .gpu
-            .upload(to_words(&[FrRepr::from_scalar(&z_inv)]), "h z_inv")?;
         let m_u32 = m as u32;
-        {
-            let f = self.gpu.function(Entry::NttAbc)?;
-            let mut launch = stream.launch_builder(&f);
-            launch
-                .arg(a.slice_mut())
-                .arg(b.slice())
-                .arg(c.slice())
-                .arg(z_inv.slice())
-                .arg(&m_u32);
-            // SAFETY: ntt_abc(Fr*, const Fr*, const Fr*, const Fr*, u32): a, b, c hold m
-            // elements each, z_inv one; a is distinct from b and c.
-            unsafe { launch.launch(elementwise_config(m_u32)) }
-                .map_err(driver("cuLaunchKernel"))?;
-        }
-        drop(c);
         if let HTarget::CosetEvaluations(_) = target {
-            drop(b);
+            // snarkjs's values: a·b − c on the coset, nothing divided.
+            let one = self
+                .gpu
+                .upload(to_words(&[FrRepr::from_scalar(&Scalar::ONE)]), "h scale")?;
+            {
+                let f = self.gpu.function(Entry::NttAbc)?;
+                let mut launch = stream.launch_builder(&f);
+                launch
+                    .arg(a.slice_mut())
+                    .arg(b.slice())
+                    .arg(c.slice())
+                    .arg(one.slice())
+                    .arg(&m_u32);
+                // SAFETY: ntt_abc(Fr*, const Fr*, const Fr*, const Fr*, u32): a, b, c hold
+                // m elements each, `one` one; a is distinct from b and c.
+                unsafe { launch.launch(elementwise_config(m_u32)) }
+                    .map_err(driver("cuLaunchKernel"))?;
+            }
+            drop((b, c));
             return Ok(HPolyDevice {
                 coeffs: a,
                 n_coeffs: m,
                 inputs_uploaded,
             });
         }
-        self.stages(&mut a, log_m, true, true, None, None, stream)?;
-        // Coefficients in bit-reversed order × g^-j/m, gathered into natural order in b.
-        let t = self.power_table(log_m, invert_nonzero(g), m_inv)?;
+        // h = (icoset(A·B on the coset) − C) / (g^m − 1): c's coset transform is not
+        // needed, because C has degree < m, so the inverse coset transform of its coset
+        // values is its coefficients, which c's inverse transform already gave. The same
+        // field elements as bellman's seven-transform map, from six transforms.
+        // With D = inverse(A·B) and C' = inverse(c) (both unnormalised, bit-reversed):
+        // h_j = D_j · g^-j·z/m − C'_j · z/m, z = 1/(g^m − 1).
+        let z_inv = invert_nonzero(g.pow_vartime(&[m as u64, 0, 0, 0]) - Scalar::ONE);
+        let k = z_inv * m_inv;
+        let k_dev = self
+            .gpu
+            .upload(to_words(&[FrRepr::from_scalar(&k)]), "h z_inv/m")?;
         {
-            let f = self.gpu.function(Entry::NttBitrevScale)?;
+            let f = self.gpu.function(Entry::NttAb)?;
+            let mut launch = stream.launch_builder(&f);
+            launch.arg(a.slice_mut()).arg(b.slice()).arg(&m_u32);
+            // SAFETY: ntt_ab(Fr*, const Fr*, u32): a and b hold m elements each and are
+            // distinct buffers.
+            unsafe { launch.launch(elementwise_config(m_u32)) }
+                .map_err(driver("cuLaunchKernel"))?;
+        }
+        self.stages(&mut a, log_m, true, true, None, None, stream)?;
+        // D × g^-j·z/m − C' × z/m, gathered into natural order in b.
+        let t = self.power_table(log_m, invert_nonzero(g), k)?;
+        {
+            let f = self.gpu.function(Entry::NttBitrevScaleSub)?;
             let mut launch = stream.launch_builder(&f);
             launch
                 .arg(b.slice_mut())
                 .arg(a.slice())
+                .arg(c.slice())
+                .arg(k_dev.slice())
                 .arg(t.lo.slice())
                 .arg(t.hi.slice())
                 .arg(&t.lo_bits)
@@ -893,13 +916,14 @@ impl GpuNtt {
                 .arg(&t.hi_mask)
                 .arg(&log_m)
                 .arg(&m_u32);
-            // SAFETY: ntt_bitrev_scale(Fr* out, const Fr* in, const Fr*, const Fr*, u32 x5):
-            // out (b) and in (a) are distinct buffers of m = 2^log_m elements, log_m ≥ 1;
+            // SAFETY: ntt_bitrev_scale_sub(Fr* out, const Fr* in, const Fr* sub,
+            // const Fr* k, const Fr*, const Fr*, u32 x5): out (b), in (a) and sub (c) are
+            // distinct buffers of m = 2^log_m elements, log_m ≥ 1; k holds one element;
             // table reads are masked into their lengths.
             unsafe { launch.launch(elementwise_config(m_u32)) }
                 .map_err(driver("cuLaunchKernel"))?;
         }
-        drop(a);
+        drop((a, c));
         Ok(HPolyDevice {
             coeffs: b,
             n_coeffs: m - 1,

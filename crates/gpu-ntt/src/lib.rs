@@ -14,6 +14,10 @@
 //!   `h = icoset(coset(ifft(a))·coset(ifft(b)) − coset(ifft(c))) / (g^m − 1)`, keeping the
 //!   first `m − 1` coefficients (the length of the H query). Exact field arithmetic, so
 //!   equal maps give bit-identical output; the tests compare against bellman directly.
+//!   Both backends compute that map with six transforms instead of seven: C = ifft(c) has
+//!   degree < m, so `icoset(coset(C)) = C` and
+//!   `h = (icoset(coset(ifft(a))·coset(ifft(b))) − ifft(c)) / (g^m − 1)`, the same field
+//!   elements for any a, b, c (satisfied or not).
 //! - [`NttBackend::h_coset_evaluations`] is snarkjs's H step (a `.zkey`'s H points are
 //!   made for it): `coset(ifft(a))·coset(ifft(b)) − coset(ifft(c))` on the coset of a
 //!   given shift, returned as evaluations (m values, nothing divided or inverted).
@@ -41,7 +45,7 @@
 //! passes over memory plus one blocked pass; the bit-reversal pass (natural in and out
 //! only) is serial. Twiddle table: `32·n` bytes for the largest n seen (4 GiB at 2^27),
 //! kept until [`CpuNtt::clear_twiddles`]; [`CpuNtt::twiddle_bytes`] tells a caller what to
-//! charge to its memory budget. H step: seven transforms, ~5n extra multiplications, one
+//! charge to its memory budget. H step: six transforms, ~5n extra multiplications, one
 //! serial bit-reversal, no buffers beyond a, b, c (and the twiddle table).
 #![warn(missing_docs)]
 // Only the kernel launches in `gpu` and `sparse` use unsafe (each states its invariant).
