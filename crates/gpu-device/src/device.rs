@@ -392,6 +392,12 @@ impl Gpu {
         match self.inner.feeders {
             FeederPriority::Normal => self.new_stream(),
             FeederPriority::High => {
+                // The range is the current context's: a thread that has not used the device
+                // yet has none (CUDA_ERROR_INVALID_CONTEXT without this).
+                self.inner
+                    .ctx
+                    .bind_to_thread()
+                    .map_err(GpuError::driver("cuCtxSetCurrent"))?;
                 let (_least, greatest) = cudarc::driver::result::stream::get_priority_range()
                     .map_err(GpuError::driver("cuCtxGetStreamPriorityRange"))?;
                 self.inner

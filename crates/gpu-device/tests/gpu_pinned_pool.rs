@@ -1,9 +1,11 @@
 //! The CUDA staging pool: a buffer's copy into device memory (of another word type)
 //! lands intact even when the guard is dropped and the buffer reused and overwritten
 //! right after the copy was queued. Random data (seed printed; `PINION_SEED` replays).
+//! Also: feeder streams of the greatest priority open on threads that never used the
+//! device (the threads a prover spawns per proof).
 
 use gpu_device::testing::gpu_or_skip;
-use gpu_device::PinnedStagingPool;
+use gpu_device::{FeederPriority, Gpu, GpuConfig, PinnedStagingPool};
 use memory_budget::{Budget, Category};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -100,4 +102,29 @@ fn gpu_prewarmed_buffers_serve_requests() {
     assert_eq!(s.charged_bytes, charged);
     drop(pool);
     assert_eq!(budget.used_bytes(), 0);
+}
+
+#[test]
+fn gpu_high_priority_feeder_streams_open_on_a_fresh_thread() {
+    let Some(_probe) = gpu_or_skip("pinned-pool") else {
+        return;
+    };
+    let config = GpuConfig {
+        feeders_first: FeederPriority::High,
+        ..GpuConfig::default()
+    };
+    let gpu = Gpu::open_with(0, config).expect("opening device 0 with high-priority feeders");
+    let mut rng = StdRng::seed_from_u64(seed());
+    let words: Vec<u32> = (0..4096).map(|_| rng.random()).collect();
+    let expected = words.clone();
+    // A new thread has no current context: the stream's priority range must still be read.
+    let back = std::thread::spawn(move || -> Result<Vec<u32>, String> {
+        let stream = gpu.new_feeder_stream().map_err(|e| e.to_string())?;
+        let dev = stream.clone_htod(&words).map_err(|e| e.to_string())?;
+        stream.clone_dtoh(&dev).map_err(|e| e.to_string())
+    })
+    .join()
+    .expect("the stream thread panicked")
+    .expect("a high-priority feeder stream on a fresh thread");
+    assert_eq!(back, expected, "a copy through the feeder stream came back changed");
 }
