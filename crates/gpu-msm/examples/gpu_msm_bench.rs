@@ -17,6 +17,7 @@
 //! (`PINION_MSM_SWEEP_SCATTER=1,4,17`, default the library's rule) picks the configuration
 //! that the table then times in full.
 //! `PINION_BENCH_QUICK=1`: G1 at 2^16 and 2^18, G2 at 2^16 (unless sizes are given).
+//! `PINION_MSM_NO_EQUAL=1` skips the every-scalar-equal row (slow at 2^27).
 //! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
 //! "bases streamed from pinned" row: bases in pinned host memory, copied in chunks of
 //! 2^`PINION_MSM_STREAM_CHUNK_LOG` (default 22) on a second stream while the previous
@@ -555,7 +556,8 @@ where
         // Every scalar equal: one bucket per window holds all n entries. Only with a
         // chunked accumulation (one thread per bucket would add them one after another).
         let kernel = engine.config().accumulate.resolve::<C>();
-        if kernel.is_chunked() {
+        let skip_equal = std::env::var("PINION_MSM_NO_EQUAL").is_ok_and(|v| v == "1");
+        if kernel.is_chunked() && !skip_equal {
             let one = scalar_words(rng, 1, false);
             let equal: Vec<u32> = (0..n).flat_map(|_| one.iter().copied()).collect();
             let t = time_one(&engine, &bases, &equal, run.runs)?;

@@ -1,6 +1,6 @@
 //! The GPU backend's H step: a, b and c copied to the device (from the pool's pinned
 //! buffers, or from host vectors for a caller of the trait with unpadded vectors), the
-//! seven NTTs on the device, and h left there for the H MSM to adopt in place.
+//! six NTTs on the device, and h left there for the H MSM to adopt in place.
 
 use std::time::Instant;
 
