@@ -1058,7 +1058,7 @@ fn steps(t: &ProofTimings) -> [(&'static str, Duration); 21] {
         ("synthesis (circuit run, a/b/c beside)", t.synthesis),
         ("a/b/c evaluation (after it)", t.abc_evaluation),
         ("witness check", t.witness_check),
-        ("h (7 ntts)", t.h),
+        ("h (6 ntts)", t.h),
         ("  of which transfers", t.h_transfers),
         ("  device transforms", t.h_device),
         ("    of which a/b/c on device", t.abc_device),

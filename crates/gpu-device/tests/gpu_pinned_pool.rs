@@ -126,5 +126,8 @@ fn gpu_high_priority_feeder_streams_open_on_a_fresh_thread() {
     .join()
     .expect("the stream thread panicked")
     .expect("a high-priority feeder stream on a fresh thread");
-    assert_eq!(back, expected, "a copy through the feeder stream came back changed");
+    assert_eq!(
+        back, expected,
+        "a copy through the feeder stream came back changed"
+    );
 }

@@ -158,6 +158,6 @@ fn main() {
             show(h_ms),
             show(bellman_ms)
         );
-        emit("h step (7 ntts)", log_n, h_ms, bellman_ms);
+        emit("h step (6 ntts)", log_n, h_ms, bellman_ms);
     }
 }

@@ -24,11 +24,11 @@
 //! transforms. Input copies run on a second stream so the copy of b overlaps the
 //! transforms of a.
 //!
-//! # Cost model (H200, measured 2026-11-30, `examples/gpu_ntt_bench.rs`)
-//! Forward 2^27 ≈ 44 ms, 2^24 ≈ 5.0 ms; inverse coset 2^27 ≈ 50 ms; H step 2^27 ≈ 338 ms
-//! from device-resident a, b, c and ≈ 417 ms from pinned host memory (12 GiB of copies
-//! overlapped with compute). The passes are bound by Fr multiplications: a transform does
-//! about (n/2)·(log2 n − 2) of them, ≈ 1.7e9 at 2^27, i.e. ≈ 33 ms at the 5.0e10 mul/s the
+//! # Cost model (H200, measured 2026-11-30 and 2026-12-04, `examples/gpu_ntt_bench.rs`)
+//! Forward 2^27 ≈ 41 ms, 2^24 ≈ 4.7 ms; inverse coset 2^27 ≈ 47 ms; H step 2^27 ≈ 268 ms
+//! from device-resident a, b, c (six transforms; 315 ms with seven) and ≈ 417 ms from
+//! pinned host memory with seven (12 GiB of copies overlapped with compute). The passes
+//! are bound by Fr multiplications: a transform does about (n/2)·(log2 n − 2) of them, ≈ 1.7e9 at 2^27, i.e. ≈ 33 ms at the 5.0e10 mul/s the
 //! field kernels reach; memory traffic (three passes of 8 GiB) mostly overlaps with it.
 
 use std::collections::HashMap;

@@ -479,7 +479,7 @@ fn breakdown(what: &str, best: &ProofOutput) {
         ("synthesis", t.synthesis),
         ("a/b/c evaluation", t.abc_evaluation),
         ("witness check", t.witness_check),
-        ("h (7 ntts)", t.h),
+        ("h (6 ntts)", t.h),
         ("  of which transfers", t.h_transfers),
         ("  device transforms (async)", t.h_device),
         ("msm h", t.msm_h),

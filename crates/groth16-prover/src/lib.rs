@@ -90,7 +90,7 @@
 //!
 //! # Cost model (CPU)
 //! Synthesis: the circuit's own cost (witness-only with a PCE). a, b, c: one pass over the
-//! PCE's non-zeros. Witness check: m multiplications. H: 7 NTTs of size m. MSMs: see
+//! PCE's non-zeros. Witness check: m multiplications. H: 6 NTTs of size m. MSMs: see
 //! `gpu-msm` (0 and 1 scalars, most of a Groth16 witness, cost one addition or nothing).
 //! Memory: about `32·(n_inputs + n_aux) + 96·m` bytes during H, plus MSM scratch after.
 #![warn(missing_docs)]

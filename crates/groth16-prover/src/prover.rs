@@ -161,7 +161,7 @@ pub struct ProofTimings {
     pub abc_by_backend: bool,
     /// The a·b = c check on every row.
     pub witness_check: Duration,
-    /// The H polynomial (7 NTTs).
+    /// The H polynomial (6 NTTs).
     pub h: Duration,
     /// MSM over `h_query`.
     pub msm_h: Duration,

@@ -208,7 +208,7 @@ pub fn run(a: DemoArgs<'_>) -> anyhow::Result<Outcome> {
         ("synthesis", "synthesis (witness only)", tm.synthesis),
         ("abc", "a, b, c (pce mat-vec)", tm.abc_evaluation),
         ("witness_check", "witness check", tm.witness_check),
-        ("h", "h (7 ntts)", tm.h),
+        ("h", "h (6 ntts)", tm.h),
         ("msm_h", "msm h", tm.msm_h),
         ("msm_l", "msm l", tm.msm_l),
         ("msm_a", "msm a", tm.msm_a),
