@@ -19,8 +19,6 @@
 //             u32 log_n, u32 bitrev, u32 n)
 //       data[p] *= base^j (the factor folded in by the host), j = bitrev ? rev(p) : p.
 //   ntt_bitrev(Fr* data, u32 log_n, u32 n): in-place bit-reversal permutation.
-//   ntt_bitrev_scale(Fr* out, const Fr* in, lo, hi, lo_bits, lo_mask, hi_mask, u32 log_n,
-//                    u32 n): out[i] = in[rev(i)] * base^i (out and in distinct).
 //   ntt_abc(Fr* a, const Fr* b, const Fr* c, const Fr* z_inv, u32 n):
 //       a[i] = (a[i] * b[i] - c[i]) * z_inv[0].
 //   ntt_ab(Fr* a, const Fr* b, u32 n): a[i] = a[i] * b[i].
@@ -156,19 +154,6 @@ extern "C" __global__ void ntt_bitrev(Fr* data, uint32_t log_n, uint32_t n) {
   }
 }
 
-// Each element is one 32-byte sector, so the scattered reads of the gather waste no
-// fetched bytes; the writes are coalesced.
-extern "C" __global__ void ntt_bitrev_scale(Fr* __restrict__ out, const Fr* __restrict__ in,
-                                            const Fr* lo, const Fr* hi, uint32_t lo_bits,
-                                            uint32_t lo_mask, uint32_t hi_mask,
-                                            uint32_t log_n, uint32_t n) {
-  GRID_STRIDE(i, n) {
-    const Fr f = power_from_tables(lo, hi, i, lo_bits, lo_mask, hi_mask);
-    const Fr x = fe_load<FrParams>(in + bit_reverse(i, log_n));
-    fe_store<FrParams>(out + i, fr_mul(x, f));
-  }
-}
-
 extern "C" __global__ void ntt_abc(Fr* __restrict__ a, const Fr* __restrict__ b,
                                    const Fr* __restrict__ c, const Fr* z_inv, uint32_t n) {
   const Fr z = fe_load<FrParams>(z_inv);
@@ -185,7 +170,9 @@ extern "C" __global__ void ntt_ab(Fr* __restrict__ a, const Fr* __restrict__ b, 
 }
 
 // The H step's last gather (gpu.rs, `h_device`): `in` holds the inverse transform of the
-// coset product and `sub` that of c, both bit-reversed; out is h in natural order.
+// coset product and `sub` that of c, both bit-reversed; out is h in natural order. Each
+// element is one 32-byte sector, so the scattered reads waste no fetched bytes; the writes
+// are coalesced.
 extern "C" __global__ void ntt_bitrev_scale_sub(Fr* __restrict__ out, const Fr* __restrict__ in,
                                                 const Fr* __restrict__ sub, const Fr* k,
                                                 const Fr* lo, const Fr* hi, uint32_t lo_bits,

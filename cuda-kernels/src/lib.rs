@@ -341,9 +341,6 @@ entries! {
     NttScale => (Ntt, "ntt_scale"),
     /// `ntt_bitrev(Fr* data, u32 log_n, u32 n)`: in-place bit-reversal permutation.
     NttBitrev => (Ntt, "ntt_bitrev"),
-    /// `ntt_bitrev_scale(Fr* out, const Fr* in, lo, hi, u32 lo_bits, u32 lo_mask,
-    /// u32 hi_mask, u32 log_n, u32 n)`: out[i] = in[rev(i)] * base^i.
-    NttBitrevScale => (Ntt, "ntt_bitrev_scale"),
     /// `ntt_abc(Fr* a, const Fr* b, const Fr* c, const Fr* z_inv, u32 n)`: a = (a b - c) z_inv.
     NttAbc => (Ntt, "ntt_abc"),
     /// `ntt_ab(Fr* a, const Fr* b, u32 n)`: a = a b, elementwise.

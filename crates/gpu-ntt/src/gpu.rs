@@ -28,8 +28,9 @@
 //! Forward 2^27 ≈ 41 ms, 2^24 ≈ 4.7 ms; inverse coset 2^27 ≈ 47 ms; H step 2^27 ≈ 268 ms
 //! from device-resident a, b, c (six transforms; 315 ms with seven) and ≈ 417 ms from
 //! pinned host memory with seven (12 GiB of copies overlapped with compute). The passes
-//! are bound by Fr multiplications: a transform does about (n/2)·(log2 n − 2) of them, ≈ 1.7e9 at 2^27, i.e. ≈ 33 ms at the 5.0e10 mul/s the
-//! field kernels reach; memory traffic (three passes of 8 GiB) mostly overlaps with it.
+//! are bound by Fr multiplications: a transform does about (n/2)·(log2 n − 2) of them,
+//! ≈ 1.7e9 at 2^27, i.e. ≈ 33 ms at the 5.0e10 mul/s the field kernels reach; memory
+//! traffic (three passes of 8 GiB) mostly overlaps with it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
