@@ -122,8 +122,9 @@ extern "C" __global__ void __launch_bounds__(128, 4)
 // G2 lives in msm_g2.cu (its own PTX module: its PTX alone takes nvcc ~10 minutes).
 
 // Affine accumulation with batched inversions (msm_affine.cuh): chunk_len must be a
-// multiple of 64, the streams per thread.
-extern "C" __global__ void __launch_bounds__(128)
+// multiple of 64, the streams per thread. Registers capped for 4 blocks of 128 per SM (160
+// uncapped, 3 blocks): faster despite the spills (session 23).
+extern "C" __global__ void __launch_bounds__(128, 4)
     g1_accumulate_chunks_affine(const Affine<Fp>* bases, const uint32_t* entries,
                                 const uint32_t* offsets, const uint32_t* counts, uint32_t n_keys,
                                 uint32_t chunk_len, Xyzz<Fp>* buckets, Xyzz<Fp>* partials,

@@ -20,8 +20,13 @@
 // becomes empty); a doubling with y = 0 gives infinity. No denominator in a batch is zero,
 // so no lane's result depends on another's values.
 //
-// State per thread: 5*K field elements and 3*K words in local memory (K = 64: ~16 KB),
-// which the L1/L2 caches serve (docs/benchmarks.md, session 19).
+// Each entry's point is read once (x and y, in the first pass, which keeps it for the
+// second) and the loads are software-pipelined across the streams: the point of stream
+// s + 1 and the entry of stream s + 2 are in flight while stream s is handled.
+//
+// State per thread: 7*K field elements and 3*K words in local memory (K = 64: ~22 KB;
+// the driver reserves that for every thread the device can hold, GpuMsm charges it), which
+// the caches and memory serve (docs/benchmarks.md, sessions 19 and 23).
 #pragma once
 #include "fp_inv.cuh"
 #include "msm.cuh"
@@ -98,7 +103,7 @@ __device__ __forceinline__ void accumulate_chunk_affine_body(
   const uint32_t e1 = min_u32(total - e0, chunk_len) + e0;
   const uint32_t m = chunk_len / K;
 
-  Fp ax[K], ay[K], pref[K], hx[K], hy[K];
+  Fp ax[K], ay[K], pref[K], bx[K], by[K], hx[K], hy[K];
   uint32_t kb[K], kend[K], hk[K];
   uint64_t live = 0;       // stream s's current sum is not infinity
   uint64_t crossed = 0;    // stream s has finished its first segment (its head)
@@ -121,10 +126,26 @@ __device__ __forceinline__ void accumulate_chunk_affine_body(
   for (uint32_t j = 0; j < m; ++j) {
     Fp prod = f_one((const Fp*)nullptr);
     uint64_t adding = 0;
+    // Software pipeline over the streams: the point of stream s + 1 and the entry of
+    // stream s + 2 are in flight while stream s is handled.
+    uint32_t n_entry = 0, nn_entry = 0;
+    Affine<Fp> nq;
+    if (e0 + j < e1) {
+      n_entry = entries[e0 + j];
+      nq = affine_load(bases + (n_entry & ~SIGN_BIT));
+    }
+    if (n_streams > 1 && e0 + m + j < e1) nn_entry = entries[e0 + m + j];
 #pragma unroll 1
     for (uint32_t s = 0; s < n_streams; ++s) {
       const uint32_t e = e0 + s * m + j;
       if (e >= e1) break;
+      const uint32_t entry = n_entry;
+      Affine<Fp> q = nq;
+      if (s + 1 < n_streams && e + m < e1) {
+        n_entry = nn_entry;
+        nq = affine_load(bases + (n_entry & ~SIGN_BIT));
+        if (s + 2 < n_streams && e + 2 * m < e1) nn_entry = entries[e + 2 * m];
+      }
       const uint64_t bit = 1ull << s;
       if (e == kend[s]) {
         // The stream's bucket ended before e: keep its first segment for the final
@@ -147,34 +168,25 @@ __device__ __forceinline__ void accumulate_chunk_affine_body(
         kend[s] = offsets[k] + counts[k];
         live &= ~bit;
       }
-      // Only x is read here, y where it is needed (a first point, equal x, or x = 0,
-      // which an infinity base has).
-      const uint32_t entry = entries[e];
-      const Affine<Fp>* bp = bases + (entry & ~SIGN_BIT);
-      const Fp qx = f_load(&bp->x);
-      Fp den;
-      if ((live & bit) && !f_is_zero(qx)) {
-        den = f_sub(qx, ax[s]);
-      } else {
-        den = f_zero((const Fp*)nullptr);
+      if (f_is_zero(q.x) && f_is_zero(q.y)) continue;  // a base at infinity
+      if (entry & SIGN_BIT) q.y = f_neg(q.y);
+      if (!(live & bit)) {
+        ax[s] = q.x;
+        ay[s] = q.y;
+        live |= bit;
+        continue;
       }
+      Fp den = f_sub(q.x, ax[s]);
       if (f_is_zero(den)) {
-        Fp qy = f_load(&bp->y);
-        if (f_is_zero(qx) && f_is_zero(qy)) continue;  // infinity
-        if (entry & SIGN_BIT) qy = f_neg(qy);
-        if (!(live & bit)) {
-          ax[s] = qx;
-          ay[s] = qy;
-          live |= bit;
-          continue;
-        }
-        const AffineSlope sl = affine_slope({ax[s], ay[s]}, {qx, qy});
+        const AffineSlope sl = affine_slope({ax[s], ay[s]}, q);
         if (sl.cancel) {
           live &= ~bit;
           continue;
         }
         den = sl.den;
       }
+      bx[s] = q.x;
+      by[s] = q.y;
       pref[s] = prod;
       prod = f_mul(prod, den);
       adding |= bit;
@@ -184,8 +196,7 @@ __device__ __forceinline__ void accumulate_chunk_affine_body(
 #pragma unroll 1
     for (int s = (int)n_streams - 1; s >= 0; --s) {
       if (!((adding >> s) & 1)) continue;
-      const uint32_t e = e0 + (uint32_t)s * m + j;
-      const Affine<Fp> q = entry_base(bases, entries[e]);
+      const Affine<Fp> q{bx[s], by[s]};
       const Affine<Fp> a{ax[s], ay[s]};
       Fp den = f_sub(q.x, a.x), num;
       if (!f_is_zero(den)) {
