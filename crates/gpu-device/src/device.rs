@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::sys::{self, CUdevice_attribute, CUresult};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, DriverError};
-use memory_budget::Budget;
+use memory_budget::{Budget, Reservation};
 use pinion_kernels::{Entry, Module};
 
 use crate::GpuError;
@@ -248,6 +248,31 @@ struct GpuInner {
     modules: Mutex<HashMap<Module, Arc<CudaModule>>>,
     functions: Mutex<HashMap<Entry, CudaFunction>>,
     feeders: FeederPriority,
+    /// Threads the device holds at once (SMs x the most threads an SM holds): the driver
+    /// reserves every kernel's local memory per thread for all of them.
+    resident_threads: u64,
+    local: Mutex<LocalMemory>,
+}
+
+/// The context's per-thread local memory ("stack") as [`Gpu::reserve_local_memory`] set it.
+#[derive(Default)]
+struct LocalMemory {
+    per_thread: u64,
+    reservation: Option<Reservation>,
+    measured_bytes: u64,
+}
+
+/// What [`Gpu::reserve_local_memory`] charged for kernels' local memory, beside what the
+/// driver's free-memory figure fell by when the limit was raised.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LocalMemoryInfo {
+    /// Local bytes per thread the context now provides (0: never raised by this crate).
+    pub per_thread_bytes: u64,
+    /// Bytes charged to the VRAM budget for it (`per_thread_bytes` x resident threads).
+    pub charged_bytes: u64,
+    /// How much `cuMemGetInfo`'s free memory fell when the limit was raised (summed over
+    /// raises; 0 where other work allocated or freed at the same moment may hide it).
+    pub measured_bytes: u64,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -305,6 +330,10 @@ impl Gpu {
             CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
             "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)",
         )?;
+        let max_threads_per_sm = attr(
+            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+            "cuDeviceGetAttribute(MAX_THREADS_PER_MULTIPROCESSOR)",
+        )?;
         let (free, total) = ctx
             .mem_get_info()
             .map_err(GpuError::driver("cuMemGetInfo"))?;
@@ -341,6 +370,8 @@ impl Gpu {
                 modules: Mutex::new(HashMap::new()),
                 functions: Mutex::new(HashMap::new()),
                 feeders: config.feeders_first,
+                resident_threads: u64::from(sm_count) * u64::from(max_threads_per_sm),
+                local: Mutex::new(LocalMemory::default()),
             }),
             stream,
         })
@@ -486,6 +517,53 @@ impl Gpu {
         };
         modules.insert(module, loaded.clone());
         Ok(loaded)
+    }
+
+    /// Makes the context provide `f`'s local memory per thread (its stack frame: register
+    /// spills and local arrays), charged first. The driver reserves a kernel's local memory
+    /// for every thread the device can hold, whatever the kernel's occupancy, and keeps the
+    /// largest reservation for the context's life: 22 KB a thread is 6 GB on an H200, outside
+    /// any allocation this crate sees. So a kernel with a large frame is prepared once: the
+    /// per-thread bytes times the resident threads are charged to the VRAM budget (held
+    /// until the device closes) and `CU_LIMIT_STACK_SIZE` is raised to them, which
+    /// makes the driver reserve it now rather than at some later launch. Nothing is done
+    /// if the context already provides that much. A budget that cannot take the charge is
+    /// [`GpuError::Budget`] and leaves the limit as it was (callers can pick a kernel with
+    /// less local memory). Raising the limit waits for the device's work to drain.
+    pub fn reserve_local_memory(&self, f: &CudaFunction, label: &str) -> Result<(), GpuError> {
+        let per_thread = f
+            .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)
+            .map_err(GpuError::driver("cuFuncGetAttribute(LOCAL_SIZE_BYTES)"))?;
+        let per_thread = u64::try_from(per_thread).unwrap_or(0);
+        let mut local = lock(&self.inner.local);
+        if per_thread <= local.per_thread {
+            return Ok(());
+        }
+        let bytes = per_thread.saturating_mul(self.inner.resident_threads);
+        let reservation = self.reserve_vram(bytes, label)?;
+        let free_before = self.inner.ctx.mem_get_info().ok().map(|(f, _)| f as u64);
+        self.inner
+            .ctx
+            .set_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE, per_thread as usize)
+            .map_err(GpuError::driver("cuCtxSetLimit(STACK_SIZE)"))?;
+        let free_after = self.inner.ctx.mem_get_info().ok().map(|(f, _)| f as u64);
+        if let (Some(before), Some(after)) = (free_before, free_after) {
+            local.measured_bytes += before.saturating_sub(after);
+        }
+        local.per_thread = per_thread;
+        // The previous (smaller) charge goes once the larger one is held.
+        local.reservation = Some(reservation);
+        Ok(())
+    }
+
+    /// What [`Gpu::reserve_local_memory`] has charged and measured so far.
+    pub fn local_memory(&self) -> LocalMemoryInfo {
+        let local = lock(&self.inner.local);
+        LocalMemoryInfo {
+            per_thread_bytes: local.per_thread,
+            charged_bytes: local.reservation.as_ref().map_or(0, Reservation::bytes),
+            measured_bytes: local.measured_bytes,
+        }
     }
 
     /// A kernel function by entry point (its module is loaded on first use); cached.

@@ -49,7 +49,7 @@ pub mod testing;
 
 pub use device::{
     default_vram_margin_bytes, device_count, driver_present, DeviceInfo, FeederPriority, Gpu,
-    GpuConfig, MemInfo, VramPool, WaitMode,
+    GpuConfig, LocalMemoryInfo, MemInfo, VramPool, WaitMode,
 };
 pub use error::GpuError;
 pub use memory::{DeviceBuffer, PinnedBuffer};

@@ -29,6 +29,8 @@
 use pinion_bench::BenchLine;
 use std::time::Instant;
 
+const GIB: f64 = (1u64 << 30) as f64;
+
 use gpu_device::Gpu;
 use gpu_msm::{
     AccumulateKernel, DeviceBases, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
@@ -386,6 +388,15 @@ fn main() -> BenchResult<()> {
     for l in &run.phase_lines {
         println!("{l}");
     }
+    let local = run.gpu.local_memory();
+    if local.per_thread_bytes > 0 {
+        println!(
+            "kernel local memory: {} B a thread, charged {:.3} GiB, cuMemGetInfo's free fell {:.3} GiB when it was reserved",
+            local.per_thread_bytes,
+            local.charged_bytes as f64 / GIB,
+            local.measured_bytes as f64 / GIB
+        );
+    }
     println!();
     println!("median of {runs} after warm-up, CUDA events; reference: issue 6 (same H200 kind, G1, with the copy)");
     println!("| curve | n | window, kernel | ours, with scalar copy (ms) | ours, scalars resident (ms) | reference (ms) | ours/ref |");
@@ -495,7 +506,7 @@ where
         run.rows.push(format!(
             "| {name} | 2^{log_n} | {} {:?} {:?} | {:.2} | {:.2} | {} | {} |",
             engine.plan(n).window_bits,
-            config.accumulate.resolve::<C>(),
+            engine.accumulate_kernel::<C>(&engine.plan(n)),
             config.reduce.resolve::<C>(),
             timing.with_copy_ms,
             timing.resident_ms,
@@ -527,7 +538,7 @@ where
                 "| {name} | 2^{log_n} bases streamed from pinned (chunks of 2^{}) | {} {:?} | - | {ms:.2} | - | - |",
                 run.stream_chunk_log.min(log_n),
                 engine.plan(chunk_len).window_bits,
-                config.accumulate.resolve::<C>(),
+                engine.accumulate_kernel::<C>(&engine.plan(chunk_len)),
             ));
             println!("{}", run.rows.last().map_or("", String::as_str));
             let what = "uniform, bases streamed from pinned, scalars resident";
@@ -542,7 +553,7 @@ where
         run.rows.push(format!(
             "| {name} | 2^{log_n} Groth16-shaped (30% 0, 30% 1) | {} {:?} | {:.2} | {:.2} | - | - |",
             engine.plan(windowed_terms(&g16)).window_bits,
-            engine.config().accumulate.resolve::<C>(),
+            engine.accumulate_kernel::<C>(&engine.plan(windowed_terms(&g16))),
             t.with_copy_ms,
             t.resident_ms
         ));
@@ -555,7 +566,7 @@ where
         run.phase_lines.push(phase_line(&label, &phases));
         // Every scalar equal: one bucket per window holds all n entries. Only with a
         // chunked accumulation (one thread per bucket would add them one after another).
-        let kernel = engine.config().accumulate.resolve::<C>();
+        let kernel = engine.accumulate_kernel::<C>(&engine.plan(n));
         let skip_equal = std::env::var("PINION_MSM_NO_EQUAL").is_ok_and(|v| v == "1");
         if kernel.is_chunked() && !skip_equal {
             let one = scalar_words(rng, 1, false);

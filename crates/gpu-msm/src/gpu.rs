@@ -132,6 +132,9 @@ fn tree_levels(n_segments: u32) -> Vec<u32> {
 /// 2^26 626.7 / 568.2, 2^27 1254.5 / 1103.7. (c = 19 and 22 lost to 20 at 2^24..2^27;
 /// c = 18 and 21 leave 3 bits in the top window.)
 pub const LARGE_WINDOW_FROM: usize = 1 << 25;
+/// [`AccumulateKernel::Auto`] runs [`AccumulateKernel::ChunkedAffine`] on G1 from this window
+/// size on (the default window from [`LARGE_WINDOW_FROM`] windowed terms).
+pub const AFFINE_FROM_BITS: u32 = 20;
 /// Smallest and largest window sizes.
 pub const GPU_MIN_WINDOW_BITS: u32 = 2;
 /// Largest window size (keeps bucket keys and scratch bounded: at c = 22, 13·2^21 keys, 5.2
@@ -630,7 +633,9 @@ fn word_offsets_into(words: &[u64], out: &mut [u32]) -> usize {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AccumulateKernel {
     /// The curve's default ([`GpuCurve::DEFAULT_ACCUMULATE`]): [`Self::ChunkedCapped`] on
-    /// G1, [`Self::Chunked`] on G2.
+    /// G1, [`Self::Chunked`] on G2; on G1 with 20-bit windows (from [`LARGE_WINDOW_FROM`]
+    /// windowed terms) [`Self::ChunkedAffine`], unless the VRAM budget cannot take its local
+    /// memory ([`GpuMsm::accumulate_kernel`]).
     #[default]
     Auto,
     /// Registers as the compiler likes. G1: 142 on sm_90, no spills (3 blocks of 128
@@ -652,11 +657,31 @@ pub enum AccumulateKernel {
     /// thread runs [`AFFINE_STREAMS`] streams of its chunk side by side and adds their
     /// next points with one shared inversion (a binary GCD), about 6 field products an
     /// addition instead of 10. The chunk length is rounded up to a multiple of
-    /// [`AFFINE_STREAMS`]; by default [`GpuMsmPlan::default_affine_chunk_len`]. Not the
-    /// default: measured 3-6% slower than [`Self::ChunkedCapped`] on the H200 at 2^26 and
-    /// 2^27 (session 19: 2^27 1018.8 against 990.8 ms; the extra reads of each point and the
-    /// streams' state in local memory cost what the cheaper additions save).
+    /// [`AFFINE_STREAMS`]; by default [`GpuMsmPlan::default_affine_chunk_len`]. Its
+    /// streams' state is ~22 KB of local memory a thread, which the driver reserves for
+    /// every thread the device holds (~6 GB on an H200): charged to the VRAM budget before
+    /// its first launch ([`Gpu::reserve_local_memory`]). [`Self::Auto`]'s pick with 20-bit
+    /// windows: on the H200 (session 23, window 20, same call) 2^26 401.6 ms against 436.6
+    /// for [`Self::ChunkedCapped`]; at 2^24 within 2% of it (128.7 / 126.0 ms). (Session 19's
+    /// version read each point twice and ran 3 blocks an SM: 3-6% slower than XYZZ then.)
     ChunkedAffine,
+}
+
+/// [`GpuMsm::accumulate_kernel`]'s rule: `configured` on curve `C`, or for
+/// [`AccumulateKernel::Auto`] the affine kernel on a curve that has it from
+/// [`AFFINE_FROM_BITS`]-bit windows on.
+fn pick_accumulate<C: GpuCurve>(
+    configured: AccumulateKernel,
+    window_bits: u32,
+) -> AccumulateKernel {
+    match configured {
+        AccumulateKernel::Auto
+            if C::ACCUMULATE_CHUNKS_AFFINE.is_some() && window_bits >= AFFINE_FROM_BITS =>
+        {
+            AccumulateKernel::ChunkedAffine
+        }
+        other => other.resolve::<C>(),
+    }
 }
 
 /// Streams per thread of [`AccumulateKernel::ChunkedAffine`] (the kernel's template
@@ -801,13 +826,14 @@ impl GpuMsmPlan {
         ) as u32
     }
 
-    /// The default chunk of [`AccumulateKernel::ChunkedAffine`] for `n` terms: eight times
+    /// The default chunk of [`AccumulateKernel::ChunkedAffine`] for `n` terms: four times
     /// [`Self::default_chunk_len`], within 16..=64 entries a stream (each stream's sum costs
-    /// one more mixed addition at the end). Measured on the H200 (session 19, window 20,
-    /// 64 streams): 2^27 at chunks of 512 / 2048 / 4096 / 8192 1145.9 / 1038.7 / 1018.8 /
-    /// 1043.8 ms, 2^26 607.3 / 541.6 / 546.6 / 593.0 ms.
+    /// one more mixed addition at the end). Measured on the H200 (session 23, window 20, 64
+    /// streams, same call): 2^26 at chunks of 512 / 2048 436.4 / 401.6 ms, 2^24 130.4 /
+    /// 128.7 ms; session 23's first call (the kernel's products inlined) 2^26 at 2048 / 4096
+    /// 513.1 / 528.1 ms.
     pub fn default_affine_chunk_len(&self, n: usize) -> u32 {
-        (8 * self.default_chunk_len(n)).clamp(16 * AFFINE_STREAMS, 64 * AFFINE_STREAMS)
+        (4 * self.default_chunk_len(n)).clamp(16 * AFFINE_STREAMS, 64 * AFFINE_STREAMS)
     }
 
     /// The default window size for `n` terms taking windows: 8 up to 2^12 terms, 13 below
@@ -1013,6 +1039,41 @@ impl GpuMsm {
                 .window_bits
                 .unwrap_or_else(|| GpuMsmPlan::default_window_bits(n)),
         )
+    }
+
+    /// The accumulation kernel a run under `plan` picks on curve `C`: the configured one,
+    /// or for [`AccumulateKernel::Auto`] [`AccumulateKernel::ChunkedAffine`] on G1 with
+    /// windows of 20 bits or more (it measured faster there; within 2% at 2^24 with c = 20)
+    /// and the curve's default elsewhere. (A run falls back from the affine kernel to the
+    /// default when [`AccumulateKernel::Auto`] chose it and the VRAM budget cannot take its
+    /// local memory.)
+    pub fn accumulate_kernel<C: GpuCurve>(&self, plan: &GpuMsmPlan) -> AccumulateKernel {
+        pick_accumulate::<C>(self.config.accumulate, plan.window_bits)
+    }
+
+    /// [`Self::accumulate_kernel`], with the affine kernel's local memory charged and
+    /// reserved before its first launch ([`Gpu::reserve_local_memory`]); an automatic pick
+    /// whose charge the budget refuses runs the curve's default kernel instead.
+    fn prepare_accumulate_kernel<C: GpuCurve>(
+        &self,
+        plan: &GpuMsmPlan,
+    ) -> Result<AccumulateKernel, GpuMsmError> {
+        let kernel = self.accumulate_kernel::<C>(plan);
+        let (AccumulateKernel::ChunkedAffine, Some(entry)) = (kernel, C::ACCUMULATE_CHUNKS_AFFINE)
+        else {
+            return Ok(kernel);
+        };
+        let f = self.gpu.function(entry)?;
+        match self
+            .gpu
+            .reserve_local_memory(&f, "gpu-msm affine accumulation's local memory")
+        {
+            Ok(()) => Ok(kernel),
+            Err(GpuError::Budget { .. }) if self.config.accumulate == AccumulateKernel::Auto => {
+                Ok(C::DEFAULT_ACCUMULATE.resolve::<C>())
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Uploads bases once (converted to bls-repr's layout on the host).
@@ -1778,7 +1839,7 @@ impl GpuMsm {
         }
 
         mark("scatter")?;
-        let accumulate = self.config.accumulate.resolve::<C>();
+        let accumulate = self.prepare_accumulate_kernel::<C>(plan)?;
         // Held until the final download has synchronized the stream.
         let mut _partials = None;
         if accumulate.is_chunked() {
@@ -2197,6 +2258,32 @@ mod tests {
         let auto = AccumulateKernel::Auto;
         assert_eq!(auto.resolve::<G1Curve>(), AccumulateKernel::ChunkedCapped);
         assert_eq!(auto.resolve::<G2Curve>(), AccumulateKernel::Chunked);
+        // The automatic pick by window: affine on G1 from 20 bits, never on G2; a configured
+        // kernel is kept whatever the window.
+        for c in [8, 13, 16, 19] {
+            assert_eq!(
+                pick_accumulate::<G1Curve>(auto, c),
+                AccumulateKernel::ChunkedCapped
+            );
+        }
+        for c in [20, 22] {
+            assert_eq!(
+                pick_accumulate::<G1Curve>(auto, c),
+                AccumulateKernel::ChunkedAffine
+            );
+            assert_eq!(
+                pick_accumulate::<G2Curve>(auto, c),
+                AccumulateKernel::Chunked
+            );
+            let capped = AccumulateKernel::ChunkedCapped;
+            assert_eq!(pick_accumulate::<G1Curve>(capped, c), capped);
+        }
+        let affine = AccumulateKernel::ChunkedAffine;
+        assert_eq!(pick_accumulate::<G1Curve>(affine, 16), affine);
+        assert_eq!(
+            GpuMsmPlan::new(20).default_affine_chunk_len(1 << 27),
+            4 * MAX_DEFAULT_CHUNK_LEN
+        );
         let lens: Vec<u32> = [
             (8, 12),
             (13, 14),
