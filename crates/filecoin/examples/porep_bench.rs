@@ -858,6 +858,20 @@ fn run(args: &Args) -> Result<(), Error> {
         put("peak_charged_engine_bytes", peak.into());
     }
 
+    if let Some(g) = &gpu {
+        let vram = g.vram_budget().snapshot();
+        let local = g.local_memory();
+        println!(
+            "vram: peak charged {} of a {} budget; kernel local memory {} B a thread, charged {}, \
+             cuMemGetInfo's free fell {} when it was reserved",
+            gib(vram.peak_used_bytes),
+            gib(g.vram_budget().total_bytes()),
+            local.per_thread_bytes,
+            gib(local.charged_bytes),
+            gib(local.measured_bytes)
+        );
+    }
+
     // Memory.
     let hwm = vm_hwm();
     let snap = budget.snapshot();

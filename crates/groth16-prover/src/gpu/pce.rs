@@ -326,9 +326,19 @@ impl GpuBackend {
                 ahead
             }
             None => {
-                let on = self.gpu.with_stream(self.prefetch_stream()?);
-                let Some((mut witness, abc)) =
-                    alloc_inputs(&on, words, SCALAR_LIMBS * w.m, "(a, b, c on the device)")?
+                // Allocated on this stream, the one that copies into them and runs the
+                // mat-vecs and transforms: `cuMemAllocAsync` memory may be touched on
+                // another stream only after an event orders it behind the allocation, and
+                // cudarc records none for `alloc` (its events are first recorded by a use).
+                // On the prefetch stream the pool could hand back memory freed there (or,
+                // through a cross-stream dependency, elsewhere) behind work still queued,
+                // which the copy below would not wait for.
+                let Some((mut witness, abc)) = alloc_inputs(
+                    &self.gpu,
+                    words,
+                    SCALAR_LIMBS * w.m,
+                    "(a, b, c on the device)",
+                )?
                 else {
                     return Err(ProverError::BackendUnavailable {
                         backend: "gpu",
