@@ -506,7 +506,7 @@ where
         run.rows.push(format!(
             "| {name} | 2^{log_n} | {} {:?} {:?} | {:.2} | {:.2} | {} | {} |",
             engine.plan(n).window_bits,
-            engine.accumulate_kernel::<C>(&engine.plan(n)),
+            engine.accumulate_kernel::<C>(n),
             config.reduce.resolve::<C>(),
             timing.with_copy_ms,
             timing.resident_ms,
@@ -538,7 +538,7 @@ where
                 "| {name} | 2^{log_n} bases streamed from pinned (chunks of 2^{}) | {} {:?} | - | {ms:.2} | - | - |",
                 run.stream_chunk_log.min(log_n),
                 engine.plan(chunk_len).window_bits,
-                engine.accumulate_kernel::<C>(&engine.plan(chunk_len)),
+                engine.accumulate_kernel::<C>(chunk_len),
             ));
             println!("{}", run.rows.last().map_or("", String::as_str));
             let what = "uniform, bases streamed from pinned, scalars resident";
@@ -553,7 +553,7 @@ where
         run.rows.push(format!(
             "| {name} | 2^{log_n} Groth16-shaped (30% 0, 30% 1) | {} {:?} | {:.2} | {:.2} | - | - |",
             engine.plan(windowed_terms(&g16)).window_bits,
-            engine.accumulate_kernel::<C>(&engine.plan(windowed_terms(&g16))),
+            engine.accumulate_kernel::<C>(windowed_terms(&g16)),
             t.with_copy_ms,
             t.resident_ms
         ));
@@ -566,7 +566,7 @@ where
         run.phase_lines.push(phase_line(&label, &phases));
         // Every scalar equal: one bucket per window holds all n entries. Only with a
         // chunked accumulation (one thread per bucket would add them one after another).
-        let kernel = engine.accumulate_kernel::<C>(&engine.plan(n));
+        let kernel = engine.accumulate_kernel::<C>(n);
         let skip_equal = std::env::var("PINION_MSM_NO_EQUAL").is_ok_and(|v| v == "1");
         if kernel.is_chunked() && !skip_equal {
             let one = scalar_words(rng, 1, false);

@@ -132,9 +132,14 @@ fn tree_levels(n_segments: u32) -> Vec<u32> {
 /// 2^26 626.7 / 568.2, 2^27 1254.5 / 1103.7. (c = 19 and 22 lost to 20 at 2^24..2^27;
 /// c = 18 and 21 leave 3 bits in the top window.)
 pub const LARGE_WINDOW_FROM: usize = 1 << 25;
-/// [`AccumulateKernel::Auto`] runs [`AccumulateKernel::ChunkedAffine`] on G1 from this window
-/// size on (the default window from [`LARGE_WINDOW_FROM`] windowed terms).
-pub const AFFINE_FROM_BITS: u32 = 20;
+/// From this many terms taking windows on, [`AccumulateKernel::Auto`] runs
+/// [`AccumulateKernel::ChunkedAffine`] on G1. H200, session 23, resident scalars, median of
+/// 5, same call (ms, affine / XYZZ capped, best chunk each): 2^24 uniform, c = 16, 114.0 /
+/// 132.5; 2^26 c = 16 418.5 / 497.0, c = 20 401.5 / 438.0; Groth16-shaped 2^26 (2^24.7
+/// windowed terms, c = 16) 189.7 / 212.9; Groth16-shaped 2^24 (2^22.7) 55.6 / 57.1. Below
+/// 2^23 the XYZZ kernel stays (fewer entries than the affine chunks need to fill the device;
+/// not measured there).
+pub const AFFINE_FROM: usize = 1 << 23;
 /// Smallest and largest window sizes.
 pub const GPU_MIN_WINDOW_BITS: u32 = 2;
 /// Largest window size (keeps bucket keys and scratch bounded: at c = 22, 13·2^21 keys, 5.2
@@ -633,9 +638,9 @@ fn word_offsets_into(words: &[u64], out: &mut [u32]) -> usize {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AccumulateKernel {
     /// The curve's default ([`GpuCurve::DEFAULT_ACCUMULATE`]): [`Self::ChunkedCapped`] on
-    /// G1, [`Self::Chunked`] on G2; on G1 with 20-bit windows (from [`LARGE_WINDOW_FROM`]
-    /// windowed terms) [`Self::ChunkedAffine`], unless the VRAM budget cannot take its local
-    /// memory ([`GpuMsm::accumulate_kernel`]).
+    /// G1, [`Self::Chunked`] on G2; on G1 from [`AFFINE_FROM`] windowed terms
+    /// [`Self::ChunkedAffine`], unless the VRAM budget cannot take its local memory
+    /// ([`GpuMsm::accumulate_kernel`]).
     #[default]
     Auto,
     /// Registers as the compiler likes. G1: 142 on sm_90, no spills (3 blocks of 128
@@ -660,23 +665,22 @@ pub enum AccumulateKernel {
     /// [`AFFINE_STREAMS`]; by default [`GpuMsmPlan::default_affine_chunk_len`]. Its
     /// streams' state is ~22 KB of local memory a thread, which the driver reserves for
     /// every thread the device holds (~6 GB on an H200): charged to the VRAM budget before
-    /// its first launch ([`Gpu::reserve_local_memory`]). [`Self::Auto`]'s pick with 20-bit
-    /// windows: on the H200 (session 23, window 20, same call) 2^26 401.6 ms against 436.6
-    /// for [`Self::ChunkedCapped`]; at 2^24 within 2% of it (128.7 / 126.0 ms). (Session 19's
-    /// version read each point twice and ran 3 blocks an SM: 3-6% slower than XYZZ then.)
+    /// its first launch ([`Gpu::reserve_local_memory`]). [`Self::Auto`]'s pick from
+    /// [`AFFINE_FROM`] windowed terms. (Session 19's version read each point twice and ran
+    /// 3 blocks an SM: 3-6% slower than XYZZ then.)
     ChunkedAffine,
 }
 
 /// [`GpuMsm::accumulate_kernel`]'s rule: `configured` on curve `C`, or for
-/// [`AccumulateKernel::Auto`] the affine kernel on a curve that has it from
-/// [`AFFINE_FROM_BITS`]-bit windows on.
+/// [`AccumulateKernel::Auto`] the affine kernel on a curve that has it from [`AFFINE_FROM`]
+/// windowed terms on.
 fn pick_accumulate<C: GpuCurve>(
     configured: AccumulateKernel,
-    window_bits: u32,
+    n_windowed: usize,
 ) -> AccumulateKernel {
     match configured {
         AccumulateKernel::Auto
-            if C::ACCUMULATE_CHUNKS_AFFINE.is_some() && window_bits >= AFFINE_FROM_BITS =>
+            if C::ACCUMULATE_CHUNKS_AFFINE.is_some() && n_windowed >= AFFINE_FROM =>
         {
             AccumulateKernel::ChunkedAffine
         }
@@ -1041,14 +1045,14 @@ impl GpuMsm {
         )
     }
 
-    /// The accumulation kernel a run under `plan` picks on curve `C`: the configured one,
-    /// or for [`AccumulateKernel::Auto`] [`AccumulateKernel::ChunkedAffine`] on G1 with
-    /// windows of 20 bits or more (it measured faster there; within 2% at 2^24 with c = 20)
-    /// and the curve's default elsewhere. (A run falls back from the affine kernel to the
-    /// default when [`AccumulateKernel::Auto`] chose it and the VRAM budget cannot take its
-    /// local memory.)
-    pub fn accumulate_kernel<C: GpuCurve>(&self, plan: &GpuMsmPlan) -> AccumulateKernel {
-        pick_accumulate::<C>(self.config.accumulate, plan.window_bits)
+    /// The accumulation kernel a run picks on curve `C` when `n_windowed` of its terms take
+    /// windows (scalars other than 0 and 1): the configured one, or for [`AccumulateKernel::Auto`]
+    /// [`AccumulateKernel::ChunkedAffine`] on G1 from [`AFFINE_FROM`] such terms (it
+    /// measured faster there) and the curve's default elsewhere. (A run falls back from the
+    /// affine kernel to the default when [`AccumulateKernel::Auto`] chose it and the VRAM
+    /// budget cannot take its local memory.)
+    pub fn accumulate_kernel<C: GpuCurve>(&self, n_windowed: usize) -> AccumulateKernel {
+        pick_accumulate::<C>(self.config.accumulate, n_windowed)
     }
 
     /// [`Self::accumulate_kernel`], with the affine kernel's local memory charged and
@@ -1056,9 +1060,9 @@ impl GpuMsm {
     /// whose charge the budget refuses runs the curve's default kernel instead.
     fn prepare_accumulate_kernel<C: GpuCurve>(
         &self,
-        plan: &GpuMsmPlan,
+        n_windowed: usize,
     ) -> Result<AccumulateKernel, GpuMsmError> {
-        let kernel = self.accumulate_kernel::<C>(plan);
+        let kernel = self.accumulate_kernel::<C>(n_windowed);
         let (AccumulateKernel::ChunkedAffine, Some(entry)) = (kernel, C::ACCUMULATE_CHUNKS_AFFINE)
         else {
             return Ok(kernel);
@@ -1839,7 +1843,7 @@ impl GpuMsm {
         }
 
         mark("scatter")?;
-        let accumulate = self.prepare_accumulate_kernel::<C>(plan)?;
+        let accumulate = self.prepare_accumulate_kernel::<C>(n_others)?;
         // Held until the final download has synchronized the stream.
         let mut _partials = None;
         if accumulate.is_chunked() {
@@ -2258,28 +2262,28 @@ mod tests {
         let auto = AccumulateKernel::Auto;
         assert_eq!(auto.resolve::<G1Curve>(), AccumulateKernel::ChunkedCapped);
         assert_eq!(auto.resolve::<G2Curve>(), AccumulateKernel::Chunked);
-        // The automatic pick by window: affine on G1 from 20 bits, never on G2; a configured
-        // kernel is kept whatever the window.
-        for c in [8, 13, 16, 19] {
+        // The automatic pick by windowed terms: affine on G1 from AFFINE_FROM, never on G2;
+        // a configured kernel is kept whatever the size.
+        for n in [0, 1 << 16, AFFINE_FROM - 1] {
             assert_eq!(
-                pick_accumulate::<G1Curve>(auto, c),
+                pick_accumulate::<G1Curve>(auto, n),
                 AccumulateKernel::ChunkedCapped
             );
         }
-        for c in [20, 22] {
+        for n in [AFFINE_FROM, 1 << 27] {
             assert_eq!(
-                pick_accumulate::<G1Curve>(auto, c),
+                pick_accumulate::<G1Curve>(auto, n),
                 AccumulateKernel::ChunkedAffine
             );
             assert_eq!(
-                pick_accumulate::<G2Curve>(auto, c),
+                pick_accumulate::<G2Curve>(auto, n),
                 AccumulateKernel::Chunked
             );
             let capped = AccumulateKernel::ChunkedCapped;
-            assert_eq!(pick_accumulate::<G1Curve>(capped, c), capped);
+            assert_eq!(pick_accumulate::<G1Curve>(capped, n), capped);
         }
         let affine = AccumulateKernel::ChunkedAffine;
-        assert_eq!(pick_accumulate::<G1Curve>(affine, 16), affine);
+        assert_eq!(pick_accumulate::<G1Curve>(affine, 1 << 10), affine);
         assert_eq!(
             GpuMsmPlan::new(20).default_affine_chunk_len(1 << 27),
             4 * MAX_DEFAULT_CHUNK_LEN
