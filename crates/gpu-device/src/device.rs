@@ -528,8 +528,9 @@ impl Gpu {
     /// until the device closes) and `CU_LIMIT_STACK_SIZE` is raised to them, which
     /// makes the driver reserve it now rather than at some later launch. Nothing is done
     /// if the context already provides that much. A budget that cannot take the charge is
-    /// [`GpuError::Budget`] and leaves the limit as it was (callers can pick a kernel with
-    /// less local memory). Raising the limit waits for the device's work to drain.
+    /// [`GpuError::Budget`], a driver without the memory [`GpuError::OutOfMemory`]; both
+    /// leave the limit as it was and nothing charged (callers can pick a kernel with less
+    /// local memory). Raising the limit waits for the device's work to drain.
     pub fn reserve_local_memory(&self, f: &CudaFunction, label: &str) -> Result<(), GpuError> {
         let per_thread = f
             .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)
@@ -545,7 +546,19 @@ impl Gpu {
         self.inner
             .ctx
             .set_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE, per_thread as usize)
-            .map_err(GpuError::driver("cuCtxSetLimit(STACK_SIZE)"))?;
+            .map_err(|code| {
+                if code.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                    GpuError::OutOfMemory {
+                        requested_bytes: bytes,
+                        free_bytes: self.inner.ctx.mem_get_info().map_or(0, |(f, _)| f as u64),
+                    }
+                } else {
+                    GpuError::Driver {
+                        call: "cuCtxSetLimit(STACK_SIZE)",
+                        code,
+                    }
+                }
+            })?;
         let free_after = self.inner.ctx.mem_get_info().ok().map(|(f, _)| f as u64);
         if let (Some(before), Some(after)) = (free_before, free_after) {
             local.measured_bytes += before.saturating_sub(after);

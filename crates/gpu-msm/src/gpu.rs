@@ -1057,7 +1057,8 @@ impl GpuMsm {
 
     /// [`Self::accumulate_kernel`], with the affine kernel's local memory charged and
     /// reserved before its first launch ([`Gpu::reserve_local_memory`]); an automatic pick
-    /// whose charge the budget refuses runs the curve's default kernel instead.
+    /// whose charge the budget (or the driver) refuses runs the curve's default kernel
+    /// instead.
     fn prepare_accumulate_kernel<C: GpuCurve>(
         &self,
         n_windowed: usize,
@@ -1073,7 +1074,9 @@ impl GpuMsm {
             .reserve_local_memory(&f, "gpu-msm affine accumulation's local memory")
         {
             Ok(()) => Ok(kernel),
-            Err(GpuError::Budget { .. }) if self.config.accumulate == AccumulateKernel::Auto => {
+            Err(GpuError::Budget { .. } | GpuError::OutOfMemory { .. })
+                if self.config.accumulate == AccumulateKernel::Auto =>
+            {
                 Ok(C::DEFAULT_ACCUMULATE.resolve::<C>())
             }
             Err(e) => Err(e.into()),
