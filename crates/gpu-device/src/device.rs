@@ -251,6 +251,9 @@ struct GpuInner {
     /// Threads the device holds at once (SMs x the most threads an SM holds): the driver
     /// reserves every kernel's local memory per thread for all of them.
     resident_threads: u64,
+    /// The context's per-thread stack limit when the device was opened (reserved by the
+    /// driver from the start, inside the VRAM margin).
+    initial_stack: u64,
     local: Mutex<LocalMemory>,
 }
 
@@ -268,7 +271,11 @@ struct LocalMemory {
 pub struct LocalMemoryInfo {
     /// Local bytes per thread the context now provides (0: never raised by this crate).
     pub per_thread_bytes: u64,
-    /// Bytes charged to the VRAM budget for it (`per_thread_bytes` x resident threads).
+    /// The context's per-thread stack when the device was opened (the driver reserves it
+    /// from the start; the VRAM margin covers it).
+    pub initial_per_thread_bytes: u64,
+    /// Bytes charged to the VRAM budget for it: (`per_thread_bytes` −
+    /// `initial_per_thread_bytes`) x the threads the device holds.
     pub charged_bytes: u64,
     /// How much `cuMemGetInfo`'s free memory fell when the limit was raised (summed over
     /// raises; 0 where other work allocated or freed at the same moment may hide it).
@@ -283,6 +290,9 @@ impl std::fmt::Debug for Gpu {
             .finish_non_exhaustive()
     }
 }
+
+/// Each device's per-thread stack limit as this process first found it (ordinal, bytes).
+static INITIAL_STACK: Mutex<Vec<(usize, u64)>> = Mutex::new(Vec::new());
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding a cache lock leaves the map consistent (inserts are single
@@ -334,6 +344,22 @@ impl Gpu {
             CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
             "cuDeviceGetAttribute(MAX_THREADS_PER_MULTIPROCESSOR)",
         )?;
+        let stack_now = ctx
+            .get_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE)
+            .map_err(GpuError::driver("cuCtxGetLimit(STACK_SIZE)"))? as u64;
+        // The stack the context had before this process raised it: the primary context is
+        // shared by every open of the device, so a later open must not take a limit raised
+        // (and charged) through an earlier handle as its starting point.
+        let initial_stack = {
+            let mut seen = lock(&INITIAL_STACK);
+            match seen.iter().find(|(o, _)| *o == ordinal) {
+                Some(&(_, stack)) => stack,
+                None => {
+                    seen.push((ordinal, stack_now));
+                    stack_now
+                }
+            }
+        };
         let (free, total) = ctx
             .mem_get_info()
             .map_err(GpuError::driver("cuMemGetInfo"))?;
@@ -371,6 +397,7 @@ impl Gpu {
                 functions: Mutex::new(HashMap::new()),
                 feeders: config.feeders_first,
                 resident_threads: u64::from(sm_count) * u64::from(max_threads_per_sm),
+                initial_stack,
                 local: Mutex::new(LocalMemory::default()),
             }),
             stream,
@@ -522,12 +549,16 @@ impl Gpu {
     /// Makes the context provide `f`'s local memory per thread (its stack frame: register
     /// spills and local arrays), charged first. The driver reserves a kernel's local memory
     /// for every thread the device can hold, whatever the kernel's occupancy, and keeps the
-    /// largest reservation for the context's life: 22 KB a thread is 6 GB on an H200, outside
-    /// any allocation this crate sees. So a kernel with a large frame is prepared once: the
-    /// per-thread bytes times the resident threads are charged to the VRAM budget (held
-    /// until the device closes) and `CU_LIMIT_STACK_SIZE` is raised to them, which
-    /// makes the driver reserve it now rather than at some later launch. Nothing is done
-    /// if the context already provides that much. A budget that cannot take the charge is
+    /// largest reservation for the context's life: 22 KB a thread is 5.7 GiB on an H200,
+    /// outside any allocation this crate sees. So a kernel with a large frame is prepared
+    /// once: its per-thread bytes beyond the stack the context had when the device was opened
+    /// (1 KiB by default, which the VRAM margin covers), times the threads the device holds,
+    /// are charged to the VRAM budget (held while this device handle lives) and
+    /// `CU_LIMIT_STACK_SIZE` is raised to them, which makes the driver reserve it now rather
+    /// than at some later launch (on the H200: 22,592 B a thread, 5.43 GiB charged, and
+    /// `cuMemGetInfo`'s free memory fell by 5.43 GiB). Nothing is done if this handle has
+    /// already raised the limit that far (another `Gpu::open` of the same device charges
+    /// again, against its own budget: the primary context is shared, the records are not). A budget that cannot take the charge is
     /// [`GpuError::Budget`], a driver without the memory [`GpuError::OutOfMemory`]; both
     /// leave the limit as it was and nothing charged (callers can pick a kernel with less
     /// local memory). Raising the limit waits for the device's work to drain.
@@ -537,10 +568,13 @@ impl Gpu {
             .map_err(GpuError::driver("cuFuncGetAttribute(LOCAL_SIZE_BYTES)"))?;
         let per_thread = u64::try_from(per_thread).unwrap_or(0);
         let mut local = lock(&self.inner.local);
-        if per_thread <= local.per_thread {
+        if per_thread <= local.per_thread.max(self.inner.initial_stack) {
             return Ok(());
         }
-        let bytes = per_thread.saturating_mul(self.inner.resident_threads);
+        // (A limit another handle of this process raised is charged again here, against
+        // this handle's budget: conservative, and right once that handle is gone.)
+        let bytes =
+            (per_thread - self.inner.initial_stack).saturating_mul(self.inner.resident_threads);
         let reservation = self.reserve_vram(bytes, label)?;
         let free_before = self.inner.ctx.mem_get_info().ok().map(|(f, _)| f as u64);
         self.inner
@@ -574,6 +608,7 @@ impl Gpu {
         let local = lock(&self.inner.local);
         LocalMemoryInfo {
             per_thread_bytes: local.per_thread,
+            initial_per_thread_bytes: self.inner.initial_stack,
             charged_bytes: local.reservation.as_ref().map_or(0, Reservation::bytes),
             measured_bytes: local.measured_bytes,
         }

@@ -1,10 +1,11 @@
 //! Kernels' local memory is charged before the context is made to reserve it: the G1 affine
 //! accumulation (22.6 KB a thread on sm_90) is the kernel that needs more than the default
 //! stack. A budget too small for the charge is a typed error and leaves nothing recorded;
-//! a budget with room takes exactly per-thread bytes x resident threads, once.
+//! a budget with room takes exactly the per-thread bytes beyond the initial stack x the
+//! threads the device holds, once.
 
 use gpu_device::testing::gpu_or_skip;
-use gpu_device::{Entry, Gpu, GpuConfig, GpuError, LocalMemoryInfo};
+use gpu_device::{Entry, Gpu, GpuConfig, GpuError};
 
 const KERNEL: Entry = Entry::G1AccumulateChunksAffine;
 
@@ -29,7 +30,12 @@ fn gpu_local_memory_refused_by_a_small_budget_is_a_budget_error() {
         .reserve_local_memory(&f, "test: affine local memory")
         .unwrap_err();
     assert!(matches!(err, GpuError::Budget { .. }), "{err}");
-    assert_eq!(small.local_memory(), LocalMemoryInfo::default());
+    let info = small.local_memory();
+    assert_eq!(
+        (info.per_thread_bytes, info.charged_bytes),
+        (0, 0),
+        "{info:?}"
+    );
     assert_eq!(small.vram_budget().snapshot().used_bytes, 0);
 }
 
@@ -50,10 +56,11 @@ fn gpu_local_memory_is_charged_once_per_thread_the_device_holds() {
     let info = gpu.local_memory();
     eprintln!("{info:?}");
     assert_eq!(info.per_thread_bytes, per_thread);
-    // Every SM of a CUDA device holds at least 1024 threads; the charge is a whole number
-    // of per-thread frames, one for each thread the device can hold.
-    let threads = info.charged_bytes / per_thread.max(1);
-    assert_eq!(info.charged_bytes, threads * per_thread);
+    // The charge is what the frame adds to the context's initial stack, for each thread the
+    // device can hold (every SM of a CUDA device holds at least 1024).
+    let extra = per_thread - info.initial_per_thread_bytes;
+    let threads = info.charged_bytes / extra;
+    assert_eq!(info.charged_bytes, threads * extra);
     assert!(
         threads >= u64::from(gpu.info().sm_count) * 1024,
         "{threads} threads"
