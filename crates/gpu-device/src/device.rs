@@ -174,6 +174,21 @@ fn set_pool(
     )
 }
 
+/// Returns the memory device `ordinal`'s default stream-ordered pool holds unused to the
+/// driver (`cuMemPoolTrimTo(pool, 0)`; memory in use or awaiting a stream-ordered free stays).
+fn trim_default_pool(ordinal: usize) -> Result<(), GpuError> {
+    let dev = cu_device(ordinal, ordinal + 1)?;
+    let mut handle: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: `dev` came from cuDeviceGet; `handle` is a valid out-pointer.
+    unsafe { sys::cuDeviceGetDefaultMemPool(&mut handle, dev) }
+        .result()
+        .map_err(GpuError::driver("cuDeviceGetDefaultMemPool"))?;
+    // SAFETY: `handle` came from cuDeviceGetDefaultMemPool.
+    unsafe { sys::cuMemPoolTrimTo(handle, 0) }
+        .result()
+        .map_err(GpuError::driver("cuMemPoolTrimTo"))
+}
+
 /// The driver's handle of device `ordinal` (one of `n_devices`).
 fn cu_device(ordinal: usize, n_devices: usize) -> Result<sys::CUdevice, GpuError> {
     let ordinal_c =
@@ -261,8 +276,11 @@ struct GpuInner {
 #[derive(Default)]
 struct LocalMemory {
     per_thread: u64,
-    reservation: Option<Reservation>,
+    /// One charge a raise, each for what it added.
+    reservations: Vec<Reservation>,
     measured_bytes: u64,
+    /// The smallest per-thread size the driver refused for lack of memory (not asked again).
+    refused: Option<u64>,
 }
 
 /// What [`Gpu::reserve_local_memory`] charged for kernels' local memory, beside what the
@@ -277,8 +295,8 @@ pub struct LocalMemoryInfo {
     /// Bytes charged to the VRAM budget for it: (`per_thread_bytes` −
     /// `initial_per_thread_bytes`) x the threads the device holds.
     pub charged_bytes: u64,
-    /// How much `cuMemGetInfo`'s free memory fell when the limit was raised (summed over
-    /// raises; 0 where other work allocated or freed at the same moment may hide it).
+    /// How much `cuMemGetInfo`'s free memory fell when the limit was raised, summed over
+    /// raises: approximate, as other work allocating or freeing at the same moment moves it.
     pub measured_bytes: u64,
 }
 
@@ -559,47 +577,66 @@ impl Gpu {
     /// `cuMemGetInfo`'s free memory fell by 5.43 GiB). Nothing is done if this handle has
     /// already raised the limit that far (another `Gpu::open` of the same device charges
     /// again, against its own budget: the primary context is shared, the records are not). A budget that cannot take the charge is
-    /// [`GpuError::Budget`], a driver without the memory [`GpuError::OutOfMemory`]; both
-    /// leave the limit as it was and nothing charged (callers can pick a kernel with less
-    /// local memory). Raising the limit waits for the device's work to drain.
+    /// [`GpuError::Budget`]; a driver without the memory, even after the stream-ordered pool
+    /// has given back what it keeps unused, [`GpuError::OutOfMemory`], remembered (a later
+    /// call for as large a frame gets it without asking the driver again); either leaves the
+    /// limit as it was and nothing charged (callers can pick a kernel with less local
+    /// memory). The limit is never lowered. Raising it waits for the device's work to drain.
     pub fn reserve_local_memory(&self, f: &CudaFunction, label: &str) -> Result<(), GpuError> {
         let per_thread = f
             .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)
             .map_err(GpuError::driver("cuFuncGetAttribute(LOCAL_SIZE_BYTES)"))?;
         let per_thread = u64::try_from(per_thread).unwrap_or(0);
         let mut local = lock(&self.inner.local);
-        if per_thread <= local.per_thread.max(self.inner.initial_stack) {
+        let covered = local.per_thread.max(self.inner.initial_stack);
+        if per_thread <= covered {
             return Ok(());
         }
-        // (A limit another handle of this process raised is charged again here, against
-        // this handle's budget: conservative, and right once that handle is gone.)
-        let bytes =
-            (per_thread - self.inner.initial_stack).saturating_mul(self.inner.resident_threads);
-        let reservation = self.reserve_vram(bytes, label)?;
-        let free_before = self.inner.ctx.mem_get_info().ok().map(|(f, _)| f as u64);
-        self.inner
-            .ctx
-            .set_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE, per_thread as usize)
-            .map_err(|code| {
-                if code.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-                    GpuError::OutOfMemory {
-                        requested_bytes: bytes,
-                        free_bytes: self.inner.ctx.mem_get_info().map_or(0, |(f, _)| f as u64),
-                    }
-                } else {
-                    GpuError::Driver {
-                        call: "cuCtxSetLimit(STACK_SIZE)",
-                        code,
-                    }
-                }
-            })?;
-        let free_after = self.inner.ctx.mem_get_info().ok().map(|(f, _)| f as u64);
-        if let (Some(before), Some(after)) = (free_before, free_after) {
-            local.measured_bytes += before.saturating_sub(after);
+        let ctx = &self.inner.ctx;
+        let free_now = || ctx.mem_get_info().map_or(0, |(f, _)| f as u64);
+        // Only what this raise adds is charged (a larger frame after a smaller one adds the
+        // difference). A limit another handle of this process raised is charged again here,
+        // against this handle's budget: conservative, and right once that handle is gone.
+        let bytes = (per_thread - covered).saturating_mul(self.inner.resident_threads);
+        if local.refused.is_some_and(|r| per_thread >= r) {
+            return Err(GpuError::OutOfMemory {
+                requested_bytes: bytes,
+                free_bytes: free_now(),
+            });
         }
+        let reservation = self.reserve_vram(bytes, label)?;
+        let current = ctx
+            .get_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE)
+            .map_err(GpuError::driver("cuCtxGetLimit(STACK_SIZE)"))? as u64;
+        let free_before = free_now();
+        // Never lowered: the context may already provide more (raised through another
+        // handle, or grown by the driver for some launch).
+        if current < per_thread {
+            let raise = || ctx.set_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE, per_thread as usize);
+            let mut result = raise();
+            if result.is_err_and(|code| code.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY) {
+                // Memory the stream-ordered pool keeps after frees is not the budget's; give
+                // it back to the driver and ask once more.
+                trim_default_pool(self.inner.info.ordinal)?;
+                result = raise();
+            }
+            if let Err(code) = result {
+                if code.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                    local.refused = Some(local.refused.map_or(per_thread, |r| r.min(per_thread)));
+                    return Err(GpuError::OutOfMemory {
+                        requested_bytes: bytes,
+                        free_bytes: free_now(),
+                    });
+                }
+                return Err(GpuError::Driver {
+                    call: "cuCtxSetLimit(STACK_SIZE)",
+                    code,
+                });
+            }
+        }
+        local.measured_bytes += free_before.saturating_sub(free_now());
         local.per_thread = per_thread;
-        // The previous (smaller) charge goes once the larger one is held.
-        local.reservation = Some(reservation);
+        local.reservations.push(reservation);
         Ok(())
     }
 
@@ -609,7 +646,7 @@ impl Gpu {
         LocalMemoryInfo {
             per_thread_bytes: local.per_thread,
             initial_per_thread_bytes: self.inner.initial_stack,
-            charged_bytes: local.reservation.as_ref().map_or(0, Reservation::bytes),
+            charged_bytes: local.reservations.iter().map(Reservation::bytes).sum(),
             measured_bytes: local.measured_bytes,
         }
     }

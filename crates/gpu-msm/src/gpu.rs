@@ -702,8 +702,10 @@ impl AccumulateKernel {
         AccumulateKernel::ChunkedAffine,
     ];
 
-    /// The kernel this choice runs on curve `C` (never [`Self::Auto`]; [`Self::ChunkedCapped`]
-    /// runs [`Self::Chunked`] on a curve without it).
+    /// The kernel this choice names on curve `C` (never [`Self::Auto`], which resolves to the
+    /// curve's default; the size-dependent pick a run makes is [`GpuMsm::accumulate_kernel`]);
+    /// [`Self::ChunkedCapped`] and [`Self::ChunkedAffine`] run [`Self::Chunked`] on a curve
+    /// without them.
     pub fn resolve<C: GpuCurve>(self) -> AccumulateKernel {
         match self {
             AccumulateKernel::Auto => C::DEFAULT_ACCUMULATE.resolve::<C>(),
@@ -771,8 +773,11 @@ pub struct GpuMsmConfig {
     pub accumulate: AccumulateKernel,
     /// Bucket-reduction kernel.
     pub reduce: ReduceKernel,
-    /// Sorted entries per thread of the chunked accumulation ([`AccumulateKernel::Chunked`]);
-    /// `None` is [`GpuMsmPlan::default_chunk_len`].
+    /// Sorted entries per thread of the chunked accumulations ([`AccumulateKernel::Chunked`]
+    /// and its variants, the affine one rounding it up to a multiple of [`AFFINE_STREAMS`],
+    /// also when [`AccumulateKernel::Auto`] picks it); `None` is
+    /// [`GpuMsmPlan::default_chunk_len`], or [`GpuMsmPlan::default_affine_chunk_len`] for the
+    /// affine kernel.
     pub chunk_len: Option<u32>,
     /// Windows whose entries one scatter launch writes (the ones window counts as one);
     /// `None`: as many as keep [`SCATTER_BUCKETS`] buckets or fewer per launch.
