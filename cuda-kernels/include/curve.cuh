@@ -22,14 +22,13 @@ __device__ __forceinline__ Fp f_neg(const Fp& a) { return fe_neg(a); }
 // the point kernels, where it measured 11% faster (the bucket accumulation at 2^27: 944 ->
 // 837 ms on the H200; cuda-kernels/NOTES.md).
 //
-// And it is a call, not inlined: with every product inlined a mixed addition is ~150 KB of
-// machine code, more than the multiprocessor's instruction caches hold, and the warps of
-// the XYZZ accumulation spent 4.3 of every 11.3 cycles between issues waiting for
-// instructions (ncu, H200, session 23); with one copy of the product the wait is 0.06
-// cycles, the kernel 153 -> 70 KB, and the accumulation 11-15% faster. The squaring stays
-// inline (measured: a call there too was slower). Arguments and result travel in
-// registers (no stack frame for the call).
-__device__ __noinline__ Fp fp_mul_call(Fp a, Fp b) { return fe_mul_ab(a, b); }
+// And it is a call, not inlined (fp_mul_call, fp2.cuh, which G2's Fp2 products share):
+// with every product inlined a mixed addition is ~150 KB of machine code, more than the
+// multiprocessor's instruction caches hold, and the warps of the XYZZ accumulation spent
+// 4.3 of every 11.3 cycles between issues waiting for instructions (ncu, H200, session 23);
+// with one copy of the product the wait is 0.06 cycles, the kernel 153 -> 70 KB, and the
+// accumulation 11-15% faster. The squaring stays inline (measured: a call there too was
+// slower).
 __device__ __forceinline__ Fp f_mul(const Fp& a, const Fp& b) { return fp_mul_call(a, b); }
 __device__ __forceinline__ Fp f_sqr(const Fp& a) { return fe_sqr(a); }
 __device__ __forceinline__ Fp f_inv(const Fp& a) { return fe_inv(a); }

@@ -82,13 +82,6 @@ __device__ __forceinline__ Xyzz<Fp> xyzz_of_affine(const Affine<Fp>& a) {
   return {a.x, a.y, one, one};
 }
 
-// The base of entry `entry` (negated for a negative digit).
-__device__ __forceinline__ Affine<Fp> entry_base(const Affine<Fp>* bases, uint32_t entry) {
-  Affine<Fp> q = affine_load(bases + (entry & ~SIGN_BIT));
-  if (entry & SIGN_BIT) q.y = f_neg(q.y);
-  return q;
-}
-
 // K <= 64 streams; chunk_len a multiple of K (the host's plan guarantees it).
 template <int K>
 __device__ __forceinline__ void accumulate_chunk_affine_body(
