@@ -146,12 +146,7 @@ fn set_pool(
     pool: VramPool,
     budget_bytes: u64,
 ) -> Result<(), GpuError> {
-    let dev = cu_device(ordinal, n_devices)?;
-    let mut handle: sys::CUmemoryPool = std::ptr::null_mut();
-    // SAFETY: `dev` came from cuDeviceGet; `handle` is a valid out-pointer.
-    unsafe { sys::cuDeviceGetDefaultMemPool(&mut handle, dev) }
-        .result()
-        .map_err(GpuError::driver("cuDeviceGetDefaultMemPool"))?;
+    let handle = default_pool(ordinal, n_devices)?;
     // One attribute of the pool from a value of the type the driver reads for it.
     let set = |attr, value: *mut std::ffi::c_void, call: &'static str| {
         // SAFETY: `handle` came from cuDeviceGetDefaultMemPool; `value` points at a live
@@ -177,16 +172,22 @@ fn set_pool(
 /// Returns the memory device `ordinal`'s default stream-ordered pool holds unused to the
 /// driver (`cuMemPoolTrimTo(pool, 0)`; memory in use or awaiting a stream-ordered free stays).
 fn trim_default_pool(ordinal: usize) -> Result<(), GpuError> {
-    let dev = cu_device(ordinal, ordinal + 1)?;
+    let handle = default_pool(ordinal, ordinal + 1)?;
+    // SAFETY: `handle` came from cuDeviceGetDefaultMemPool.
+    unsafe { sys::cuMemPoolTrimTo(handle, 0) }
+        .result()
+        .map_err(GpuError::driver("cuMemPoolTrimTo"))
+}
+
+/// Device `ordinal`'s (one of `n_devices`) default stream-ordered memory pool.
+fn default_pool(ordinal: usize, n_devices: usize) -> Result<sys::CUmemoryPool, GpuError> {
+    let dev = cu_device(ordinal, n_devices)?;
     let mut handle: sys::CUmemoryPool = std::ptr::null_mut();
     // SAFETY: `dev` came from cuDeviceGet; `handle` is a valid out-pointer.
     unsafe { sys::cuDeviceGetDefaultMemPool(&mut handle, dev) }
         .result()
         .map_err(GpuError::driver("cuDeviceGetDefaultMemPool"))?;
-    // SAFETY: `handle` came from cuDeviceGetDefaultMemPool.
-    unsafe { sys::cuMemPoolTrimTo(handle, 0) }
-        .result()
-        .map_err(GpuError::driver("cuMemPoolTrimTo"))
+    Ok(handle)
 }
 
 /// The driver's handle of device `ordinal` (one of `n_devices`).
@@ -576,11 +577,11 @@ impl Gpu {
     /// than at some later launch (on the H200: 22,592 B a thread, 5.43 GiB charged, and
     /// `cuMemGetInfo`'s free memory fell by 5.43 GiB). Nothing is done if this handle has
     /// already raised the limit that far (another `Gpu::open` of the same device charges
-    /// again, against its own budget: the primary context is shared, the records are not). A budget that cannot take the charge is
-    /// [`GpuError::Budget`]; a driver without the memory, even after the stream-ordered pool
-    /// has given back what it keeps unused, [`GpuError::OutOfMemory`], remembered (a later
-    /// call for as large a frame gets it without asking the driver again); either leaves the
-    /// limit as it was and nothing charged (callers can pick a kernel with less local
+    /// again, against its own budget: the primary context is shared, the records are not).
+    /// A budget that cannot take the charge is [`GpuError::Budget`]; a driver without the
+    /// memory, even after the stream-ordered pool has given back what it keeps unused,
+    /// [`GpuError::OutOfMemory`], remembered (a later call for as large a frame gets it
+    /// without asking the driver again); either leaves the limit as it was and nothing charged (callers can pick a kernel with less local
     /// memory). The limit is never lowered. Raising it waits for the device's work to drain.
     pub fn reserve_local_memory(&self, f: &CudaFunction, label: &str) -> Result<(), GpuError> {
         let per_thread = f

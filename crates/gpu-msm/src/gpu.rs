@@ -664,7 +664,7 @@ pub enum AccumulateKernel {
     /// addition instead of 10. The chunk length is rounded up to a multiple of
     /// [`AFFINE_STREAMS`]; by default [`GpuMsmPlan::default_affine_chunk_len`]. Its
     /// streams' state is ~22 KB of local memory a thread, which the driver reserves for
-    /// every thread the device holds (~6 GB on an H200): charged to the VRAM budget before
+    /// every thread the device holds (5.4 GiB beyond the initial stack on an H200): charged to the VRAM budget before
     /// its first launch ([`Gpu::reserve_local_memory`]). [`Self::Auto`]'s pick from
     /// [`AFFINE_FROM`] windowed terms. (Session 19's version read each point twice and ran
     /// 3 blocks an SM: 3-6% slower than XYZZ then.)
