@@ -320,6 +320,9 @@ entries! {
     G2AccumulateCapped => (MsmG2, "g2_accumulate_capped"),
     /// `g2_accumulate_chunks(..)`: as `g1_accumulate_chunks` on G2.
     G2AccumulateChunks => (MsmG2, "g2_accumulate_chunks"),
+    /// `g2_accumulate_chunks_affine(..)`: as `g1_accumulate_chunks_affine` on G2, 32 streams
+    /// (`chunk_len` a multiple of 32).
+    G2AccumulateChunksAffine => (MsmG2, "g2_accumulate_chunks_affine"),
     /// `g2_fixup_groups(..)`: as `g1_fixup_groups` on G2.
     G2FixupGroups => (MsmG2, "g2_fixup_groups"),
     /// `g2_fixup_buckets(..)`: as `g1_fixup_buckets` on G2.

@@ -140,6 +140,11 @@ pub const LARGE_WINDOW_FROM: usize = 1 << 25;
 /// 2^23 the XYZZ kernel stays (fewer entries than the affine chunks need to fill the device;
 /// not measured there).
 pub const AFFINE_FROM: usize = 1 << 23;
+/// [`AFFINE_FROM`] on G2. H200, session 24, resident scalars, c = 16, median of 3, same call
+/// (ms, affine with 32 streams / XYZZ, best chunk each): 2^24 uniform 326.3 / 399.6 (chunks of
+/// 2048 / 512), 2^20 uniform 30.4 / 32.4 (512 / 512); Groth16-shaped 2^24 (2^22.7 windowed
+/// terms) 167.2 affine (XYZZ 241.7 in session 3). Below 2^20 not measured (XYZZ stays).
+pub const G2_AFFINE_FROM: usize = 1 << 20;
 /// Smallest and largest window sizes.
 pub const GPU_MIN_WINDOW_BITS: u32 = 2;
 /// Largest window size (keeps bucket keys and scratch bounded: at c = 22, 13·2^21 keys, 5.2
@@ -299,6 +304,12 @@ pub trait GpuCurve: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {
     const ACCUMULATE_CHUNKS_CAPPED: Option<Entry>;
     /// `<g>_accumulate_chunks_affine`, where the curve has one.
     const ACCUMULATE_CHUNKS_AFFINE: Option<Entry>;
+    /// Streams a thread of `<g>_accumulate_chunks_affine` runs side by side (its template
+    /// argument; its chunk length is a multiple of it).
+    const AFFINE_STREAMS: u32;
+    /// From this many windowed terms on, [`AccumulateKernel::Auto`] picks the affine
+    /// kernel on this curve; `None`: never.
+    const AUTO_AFFINE_FROM: Option<usize>;
     /// `<g>_fixup_groups`.
     const FIXUP_GROUPS: Entry;
     /// `<g>_fixup_buckets`.
@@ -343,6 +354,8 @@ impl GpuCurve for G1Curve {
     const ACCUMULATE_CHUNKS: Entry = Entry::G1AccumulateChunks;
     const ACCUMULATE_CHUNKS_CAPPED: Option<Entry> = Some(Entry::G1AccumulateChunksCapped);
     const ACCUMULATE_CHUNKS_AFFINE: Option<Entry> = Some(Entry::G1AccumulateChunksAffine);
+    const AFFINE_STREAMS: u32 = 64;
+    const AUTO_AFFINE_FROM: Option<usize> = Some(AFFINE_FROM);
     const FIXUP_GROUPS: Entry = Entry::G1FixupGroups;
     const FIXUP_BUCKETS: Entry = Entry::G1FixupBuckets;
     const REDUCE_SEGMENTS: Entry = Entry::G1ReduceSegments;
@@ -374,7 +387,11 @@ impl GpuCurve for G2Curve {
     const ACCUMULATE_CAPPED: Entry = Entry::G2AccumulateCapped;
     const ACCUMULATE_CHUNKS: Entry = Entry::G2AccumulateChunks;
     const ACCUMULATE_CHUNKS_CAPPED: Option<Entry> = None;
-    const ACCUMULATE_CHUNKS_AFFINE: Option<Entry> = None;
+    const ACCUMULATE_CHUNKS_AFFINE: Option<Entry> = Some(Entry::G2AccumulateChunksAffine);
+    // 32 streams keep the state at G1's ~22 KB a thread; 64 measured 4% faster at 2^24
+    // (312.9 vs 326.3 ms, session 24) for twice the local memory (11.6 GiB on an H200).
+    const AFFINE_STREAMS: u32 = 32;
+    const AUTO_AFFINE_FROM: Option<usize> = Some(G2_AFFINE_FROM);
     const FIXUP_GROUPS: Entry = Entry::G2FixupGroups;
     const FIXUP_BUCKETS: Entry = Entry::G2FixupBuckets;
     const REDUCE_SEGMENTS: Entry = Entry::G2ReduceSegments;
@@ -638,7 +655,7 @@ fn word_offsets_into(words: &[u64], out: &mut [u32]) -> usize {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AccumulateKernel {
     /// The curve's default ([`GpuCurve::DEFAULT_ACCUMULATE`]): [`Self::ChunkedCapped`] on
-    /// G1, [`Self::Chunked`] on G2; on G1 from [`AFFINE_FROM`] windowed terms
+    /// G1, [`Self::Chunked`] on G2; from [`GpuCurve::AUTO_AFFINE_FROM`] windowed terms
     /// [`Self::ChunkedAffine`], unless the VRAM budget cannot take its local memory
     /// ([`GpuMsm::accumulate_kernel`]).
     #[default]
@@ -658,21 +675,22 @@ pub enum AccumulateKernel {
     Chunked,
     /// [`Self::Chunked`] with registers capped at 128 (G1 only; G2 runs [`Self::Chunked`]).
     ChunkedCapped,
-    /// [`Self::Chunked`] in affine coordinates (G1 only; G2 runs [`Self::Chunked`]): each
-    /// thread runs [`AFFINE_STREAMS`] streams of its chunk side by side and adds their
-    /// next points with one shared inversion (a binary GCD), about 6 field products an
-    /// addition instead of 10. The chunk length is rounded up to a multiple of
-    /// [`AFFINE_STREAMS`]; by default [`GpuMsmPlan::default_affine_chunk_len`]. Its
-    /// streams' state is ~22 KB of local memory a thread, which the driver reserves for
-    /// every thread the device holds (5.4 GiB beyond the initial stack on an H200): charged to the VRAM budget before
-    /// its first launch ([`Gpu::reserve_local_memory`]). [`Self::Auto`]'s pick from
-    /// [`AFFINE_FROM`] windowed terms. (Session 19's version read each point twice and ran
-    /// 3 blocks an SM: 3-6% slower than XYZZ then.)
+    /// [`Self::Chunked`] in affine coordinates: each thread runs
+    /// [`GpuCurve::AFFINE_STREAMS`] streams of its chunk side by side (64 on G1, 32 on G2)
+    /// and adds their next points with one shared inversion (a binary GCD), about 6 field
+    /// products an addition instead of 10. The chunk length is rounded up to a multiple of
+    /// the streams; by default [`GpuMsmPlan::default_affine_chunk_len`]. The streams' state
+    /// is ~22 KB of local memory a thread on either curve, which the driver reserves for
+    /// every thread the device holds (5.4 GiB beyond the initial stack on an H200): charged
+    /// to the VRAM budget before its first launch ([`Gpu::reserve_local_memory`]).
+    /// [`Self::Auto`]'s pick from [`GpuCurve::AUTO_AFFINE_FROM`] windowed terms. (Session
+    /// 19's version read each point twice and ran 3 blocks an SM: 3-6% slower than XYZZ
+    /// then.)
     ChunkedAffine,
 }
 
 /// [`GpuMsm::accumulate_kernel`]'s rule: `configured` on curve `C`, or for
-/// [`AccumulateKernel::Auto`] the affine kernel on a curve that has it from [`AFFINE_FROM`]
+/// [`AccumulateKernel::Auto`] the affine kernel from [`GpuCurve::AUTO_AFFINE_FROM`]
 /// windowed terms on.
 fn pick_accumulate<C: GpuCurve>(
     configured: AccumulateKernel,
@@ -680,17 +698,14 @@ fn pick_accumulate<C: GpuCurve>(
 ) -> AccumulateKernel {
     match configured {
         AccumulateKernel::Auto
-            if C::ACCUMULATE_CHUNKS_AFFINE.is_some() && n_windowed >= AFFINE_FROM =>
+            if C::ACCUMULATE_CHUNKS_AFFINE.is_some()
+                && C::AUTO_AFFINE_FROM.is_some_and(|from| n_windowed >= from) =>
         {
             AccumulateKernel::ChunkedAffine
         }
         other => other.resolve::<C>(),
     }
 }
-
-/// Streams per thread of [`AccumulateKernel::ChunkedAffine`] (the kernel's template
-/// argument in `cuda-kernels/msm.cu`).
-pub const AFFINE_STREAMS: u32 = 64;
 
 impl AccumulateKernel {
     /// Every choice but [`Self::Auto`].
@@ -774,7 +789,8 @@ pub struct GpuMsmConfig {
     /// Bucket-reduction kernel.
     pub reduce: ReduceKernel,
     /// Sorted entries per thread of the chunked accumulations ([`AccumulateKernel::Chunked`]
-    /// and its variants, the affine one rounding it up to a multiple of [`AFFINE_STREAMS`],
+    /// and its variants, the affine one rounding it up to a multiple of
+    /// [`GpuCurve::AFFINE_STREAMS`],
     /// also when [`AccumulateKernel::Auto`] picks it); `None` is
     /// [`GpuMsmPlan::default_chunk_len`], or [`GpuMsmPlan::default_affine_chunk_len`] for the
     /// affine kernel.
@@ -841,8 +857,8 @@ impl GpuMsmPlan {
     /// streams, same call): 2^26 at chunks of 512 / 2048 436.4 / 401.6 ms, 2^24 130.4 /
     /// 128.7 ms; session 23's first call (the kernel's products inlined) 2^26 at 2048 / 4096
     /// 513.1 / 528.1 ms.
-    pub fn default_affine_chunk_len(&self, n: usize) -> u32 {
-        (4 * self.default_chunk_len(n)).clamp(16 * AFFINE_STREAMS, 64 * AFFINE_STREAMS)
+    pub fn default_affine_chunk_len<C: GpuCurve>(&self, n: usize) -> u32 {
+        (4 * self.default_chunk_len(n)).clamp(16 * C::AFFINE_STREAMS, 64 * C::AFFINE_STREAMS)
     }
 
     /// The default window size for `n` terms taking windows: 8 up to 2^12 terms, 13 below
@@ -1052,8 +1068,9 @@ impl GpuMsm {
 
     /// The accumulation kernel a run picks on curve `C` when `n_windowed` of its terms take
     /// windows (scalars other than 0 and 1): the configured one, or for [`AccumulateKernel::Auto`]
-    /// [`AccumulateKernel::ChunkedAffine`] on G1 from [`AFFINE_FROM`] such terms (it
-    /// measured faster there) and the curve's default elsewhere. (A run falls back from the
+    /// [`AccumulateKernel::ChunkedAffine`] from [`GpuCurve::AUTO_AFFINE_FROM`] such terms
+    /// ([`AFFINE_FROM`] on G1, [`G2_AFFINE_FROM`] on G2: it measured faster there) and the
+    /// curve's default elsewhere. (A run falls back from the
     /// affine kernel to the default when [`AccumulateKernel::Auto`] chose it and the VRAM
     /// budget cannot take its local memory.)
     pub fn accumulate_kernel<C: GpuCurve>(&self, n_windowed: usize) -> AccumulateKernel {
@@ -1989,8 +2006,8 @@ impl GpuMsm {
             AccumulateKernel::ChunkedAffine => self
                 .config
                 .chunk_len
-                .unwrap_or_else(|| plan.default_affine_chunk_len(n_terms))
-                .next_multiple_of(AFFINE_STREAMS),
+                .unwrap_or_else(|| plan.default_affine_chunk_len::<C>(n_terms))
+                .next_multiple_of(C::AFFINE_STREAMS),
             _ => self
                 .config
                 .chunk_len
@@ -2247,6 +2264,7 @@ mod tests {
         .into_iter()
         .chain(C::REDUCE_SEGMENTS_CAPPED)
         .chain(C::ACCUMULATE_CHUNKS_CAPPED)
+        .chain(C::ACCUMULATE_CHUNKS_AFFINE)
         {
             assert!(e.name().starts_with(&format!("{}_", C::NAME)), "{e:?}");
             assert_eq!(e.module(), C::ACCUMULATE.module(), "{e:?}");
@@ -2260,9 +2278,7 @@ mod tests {
         for k in AccumulateKernel::ALL {
             assert_eq!(k.resolve::<G1Curve>(), k);
             let on_g2 = match k {
-                AccumulateKernel::ChunkedCapped | AccumulateKernel::ChunkedAffine => {
-                    AccumulateKernel::Chunked
-                }
+                AccumulateKernel::ChunkedCapped => AccumulateKernel::Chunked,
                 other => other,
             };
             assert_eq!(k.resolve::<G2Curve>(), on_g2);
@@ -2270,12 +2286,24 @@ mod tests {
         let auto = AccumulateKernel::Auto;
         assert_eq!(auto.resolve::<G1Curve>(), AccumulateKernel::ChunkedCapped);
         assert_eq!(auto.resolve::<G2Curve>(), AccumulateKernel::Chunked);
-        // The automatic pick by windowed terms: affine on G1 from AFFINE_FROM, never on G2;
-        // a configured kernel is kept whatever the size.
+        // The automatic pick by windowed terms: affine on G1 from AFFINE_FROM, on G2 from
+        // G2_AFFINE_FROM; a configured kernel is kept whatever the size.
         for n in [0, 1 << 16, AFFINE_FROM - 1] {
             assert_eq!(
                 pick_accumulate::<G1Curve>(auto, n),
                 AccumulateKernel::ChunkedCapped
+            );
+        }
+        for n in [0, 1 << 16, G2_AFFINE_FROM - 1] {
+            assert_eq!(
+                pick_accumulate::<G2Curve>(auto, n),
+                AccumulateKernel::Chunked
+            );
+        }
+        for n in [G2_AFFINE_FROM, AFFINE_FROM - 1, 1 << 27] {
+            assert_eq!(
+                pick_accumulate::<G2Curve>(auto, n),
+                AccumulateKernel::ChunkedAffine
             );
         }
         for n in [AFFINE_FROM, 1 << 27] {
@@ -2283,17 +2311,13 @@ mod tests {
                 pick_accumulate::<G1Curve>(auto, n),
                 AccumulateKernel::ChunkedAffine
             );
-            assert_eq!(
-                pick_accumulate::<G2Curve>(auto, n),
-                AccumulateKernel::Chunked
-            );
             let capped = AccumulateKernel::ChunkedCapped;
             assert_eq!(pick_accumulate::<G1Curve>(capped, n), capped);
         }
         let affine = AccumulateKernel::ChunkedAffine;
         assert_eq!(pick_accumulate::<G1Curve>(affine, 1 << 10), affine);
         assert_eq!(
-            GpuMsmPlan::new(20).default_affine_chunk_len(1 << 27),
+            GpuMsmPlan::new(20).default_affine_chunk_len::<G1Curve>(1 << 27),
             4 * MAX_DEFAULT_CHUNK_LEN
         );
         let lens: Vec<u32> = [

@@ -553,7 +553,20 @@ fn gpu_edge_cases() {
     let Some(gpu) = gpu_or_skip("gpu-msm") else {
         return;
     };
-    edge_cases::<G1Curve>(&GpuMsm::new(gpu), &mut rng());
+    // Every accumulation kernel the curve has: the affine one meets doublings, P + (-P)
+    // and bases at infinity inside its batches here (Auto runs it only on large inputs).
+    for accumulate in AccumulateKernel::ALL
+        .into_iter()
+        .filter(|k| k.resolve::<G1Curve>() == *k)
+    {
+        eprintln!("edge cases, {accumulate:?}");
+        let config = GpuMsmConfig {
+            accumulate,
+            ..GpuMsmConfig::default()
+        };
+        let engine = GpuMsm::with_config(gpu.clone(), config).expect("valid config");
+        edge_cases::<G1Curve>(&engine, &mut rng());
+    }
 }
 
 #[test]
@@ -561,7 +574,20 @@ fn gpu_g2_edge_cases() {
     let Some(gpu) = gpu_or_skip("gpu-msm") else {
         return;
     };
-    edge_cases::<G2Curve>(&GpuMsm::new(gpu), &mut rng());
+    // Every accumulation kernel the curve has: the affine one meets doublings, P + (-P)
+    // and bases at infinity inside its batches here (Auto runs it only on large inputs).
+    for accumulate in AccumulateKernel::ALL
+        .into_iter()
+        .filter(|k| k.resolve::<G2Curve>() == *k)
+    {
+        eprintln!("edge cases, {accumulate:?}");
+        let config = GpuMsmConfig {
+            accumulate,
+            ..GpuMsmConfig::default()
+        };
+        let engine = GpuMsm::with_config(gpu.clone(), config).expect("valid config");
+        edge_cases::<G2Curve>(&engine, &mut rng());
+    }
 }
 
 #[test]
