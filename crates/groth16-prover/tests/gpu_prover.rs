@@ -134,7 +134,9 @@ fn check<C: Circuit<Scalar> + Clone>(
                 // device phase (as an engine does while the device works on another):
                 // the witness when the device evaluates a, b and c; with that off, a, b
                 // and c evaluated on the host, whose pinned buffers the witness staging
-                // writes next (it must wait for the copies).
+                // writes next (it must wait for the copies). The second backend also runs
+                // l, a and b after H's MSM on one stream instead of beside it (what a large
+                // proof does by default).
                 let host_abc = Prover::with_backend(
                     prover.key_arc().clone(),
                     budget.clone(),
@@ -148,7 +150,9 @@ fn check<C: Circuit<Scalar> + Clone>(
                     budget.clone(),
                     prover.config(),
                     Box::new(
-                        GpuBackend::with_gpu(gpu.clone(), budget.clone()).with_abc_ahead(false),
+                        GpuBackend::with_gpu(gpu.clone(), budget.clone())
+                            .with_abc_ahead(false)
+                            .with_side_msms(Some(false)),
                     ),
                 );
                 // Two proofs queued ahead before either's device phase (the second's copy

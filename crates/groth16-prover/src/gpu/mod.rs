@@ -107,6 +107,12 @@ pub struct GpuBackend {
     /// The G2 engine, on a stream of its own (created on first use) so the B MSM on G2
     /// runs beside the G1 MSMs instead of after them.
     msm_g2: Mutex<Option<Arc<GpuMsm>>>,
+    /// The engine l, a and b on G1 run on beside H's MSM in a small proof, on a stream of
+    /// its own (created on first use; `with_side_msms`).
+    msm_side: Mutex<Option<Arc<GpuMsm>>>,
+    /// Whether l, a and b on G1 run beside H's MSM: `None` by the proof's size
+    /// ([`SIDE_MSMS_UP_TO`]).
+    side_msms: Option<bool>,
     budget: Budget,
     placement: GpuPlacement,
     /// Whether a, b and c are evaluated on the device from the circuit's PCE in VRAM
@@ -196,6 +202,12 @@ impl GpuBackend {
             copy_stream: Mutex::new(None),
             prefetch_stream: Mutex::new(None),
             msm_g2: Mutex::new(None),
+            msm_side: Mutex::new(None),
+            side_msms: match std::env::var("PINION_SIDE_MSMS").as_deref() {
+                Ok("0") => Some(false),
+                Ok("1") => Some(true),
+                _ => None,
+            },
             gpu,
             budget,
             placement: GpuPlacement::Auto,
@@ -221,6 +233,19 @@ impl GpuBackend {
     /// same values; the environment variable lets a benchmark compare them in one build.
     pub fn with_abc_kernel(mut self, kernel: gpu_ntt::SparseKernel) -> GpuBackend {
         self.abc_kernel = kernel;
+        self
+    }
+
+    /// Whether l, a and b on G1 run on a second stream beside H's MSM (`Some(true)`), after
+    /// it on the device's stream (`Some(false)`), or, by default (`None`, unless
+    /// `PINION_SIDE_MSMS` is `1` or `0`), beside it when H has at most
+    /// [`SIDE_MSMS_UP_TO`] terms. In a small proof each MSM is mostly fixed costs (its
+    /// classification's and sum's round trips to the host, allocations, the bucket
+    /// reduction), which the other stream's work fills; in a large one both streams would
+    /// only time-share the device, each holding its sorted entries at once (11 GiB more
+    /// VRAM at 2^27, session 21).
+    pub fn with_side_msms(mut self, on: Option<bool>) -> GpuBackend {
+        self.side_msms = on;
         self
     }
 
@@ -311,6 +336,62 @@ impl GpuBackend {
         Ok(m)
     }
 
+    /// The engine of l, a and b on G1 beside H's MSM when this proof (H of `n_h` terms)
+    /// runs them there ([`Self::with_side_msms`]), else `None`.
+    fn side_engine(&self, n_h: usize) -> Result<Option<Arc<GpuMsm>>, ProverError> {
+        if !self.side_msms.unwrap_or(n_h <= SIDE_MSMS_UP_TO) {
+            return Ok(None);
+        }
+        let mut slot = self.msm_side.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = slot.as_ref() {
+            return Ok(Some(m.clone()));
+        }
+        let stream = self
+            .gpu
+            .new_stream()
+            .map_err(|e| gpu_msm_err("l_query")(GpuMsmError::Gpu(e)))?;
+        let m = Arc::new(GpuMsm::new(self.gpu.with_stream(stream)));
+        *slot = Some(m.clone());
+        Ok(Some(m))
+    }
+
+    /// The device MSMs sent on `rx`, in order, on `engine`'s stream: each waits for its
+    /// scalars' copy (`copied`), then its sum returns. An MSM the VRAM budget refuses
+    /// comes back as `None` (the CPU takes it). Also returns how long the host waited for
+    /// copies.
+    fn run_device_jobs(
+        &self,
+        engine: &GpuMsm,
+        rx: std::sync::mpsc::Receiver<DeviceJob<'_>>,
+    ) -> Result<(DeviceSums, Duration), ProverError> {
+        let mut sums = Vec::new();
+        let mut waited = Duration::ZERO;
+        for job in rx {
+            let t = Instant::now();
+            if let Some(copied) = &job.copied {
+                // Timed on the host (the MSMs before it are done: each returns its sum):
+                // how long the device would idle for these scalars.
+                copied
+                    .synchronize()
+                    .map_err(|c| driver_err("cuEventSynchronize", c))?;
+                waited += t.elapsed();
+                engine
+                    .gpu()
+                    .stream()
+                    .wait(copied)
+                    .map_err(|c| driver_err("cuStreamWaitEvent", c))?;
+            }
+            let sum = job.bases.msm(engine, &job.scalars, STREAM_CHUNK_G1);
+            drop(job.scalars);
+            match sum {
+                Ok(p) => sums.push((job.q, Some(p), job.bases.kind(), t.elapsed())),
+                Err(e) if out_of_vram(&e) => sums.push((job.q, None, BasesKind::Cpu, t.elapsed())),
+                Err(e) => return Err(gpu_msm_err(job.q.name())(e)),
+            }
+        }
+        Ok((sums, waited))
+    }
+
     /// B on G2: one MSM over `b_g2_query[..|b_in| + |b_aux|]` with the scalars
     /// `inputs[b_in] ++ aux[b_aux]` (groth16's two sums added) on the device, in place or
     /// streamed, over the scalars the witness staging sends on `staged` (the ones B on G1
@@ -377,6 +458,14 @@ impl GpuBackend {
 
 /// One G1 MSM for the device thread: its bases, its scalars and the event after their
 /// copy (none when they were produced on the device's own stream).
+/// Each device MSM's query, its sum (`None`: refused for lack of VRAM), where its bases
+/// were and how long it took.
+type DeviceSums = Vec<(G1Query, Option<G1Projective>, BasesKind, Duration)>;
+
+/// Largest H (in terms) for which l, a and b on G1 run beside H's MSM by default
+/// ([`GpuBackend::with_side_msms`]).
+pub const SIDE_MSMS_UP_TO: usize = 1 << 22;
+
 struct DeviceJob<'a> {
     q: G1Query,
     bases: GpuBases<'a, G1Curve>,
@@ -682,6 +771,8 @@ impl GpuBackend {
             b: k_in + k_aux > 0,
         };
         let copy_stream = self.copy_stream()?;
+        // l, a and b beside H's MSM in a small proof (`with_side_msms`).
+        let side_engine = self.side_engine(n_h)?;
         // H's host scalars (rare: h left on the host) get a device buffer now, on the
         // device's stream ahead of the MSMs; the copy stream waits for its zero fill.
         let mut h_staged = None;
@@ -712,39 +803,20 @@ impl GpuBackend {
                 self.msm_b_g2(view, x, &b_rx).map(|p| (p, t.elapsed()))
             });
             // The device thread runs the MSMs in order while this thread stages the
-            // scalars (at most one job ahead in the channel). An MSM the VRAM budget
-            // refuses is handed back for the CPU.
+            // scalars (at most one job ahead in the channel); in a small proof l, a and b
+            // go to a second one, on the side engine's stream, beside H's MSM. An MSM the
+            // VRAM budget refuses is handed back for the CPU.
             let (tx, rx) = std::sync::mpsc::sync_channel::<DeviceJob<'_>>(1);
-            type Sums = Vec<(G1Query, Option<G1Projective>, BasesKind, Duration)>;
-            let device = scope.spawn(move || -> Result<(Sums, Duration), ProverError> {
-                let mut sums = Vec::new();
-                let mut waited = Duration::ZERO;
-                for job in rx {
-                    let t = Instant::now();
-                    if let Some(copied) = &job.copied {
-                        // Timed on the host (the MSMs before it are done: each returns
-                        // its sum): how long the device would idle for these scalars.
-                        copied
-                            .synchronize()
-                            .map_err(|c| driver_err("cuEventSynchronize", c))?;
-                        waited += t.elapsed();
-                        self.gpu
-                            .stream()
-                            .wait(copied)
-                            .map_err(|c| driver_err("cuStreamWaitEvent", c))?;
-                    }
-                    let sum = job.bases.msm(&self.msm, &job.scalars, STREAM_CHUNK_G1);
-                    drop(job.scalars);
-                    match sum {
-                        Ok(p) => sums.push((job.q, Some(p), job.bases.kind(), t.elapsed())),
-                        Err(e) if out_of_vram(&e) => {
-                            sums.push((job.q, None, BasesKind::Cpu, t.elapsed()))
-                        }
-                        Err(e) => return Err(gpu_msm_err(job.q.name())(e)),
-                    }
+            let device = scope.spawn(move || self.run_device_jobs(&self.msm, rx));
+            let (side_tx, side) = match &side_engine {
+                Some(engine) => {
+                    let (tx, rx) = std::sync::mpsc::sync_channel::<DeviceJob<'_>>(3);
+                    let engine = engine.clone();
+                    let h = scope.spawn(move || self.run_device_jobs(&engine, rx));
+                    (Some(tx), Some(h))
                 }
-                Ok((sums, waited))
-            });
+                None => (None, None),
+            };
             let staged = (|| -> Result<(), ProverError> {
                 // H first, so that the device starts on it at once: in place, or its host
                 // scalars staged (rare: h left on the host).
@@ -825,7 +897,7 @@ impl GpuBackend {
                                 scalars,
                                 copied: first.take(),
                             };
-                            if tx.send(job).is_err() {
+                            if side_tx.as_ref().unwrap_or(&tx).send(job).is_err() {
                                 return Ok(());
                             }
                         }
@@ -840,19 +912,26 @@ impl GpuBackend {
                 Ok(())
             })();
             drop(tx);
+            drop(side_tx);
             drop(b_tx);
             let device = device.join();
+            let side = side.map(|h| h.join());
             let g2 = g2.join();
-            ((staged, device), g2)
+            ((staged, device, side), g2)
         });
-        let (staged, device) = device;
-        let sums = match device {
+        let (staged, device, side) = device;
+        // The device threads only panic on a bug; re-raise it where it belongs.
+        let joined = |r: std::thread::Result<_>| match r {
             Ok(r) => r,
-            // The device thread only panics on a bug; re-raise it where it belongs.
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        // A device failure closes the channel and makes staging stop: report it first.
-        let (sums, waited) = sums?;
+        // A device failure closes a channel and makes staging stop: report it first.
+        let (mut sums, mut waited) = joined(device)?;
+        if let Some(side) = side {
+            let (more, w) = joined(side)?;
+            sums.extend(more);
+            waited += w;
+        }
         timings.scalars_wait = waited;
         staged?;
         // The witness check of a, b and c evaluated on the device, done by now: an
