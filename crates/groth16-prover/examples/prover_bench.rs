@@ -127,7 +127,10 @@ fn main() {
         };
         opts.fast_params = true;
         opts.cpu = false;
-        bench(circuit, "synthetic keyed chain", "synthetic", opts, gpu);
+        // The size in the name: the parameter file is cached under it (a 2^20 run's file
+        // must not be taken for a 2^24 run's).
+        let name = format!("synthetic-2e{log_size}-{CIRCUIT_SEED:x}-{PARAMS_SEED:x}");
+        bench(circuit, "synthetic keyed chain", &name, opts, gpu);
         return;
     }
 
