@@ -239,7 +239,8 @@ impl GpuBackend {
     /// Whether l, a and b on G1 run on a second stream beside H's MSM (`Some(true)`), after
     /// it on the device's stream (`Some(false)`), or, by default (`None`, unless
     /// `PINION_SIDE_MSMS` is `1` or `0`), beside it when H has at most
-    /// [`SIDE_MSMS_UP_TO`] terms. In a small proof each MSM is mostly fixed costs (its
+    /// [`SIDE_MSMS_UP_TO`] terms ([`Self::headroom_bytes`] leaves room for the second
+    /// MSM's scratch then). In a small proof each MSM is mostly fixed costs (its
     /// classification's and sum's round trips to the host, allocations, the bucket
     /// reduction), which the other stream's work fills; in a large one both streams would
     /// only time-share the device, each holding its sorted entries at once (11 GiB more
@@ -295,7 +296,14 @@ impl GpuBackend {
             .max()
             .unwrap_or(0) as u64;
         let domain = lens.domain_size() as u64;
-        max_terms * HEADROOM_PER_TERM + domain * HEADROOM_PER_POINT + HEADROOM_FIXED
+        // l, a and b beside H's MSM (a small proof, `with_side_msms`): a second MSM's
+        // scratch at the same time.
+        let side_terms = if lens.h <= SIDE_MSMS_UP_TO {
+            [lens.l, lens.a, lens.b_g1].into_iter().max().unwrap_or(0) as u64
+        } else {
+            0
+        };
+        (max_terms + side_terms) * HEADROOM_PER_TERM + domain * HEADROOM_PER_POINT + HEADROOM_FIXED
     }
 
     /// The backend's copy stream (created on first use). A feeder: the witness's
@@ -463,8 +471,11 @@ impl GpuBackend {
 type DeviceSums = Vec<(G1Query, Option<G1Projective>, BasesKind, Duration)>;
 
 /// Largest H (in terms) for which l, a and b on G1 run beside H's MSM by default
-/// ([`GpuBackend::with_side_msms`]).
-pub const SIDE_MSMS_UP_TO: usize = 1 << 22;
+/// ([`GpuBackend::with_side_msms`]). H200, session 24, same calls, beside / after H: SHA-256
+/// 2^20 H + MSMs 18–19 / 22–25 ms, synthetic 2^20 36–38 / 40–43 ms, synthetic 2^24 0.386–0.390
+/// / 0.403–0.407 s. Above it (Filecoin's 2^27 partitions) the two streams only time-share the
+/// device, and a second MSM's sorted entries at once cost ~11 GiB (session 21).
+pub const SIDE_MSMS_UP_TO: usize = 1 << 24;
 
 struct DeviceJob<'a> {
     q: G1Query,
