@@ -76,9 +76,9 @@
 //! `gpu_msm::CpuMsm`, the MSMs one after another). [`BackendChoice::Gpu`] gives
 //! [`GpuBackend`] (CUDA, device 0): H on the GPU (`gpu_ntt::GpuNtt`; a, b, c go through a
 //! pinned staging pool and the a/b/c part of the working-set charge is released as soon as
-//! they are staged; h stays on the device for the H MSM, [`HPoly::Device`]), the `h`, `l`, `a`
+//! they are staged; h stays on the device for the H MSM, [`HPoly::Backend`]), the `h`, `l`, `a`
 //! and `b_g1` MSMs on G1 and the `b_g2` MSM on G2 on the GPU (b_g2 driven from a thread of
-//! its own), over bases uploaded once per [`ProvingKey`] and kept resident (charged to the
+//! its own; in a small proof l, a and b_g1 too, beside H's MSM: [`SIDE_MSMS_UP_TO`]), over bases uploaded once per [`ProvingKey`] and kept resident (charged to the
 //! device's VRAM budget); a query the device cannot hold is streamed to it from a pinned
 //! host copy (charged as `Category::Srs`), and runs on the CPU only when the host budget
 //! refuses that copy too. Without a usable device, explicit `Gpu` is [`ProverError::GpuUnavailable`];
@@ -114,7 +114,7 @@ pub use backend::{
     QueryPlacement, StagedAbc, WitnessAbc,
 };
 pub use error::ProverError;
-pub use gpu::{sparse_parts, GpuBackend};
+pub use gpu::{sparse_parts, GpuBackend, SIDE_MSMS_UP_TO};
 pub use key::{
     verifying_key_from_repr, G1Query, GpuPlacement, HStep, KeyHold, KeySource, KeyView, ProvingKey,
     QueryBases, QueryLens,
