@@ -124,12 +124,4 @@ extern "C" __global__ void __launch_bounds__(128, 4)
 // Affine accumulation with batched inversions (msm_affine.cuh): chunk_len must be a
 // multiple of 64, the streams per thread. Registers capped for 4 blocks of 128 per SM (160
 // uncapped, 3 blocks): faster despite the spills (session 23).
-extern "C" __global__ void __launch_bounds__(128, 4)
-    g1_accumulate_chunks_affine(const Affine<Fp>* bases, const uint32_t* entries,
-                                const uint32_t* offsets, const uint32_t* counts, uint32_t n_keys,
-                                uint32_t chunk_len, Xyzz<Fp>* buckets, Xyzz<Fp>* partials,
-                                uint32_t n_chunks) {
-  GRID_STRIDE(t, n_chunks)
-  accumulate_chunk_affine_body<64>(bases, entries, offsets, counts, n_keys, chunk_len, buckets,
-                                   partials, t);
-}
+AFFINE_KERNEL(g1, Fp, 64, 4)

@@ -16,12 +16,4 @@ POINT_KERNELS(g2, Fp2)
 // Affine accumulation with batched inversions (msm_affine.cuh) on G2: 32 streams a thread
 // (chunk_len a multiple of 32), whose state is ~22 KB of local memory as G1's 64 are; two
 // blocks of 128 an SM, as G2's XYZZ accumulation (255 registers).
-extern "C" __global__ void __launch_bounds__(128, 2)
-    g2_accumulate_chunks_affine(const Affine<Fp2>* bases, const uint32_t* entries,
-                                const uint32_t* offsets, const uint32_t* counts, uint32_t n_keys,
-                                uint32_t chunk_len, Xyzz<Fp2>* buckets, Xyzz<Fp2>* partials,
-                                uint32_t n_chunks) {
-  GRID_STRIDE(t, n_chunks)
-  msm::accumulate_chunk_affine_body<32>(bases, entries, offsets, counts, n_keys, chunk_len,
-                                        buckets, partials, t);
-}
+AFFINE_KERNEL(g2, Fp2, 32, 2)

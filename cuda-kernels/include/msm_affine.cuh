@@ -250,3 +250,18 @@ __device__ __forceinline__ void accumulate_chunk_affine_body(
 
 }  // namespace msm
 }  // namespace pinion
+
+// The affine accumulation kernel of one curve (after msm_kernels.cuh's GRID_STRIDE): G the
+// name prefix (g1, g2), F the coordinate field, K the streams a thread (chunk_len a
+// multiple of K), B the blocks of 128 threads an SM the registers are capped for.
+//   <G>_accumulate_chunks_affine(bases, entries, offsets, counts, n_keys, chunk_len, buckets,
+//                                partials, n_chunks)
+#define AFFINE_KERNEL(G, F, K, B)                                                              \
+  extern "C" __global__ void __launch_bounds__(128, B) G##_accumulate_chunks_affine(          \
+      const pinion::Affine<F>* bases, const uint32_t* entries, const uint32_t* offsets,        \
+      const uint32_t* counts, uint32_t n_keys, uint32_t chunk_len, pinion::Xyzz<F>* buckets,   \
+      pinion::Xyzz<F>* partials, uint32_t n_chunks) {                                          \
+    GRID_STRIDE(t, n_chunks)                                                                   \
+    pinion::msm::accumulate_chunk_affine_body<K>(bases, entries, offsets, counts, n_keys,      \
+                                                 chunk_len, buckets, partials, t);             \
+  }

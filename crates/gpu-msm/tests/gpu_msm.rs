@@ -194,6 +194,27 @@ where
     );
 }
 
+/// [`edge_cases`] on every accumulation kernel the curve has: the affine one meets
+/// doublings, P + (-P) and bases at infinity inside its batches there (Auto runs it only on
+/// large inputs).
+fn edge_cases_every_kernel<C: TestCurve>(gpu: &gpu_device::Gpu)
+where
+    C::Affine: std::ops::Neg<Output = C::Affine>,
+{
+    for accumulate in AccumulateKernel::ALL
+        .into_iter()
+        .filter(|k| k.resolve::<C>() == *k)
+    {
+        eprintln!("edge cases, {accumulate:?}");
+        let config = GpuMsmConfig {
+            accumulate,
+            ..GpuMsmConfig::default()
+        };
+        let engine = GpuMsm::with_config(gpu.clone(), config).expect("valid config");
+        edge_cases::<C>(&engine, &mut rng());
+    }
+}
+
 fn window_sizes_and_density_mask<C: TestCurve>(gpu: &gpu_device::Gpu, rng: &mut StdRng) {
     let n = 1500;
     let bases = points::<C>(rng, n);
@@ -553,20 +574,7 @@ fn gpu_edge_cases() {
     let Some(gpu) = gpu_or_skip("gpu-msm") else {
         return;
     };
-    // Every accumulation kernel the curve has: the affine one meets doublings, P + (-P)
-    // and bases at infinity inside its batches here (Auto runs it only on large inputs).
-    for accumulate in AccumulateKernel::ALL
-        .into_iter()
-        .filter(|k| k.resolve::<G1Curve>() == *k)
-    {
-        eprintln!("edge cases, {accumulate:?}");
-        let config = GpuMsmConfig {
-            accumulate,
-            ..GpuMsmConfig::default()
-        };
-        let engine = GpuMsm::with_config(gpu.clone(), config).expect("valid config");
-        edge_cases::<G1Curve>(&engine, &mut rng());
-    }
+    edge_cases_every_kernel::<G1Curve>(&gpu);
 }
 
 #[test]
@@ -574,20 +582,7 @@ fn gpu_g2_edge_cases() {
     let Some(gpu) = gpu_or_skip("gpu-msm") else {
         return;
     };
-    // Every accumulation kernel the curve has: the affine one meets doublings, P + (-P)
-    // and bases at infinity inside its batches here (Auto runs it only on large inputs).
-    for accumulate in AccumulateKernel::ALL
-        .into_iter()
-        .filter(|k| k.resolve::<G2Curve>() == *k)
-    {
-        eprintln!("edge cases, {accumulate:?}");
-        let config = GpuMsmConfig {
-            accumulate,
-            ..GpuMsmConfig::default()
-        };
-        let engine = GpuMsm::with_config(gpu.clone(), config).expect("valid config");
-        edge_cases::<G2Curve>(&engine, &mut rng());
-    }
+    edge_cases_every_kernel::<G2Curve>(&gpu);
 }
 
 #[test]
