@@ -4,9 +4,9 @@
 //!
 //! By default an unsatisfied witness is [`crate::ProverError::Unsatisfied`] and no proof
 //! is made. A benchmark built with the `timing-only` feature may call
-//! [`skip_witness_check_for_timing_only`]: from then on, for the whole process, the
+//! `skip_witness_check_for_timing_only`: from then on, for the whole process, the
 //! check still runs (its time is measured as usual) but a failing row is counted
-//! ([`unsatisfied_proofs`]) instead of refused, and the proof goes on. **Such proofs do not
+//! (`unsatisfied_proofs`) instead of refused, and the proof goes on. **Such proofs do not
 //! verify.** Nothing turns this on but that call, and the call does not exist without the
 //! feature, which no product crate enables (only benchmark examples, through their
 //! dev-dependencies).
