@@ -102,7 +102,7 @@ fn main() -> Res<()> {
     // The default first, then the other tile shapes worth comparing.
     let configs: Vec<GpuNttConfig> = std::iter::once(GpuNttConfig::default())
         .chain(
-            [(11, 2), (11, 3), (10, 2), (10, 0)]
+            [(11, 2), (11, 3), (10, 2), (10, 0), (10, 1), (11, 1)]
                 .into_iter()
                 .map(|(tile_log, max_clog)| GpuNttConfig { tile_log, max_clog }),
         )
