@@ -8,6 +8,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStrea
 use memory_budget::{Budget, Reservation};
 use pinion_kernels::{Entry, Module};
 
+use crate::memory::device_memory_error;
 use crate::GpuError;
 
 /// Whether the CUDA driver library (`libcuda`) can be loaded on this machine.
@@ -514,6 +515,11 @@ impl Gpu {
         })
     }
 
+    /// `cuMemGetInfo`'s free bytes now, 0 when the driver does not answer.
+    pub(crate) fn free_bytes(&self) -> u64 {
+        self.mem_info().map_or(0, |m| m.free_bytes)
+    }
+
     /// The device's VRAM budget: every allocation made through this crate is charged to it
     /// (category `Device`) before the driver is asked.
     pub fn vram_budget(&self) -> &Budget {
@@ -594,7 +600,6 @@ impl Gpu {
             return Ok(());
         }
         let ctx = &self.inner.ctx;
-        let free_now = || ctx.mem_get_info().map_or(0, |(f, _)| f as u64);
         // Only what this raise adds is charged (a larger frame after a smaller one adds the
         // difference). A limit another handle of this process raised is charged again here,
         // against this handle's budget: conservative, and right once that handle is gone.
@@ -602,14 +607,14 @@ impl Gpu {
         if local.refused.is_some_and(|r| per_thread >= r) {
             return Err(GpuError::OutOfMemory {
                 requested_bytes: bytes,
-                free_bytes: free_now(),
+                free_bytes: self.free_bytes(),
             });
         }
         let reservation = self.reserve_vram(bytes, label)?;
         let current = ctx
             .get_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE)
             .map_err(GpuError::driver("cuCtxGetLimit(STACK_SIZE)"))? as u64;
-        let free_before = free_now();
+        let free_before = self.free_bytes();
         // Never lowered: the context may already provide more (raised through another
         // handle, or grown by the driver for some launch).
         if current < per_thread {
@@ -622,20 +627,14 @@ impl Gpu {
                 result = raise();
             }
             if let Err(code) = result {
-                if code.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                let e = device_memory_error(self, "cuCtxSetLimit(STACK_SIZE)", bytes, code);
+                if matches!(e, GpuError::OutOfMemory { .. }) {
                     local.refused = Some(local.refused.map_or(per_thread, |r| r.min(per_thread)));
-                    return Err(GpuError::OutOfMemory {
-                        requested_bytes: bytes,
-                        free_bytes: free_now(),
-                    });
                 }
-                return Err(GpuError::Driver {
-                    call: "cuCtxSetLimit(STACK_SIZE)",
-                    code,
-                });
+                return Err(e);
             }
         }
-        local.measured_bytes += free_before.saturating_sub(free_now());
+        local.measured_bytes += free_before.saturating_sub(self.free_bytes());
         local.per_thread = per_thread;
         local.reservations.push(reservation);
         Ok(())

@@ -79,19 +79,21 @@ impl DeviceBuffer<u64> {
     }
 }
 
-/// Maps a failed device allocation to `OutOfMemory` (with the free bytes now) or `Driver`.
-fn alloc_error(gpu: &Gpu, requested_bytes: u64, code: DriverError) -> GpuError {
+/// Maps a driver call that failed to get device memory (`call`) to `OutOfMemory` (with the
+/// free bytes now) or `Driver`.
+pub(crate) fn device_memory_error(
+    gpu: &Gpu,
+    call: &'static str,
+    requested_bytes: u64,
+    code: DriverError,
+) -> GpuError {
     if code.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-        let free_bytes = gpu.mem_info().map(|m| m.free_bytes).unwrap_or(0);
         GpuError::OutOfMemory {
             requested_bytes,
-            free_bytes,
+            free_bytes: gpu.free_bytes(),
         }
     } else {
-        GpuError::Driver {
-            call: "cuMemAlloc",
-            code,
-        }
+        GpuError::Driver { call, code }
     }
 }
 
@@ -125,7 +127,8 @@ impl Gpu {
     ) -> Result<DeviceBuffer<T>, GpuError> {
         let bytes = size_bytes::<T>(len)?;
         let reservation = self.reserve_vram(bytes, label)?;
-        let slice = alloc(self.stream()).map_err(|e| alloc_error(self, bytes, e))?;
+        let slice =
+            alloc(self.stream()).map_err(|e| device_memory_error(self, "cuMemAlloc", bytes, e))?;
         Ok(DeviceBuffer { slice, reservation })
     }
 
@@ -154,7 +157,7 @@ impl Gpu {
         // SAFETY: the uninitialised buffer is fully overwritten by the copy queued right
         // after it on the same stream, before anything can read it.
         let mut slice = unsafe { self.stream().alloc::<T>(data.len()) }
-            .map_err(|e| alloc_error(self, bytes, e))?;
+            .map_err(|e| device_memory_error(self, "cuMemAlloc", bytes, e))?;
         self.stream()
             .memcpy_htod(data, &mut slice)
             .map_err(GpuError::driver("cuMemcpyHtoDAsync"))?;

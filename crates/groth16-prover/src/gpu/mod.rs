@@ -329,19 +329,29 @@ impl GpuBackend {
             })
     }
 
-    /// The G2 engine on its own stream (created on first use).
-    fn g2_engine(&self) -> Result<Arc<GpuMsm>, ProverError> {
-        let mut slot = self.msm_g2.lock().unwrap_or_else(|e| e.into_inner());
+    /// The MSM engine in `slot`, on a stream of its own made on first use (a failure to
+    /// make it is reported against `query`).
+    fn lazy_engine(
+        &self,
+        slot: &Mutex<Option<Arc<GpuMsm>>>,
+        query: &'static str,
+    ) -> Result<Arc<GpuMsm>, ProverError> {
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = slot.as_ref() {
             return Ok(m.clone());
         }
         let stream = self
             .gpu
             .new_stream()
-            .map_err(|e| gpu_msm_err("b_g2_query")(GpuMsmError::Gpu(e)))?;
+            .map_err(|e| gpu_msm_err(query)(GpuMsmError::Gpu(e)))?;
         let m = Arc::new(GpuMsm::new(self.gpu.with_stream(stream)));
         *slot = Some(m.clone());
         Ok(m)
+    }
+
+    /// The G2 engine on its own stream (created on first use).
+    fn g2_engine(&self) -> Result<Arc<GpuMsm>, ProverError> {
+        self.lazy_engine(&self.msm_g2, "b_g2_query")
     }
 
     /// The engine of l, a and b on G1 beside H's MSM when this proof (H of `n_h` terms)
@@ -350,17 +360,7 @@ impl GpuBackend {
         if !self.side_msms.unwrap_or(n_h <= SIDE_MSMS_UP_TO) {
             return Ok(None);
         }
-        let mut slot = self.msm_side.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = slot.as_ref() {
-            return Ok(Some(m.clone()));
-        }
-        let stream = self
-            .gpu
-            .new_stream()
-            .map_err(|e| gpu_msm_err("l_query")(GpuMsmError::Gpu(e)))?;
-        let m = Arc::new(GpuMsm::new(self.gpu.with_stream(stream)));
-        *slot = Some(m.clone());
-        Ok(Some(m))
+        self.lazy_engine(&self.msm_side, "l_query").map(Some)
     }
 
     /// The device MSMs sent on `rx`, in order, on `engine`'s stream: each waits for its
@@ -464,8 +464,6 @@ impl GpuBackend {
     }
 }
 
-/// One G1 MSM for the device thread: its bases, its scalars and the event after their
-/// copy (none when they were produced on the device's own stream).
 /// Each device MSM's query, its sum (`None`: refused for lack of VRAM), where its bases
 /// were and how long it took.
 type DeviceSums = Vec<(G1Query, Option<G1Projective>, BasesKind, Duration)>;
@@ -477,6 +475,8 @@ type DeviceSums = Vec<(G1Query, Option<G1Projective>, BasesKind, Duration)>;
 /// device, and a second MSM's sorted entries at once cost ~11 GiB (session 21).
 pub const SIDE_MSMS_UP_TO: usize = 1 << 24;
 
+/// One G1 MSM for a device thread: its bases, its scalars and the event after their
+/// copy (none when they were produced on the device's own stream).
 struct DeviceJob<'a> {
     q: G1Query,
     bases: GpuBases<'a, G1Curve>,
