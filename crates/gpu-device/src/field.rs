@@ -218,6 +218,8 @@ pub enum ChainKernel {
     FrAb,
     /// Fp with 64-bit limbs, 4 chains.
     Fp64,
+    /// Fr with the product on the FP64 pipe (52-bit limbs in doubles), 4 chains.
+    FrF64,
     /// Fp squarings (`fe_sqr`) in the rounds, 4 chains.
     FpSqr,
     /// Fr squarings in the rounds, 4 chains.
@@ -226,7 +228,7 @@ pub enum ChainKernel {
 
 impl ChainKernel {
     /// Every chain kernel.
-    pub const ALL: [ChainKernel; 8] = [
+    pub const ALL: [ChainKernel; 9] = [
         ChainKernel::Fp,
         ChainKernel::Fr,
         ChainKernel::Fp2,
@@ -235,6 +237,7 @@ impl ChainKernel {
         ChainKernel::FpAb,
         ChainKernel::FrAb,
         ChainKernel::Fp64,
+        ChainKernel::FrF64,
     ];
 
     /// The kernel's entry point.
@@ -246,6 +249,7 @@ impl ChainKernel {
             ChainKernel::FpAb => Entry::FpAbMulChain,
             ChainKernel::FrAb => Entry::FrAbMulChain,
             ChainKernel::Fp64 => Entry::Fp64MulChain,
+            ChainKernel::FrF64 => Entry::FrF64MulChain,
             ChainKernel::FpSqr => Entry::FpSqrChain,
             ChainKernel::FrSqr => Entry::FrSqrChain,
         }
@@ -257,7 +261,9 @@ impl ChainKernel {
             ChainKernel::Fp | ChainKernel::FpAb | ChainKernel::Fp64 | ChainKernel::FpSqr => {
                 FieldKind::Fp
             }
-            ChainKernel::Fr | ChainKernel::FrAb | ChainKernel::FrSqr => FieldKind::Fr,
+            ChainKernel::Fr | ChainKernel::FrAb | ChainKernel::FrF64 | ChainKernel::FrSqr => {
+                FieldKind::Fr
+            }
             ChainKernel::Fp2 => FieldKind::Fp2,
         }
     }
@@ -279,6 +285,7 @@ impl ChainKernel {
             ChainKernel::FpAb => "fp (fe_mul_ab)",
             ChainKernel::FrAb => "fr (fe_mul_ab)",
             ChainKernel::Fp64 => "fp (64-bit limbs)",
+            ChainKernel::FrF64 => "fr (FP64 pipe)",
             ChainKernel::FpSqr => "fp sqr",
             ChainKernel::FrSqr => "fr sqr",
         }
