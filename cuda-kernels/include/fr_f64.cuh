@@ -16,8 +16,9 @@
 //   2^104 (2^52) plus H (L): the column sums add bit patterns as 64-bit integers and
 //   start from minus every pattern constant the column will receive.
 // - Montgomery reduction word by word with q in [0, 2^52). r's low limb is
-//   2^52 - 2^32 + 1, so -r^-1 = -(1 + 2^32) mod 2^52: q and the carry of q * r_0 are
-//   integer shifts and adds, and only q * r_1..r_4 go to the FP64 pipe.
+//   2^52 - 2^32 + 1, so -r^-1 = -(1 + 2^32) mod 2^52 and q is two integer adds; q * r
+//   goes through the same splits. The bit-pattern constants are multiples of 2^52, so
+//   they never disturb the low 52 bits q is computed from.
 // - The result is below 1.5r (x < r, 16y < 2^259, q < 2^260): one conditional
 //   subtraction.
 // Exactness needs IEEE binary64 with a round-toward-zero FMA: CUDA's __fma_rz on the
@@ -86,20 +87,13 @@ __device__ __forceinline__ void mul_split(double a, double b, uint64_t& lo, uint
   hi += bits(h);
 }
 
-// Products landing in column k: lo halves of limb pairs (i, j) with i + j = k, hi halves
-// of those with i + j = k - 1; a*b has i, j in [0, 5), the reduction i in [0, 5) and
-// j in [1, 5) (r_0's product is done with integers).
-constexpr int pairs_ab(int k) { return k < 0 || k > 8 ? 0 : 5 - (k > 4 ? k - 4 : 4 - k); }
-constexpr int pairs_red(int k) {
-  return (k - 1 < 4 ? k - 1 : 4) - (k - 4 > 0 ? k - 4 : 0) + 1 > 0
-             ? (k - 1 < 4 ? k - 1 : 4) - (k - 4 > 0 ? k - 4 : 0) + 1
-             : 0;
-}
+// Limb pairs (i, j), i and j in [0, 5), with i + j = k. Column k receives the lo halves
+// of the pairs of k and the hi halves of those of k - 1, twice (x * 16y and q * r).
+constexpr int pairs(int k) { return k < 0 || k > 8 ? 0 : 5 - (k > 4 ? k - 4 : 4 - k); }
 template <int K>
 struct ColumnStart {
   static constexpr uint64_t value =
-      0ull - (uint64_t)(pairs_ab(K) + pairs_red(K)) * BITS_2P52 -
-      (uint64_t)(pairs_ab(K - 1) + pairs_red(K - 1)) * BITS_2P104;
+      0ull - 2ull * (uint64_t)pairs(K) * BITS_2P52 - 2ull * (uint64_t)pairs(K - 1) * BITS_2P104;
 };
 
 }  // namespace f64
@@ -128,8 +122,9 @@ __device__ __forceinline__ Fr fr_mul_f64(const Fr& x, const Fr& y) {
       to_double(((v[2] >> 24) | (v[3] << 40)) & MASK52),
       to_double(v[3] >> 12),
   };
-  // r in 52-bit limbs; r_0 = 2^52 - 2^32 + 1 is handled with integers.
-  const double r[5] = {0.0, (double)0x2fffe5bfefffull, (double)0x9a1d80553bda4ull, (double)0x7d483339d8080ull,
+  // r in 52-bit limbs.
+  const double r[5] = {(double)0xfffff00000001ull, (double)0x2fffe5bfefffull,
+                       (double)0x9a1d80553bda4ull, (double)0x7d483339d8080ull,
                        (double)0x73eda753299dull};
   uint64_t c[10] = {ColumnStart<0>::value, ColumnStart<1>::value, ColumnStart<2>::value,
                     ColumnStart<3>::value, ColumnStart<4>::value, ColumnStart<5>::value,
@@ -142,13 +137,12 @@ __device__ __forceinline__ Fr fr_mul_f64(const Fr& x, const Fr& y) {
   }
 #pragma unroll
   for (int i = 0; i < 5; ++i) {
-    // Column i now holds every term it will get except q * r_0's low half.
+    // Column i holds every term but q * r_0's low half (and the constants' parts).
     const uint64_t ci = c[i];
     const uint64_t q = (0ull - (ci + (ci << 32))) & MASK52;  // ci + q r_0 = 0 mod 2^52
-    // (ci + q r_0) / 2^52 with q r_0 = q + (q - (q >> 20)) 2^52 - (q mod 2^20) 2^32.
-    const int64_t low = (int64_t)(ci + q - ((q & 0xfffffull) << 32));
-    c[i + 1] += (uint64_t)(low >> 52) + q - (q >> 20);
     const double qd = to_double(q);
+    mul_split(qd, r[0], c[i], c[i + 1]);
+    c[i + 1] += (uint64_t)((int64_t)c[i] >> 52);  // column i is now 0 mod 2^52
 #pragma unroll
     for (int j = 1; j < 5; ++j) mul_split(qd, r[j], c[i + j], c[i + j + 1]);
   }
