@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The device code's arithmetic and MSM accumulation run on the CPU (PINION_HOST_EMULATION)
+# The device code's arithmetic, MSM accumulation and NTT passes run on the CPU (PINION_HOST_EMULATION)
 # and checked against big-integer results: no GPU or CUDA toolkit needed, only g++ and
 # python3. Used by .ci/run; seeds printed.
 set -euo pipefail
@@ -15,3 +15,6 @@ grep -q ' 0 mismatches' "$out/field.txt"
 g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
   cuda-kernels/tools/msm_emu.cpp -o "$out/msm_emu"
 for s in $seed $((seed + 1)) $((seed + 2)); do "$out/msm_emu" "$s"; done
+g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
+  cuda-kernels/tools/ntt_emu.cpp -o "$out/ntt_emu"
+"$out/ntt_emu" "$seed" 40 | python3 cuda-kernels/tools/check_ntt_emu.py

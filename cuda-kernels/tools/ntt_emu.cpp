@@ -1,0 +1,215 @@
+// Runs ntt.cu's pass kernels (ntt_pass_dif / ntt_pass_dit) on the CPU with the carry flag
+// emulated (PINION_HOST_EMULATION), the threads of a block as OS threads meeting at a barrier
+// for __syncthreads, and prints each transform's inputs and outputs as hex for
+// tools/check_ntt_emu.py to verify against the kernels' documented contract (ntt.cu, ntt.cuh)
+// with Python integers. Pass plans are random (any split of the index bits into passes with
+// any column count the kernel allows), as are the block sizes, the twiddle table's size
+// (strided reads) and the fused scalings, so the check covers more than gpu.rs's own plans.
+//   g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
+//       cuda-kernels/tools/ntt_emu.cpp -o /tmp/ntt_emu && /tmp/ntt_emu SEED | \
+//       python3 cuda-kernels/tools/check_ntt_emu.py
+// NTT_CU (a path) selects another kernel file, for variants of ntt.cu.
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+#include <vector>
+
+#define __device__
+#define __global__
+#define __shared__
+#define __forceinline__ inline
+#define __noinline__ inline
+#define __launch_bounds__(...)
+struct uint4 { uint32_t x, y, z, w; };
+inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return {x, y, z, w}; }
+struct dim3 { uint32_t x = 0, y = 1, z = 1; };
+static thread_local dim3 threadIdx;
+static dim3 blockIdx, blockDim, gridDim;
+static pthread_barrier_t block_barrier;
+inline void __syncthreads() {
+  if (blockDim.x > 1) pthread_barrier_wait(&block_barrier);
+}
+inline uint32_t __brev(uint32_t x) {
+  uint32_t r = 0;
+  for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
+  return r;
+}
+// Dynamic shared memory of the running block (one block at a time): 2^12 elements at most.
+uint4 sh[2 << 12];
+
+#ifndef NTT_CU
+#define NTT_CU "../ntt.cu"
+#endif
+#include NTT_CU
+
+static std::mt19937_64 rng;
+
+static Fr random_fr() {
+  Fr r;
+  for (int j = 0; j < 8; ++j) r.l[j] = (uint32_t)rng();
+  r.l[7] %= 0x73eda753u;
+  return r;
+}
+
+static void print(const Fr& a) {
+  printf(" ");
+  for (int j = 7; j >= 0; --j) printf("%08x", a.l[j]);
+}
+
+// Runs body for every thread of every block of a grid of `grid` blocks of `block` threads.
+template <class F>
+static void launch(uint32_t grid, uint32_t block, F body) {
+  gridDim.x = grid;
+  blockDim.x = block;
+  for (uint32_t b = 0; b < grid; ++b) {
+    blockIdx.x = b;
+    if (block == 1) {
+      threadIdx.x = 0;
+      body();
+      continue;
+    }
+    pthread_barrier_init(&block_barrier, nullptr, block);
+    std::vector<std::thread> threads;
+    for (uint32_t t = 0; t < block; ++t) {
+      threads.emplace_back([t, &body] {
+        threadIdx.x = t;
+        body();
+      });
+    }
+    for (auto& th : threads) th.join();
+    pthread_barrier_destroy(&block_barrier);
+  }
+}
+
+struct Pass { uint32_t lo, s, clog; };
+
+// A random plan over bits [0, log_n): bit 0's pass has one column; a pass above takes up to
+// 2^lo columns and fits 2^12 elements in a tile.
+static std::vector<Pass> random_plan(uint32_t log_n) {
+  std::vector<Pass> plan;
+  uint32_t lo = 0;
+  while (lo < log_n) {
+    const uint32_t left = log_n - lo;
+    const uint32_t s = 1 + (uint32_t)(rng() % (left < 6 ? left : 6));
+    uint32_t clog = 0;
+    if (lo > 0) clog = (uint32_t)(rng() % ((lo < 3 ? lo : 3) + 1));
+    if (s + clog > 12) clog = 12 - s;
+    plan.push_back({lo, s, clog});
+    lo += s;
+  }
+  return plan;
+}
+
+// Power tables for a fused scaling: random lo / hi entries (the contract does not need them
+// to be powers; the check recomputes the factor from the tables).
+struct Scale {
+  std::vector<Fr> lo, hi;
+  ScaleArgs args{};
+};
+
+static Scale random_scale(uint32_t mode, uint32_t log_n) {
+  Scale s;
+  const uint32_t lo_bits = (uint32_t)(rng() % 4);
+  const uint32_t hi_bits = (uint32_t)(rng() % 4);
+  s.lo.resize(1u << lo_bits);
+  s.hi.resize(1u << hi_bits);
+  for (auto& x : s.lo) x = random_fr();
+  for (auto& x : s.hi) x = random_fr();
+  s.args.lo_bits = lo_bits;
+  s.args.lo_mask = (1u << lo_bits) - 1;
+  s.args.hi_mask = (1u << hi_bits) - 1;
+  s.args.mode = mode;
+  s.args.log_n = log_n;
+  return s;
+}
+
+static void print_scale(const char* name, const Scale& s) {
+  printf("%s %u %u %u %u %zu %zu", name, s.args.mode, s.args.lo_bits, s.args.lo_mask,
+         s.args.hi_mask, s.lo.size(), s.hi.size());
+  for (const auto& x : s.lo) print(x);
+  for (const auto& x : s.hi) print(x);
+  printf("\n");
+}
+
+// One transform: tw_log >= log_n (tw[i] = w^i, i < 2^(tw_log-1), w of order 2^tw_log).
+static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, const Fr& root_mont) {
+  const uint32_t n = 1u << log_n;
+  // w = root^(2^(32 - tw_log)), root of order 2^32.
+  Fr w = root_mont;
+  for (uint32_t k = tw_log; k < 32; ++k) w = fe_mul(w, w);
+  std::vector<Fr> tw(1u << (tw_log - 1));
+  tw[0] = fe_one<FrParams>();
+  for (size_t i = 1; i < tw.size(); ++i) tw[i] = fe_mul(tw[i - 1], w);
+  std::vector<Fr> data(n);
+  for (auto& x : data) x = random_fr();
+  const std::vector<Fr> input = data;
+  const std::vector<Pass> plan = random_plan(log_n);
+  const uint32_t r = (uint32_t)(rng() % 3);
+  Scale pre = random_scale(r == 0 ? 0 : (uint32_t)(1 + rng() % 2), log_n);
+  Scale post = random_scale((uint32_t)(rng() % 3), log_n);
+  pre.args.lo = pre.lo.data();
+  pre.args.hi = pre.hi.data();
+  post.args.lo = post.lo.data();
+  post.args.hi = post.hi.data();
+  // DIF runs the passes from the top bits down, DIT from bit 0 up; the pre scaling applies
+  // at the first pass's loads, the post scaling at the last pass's stores.
+  std::vector<Pass> order = plan;
+  if (dif) std::reverse(order.begin(), order.end());
+  ScaleArgs none{};
+  printf("ntt %u %u %u %u", log_n, tw_log, dif ? 1u : 0u, inverse ? 1u : 0u);
+  print(w);
+  printf(" plan");
+  for (const auto& p : plan) printf(" %u:%u:%u", p.lo, p.s, p.clog);
+  printf("\n");
+  print_scale("pre", pre);
+  print_scale("post", post);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Pass& p = order[i];
+    const ScaleArgs a_pre = i == 0 ? pre.args : none;
+    const ScaleArgs a_post = i + 1 == order.size() ? post.args : none;
+    const uint32_t elems = 1u << (p.s + p.clog);
+    const uint32_t grid = n / elems;
+    const uint32_t block_max = elems / 2;
+    const uint32_t block = 1u << (rng() % 4);
+    const uint32_t threads = block < block_max ? block : block_max;
+    Fr* d = data.data();
+    const Fr* t = tw.data();
+    launch(grid, threads, [&] {
+      if (dif) {
+        ntt_pass_dif(d, t, tw_log, p.lo, p.s, p.clog, inverse ? 1u : 0u, a_pre, a_post);
+      } else {
+        ntt_pass_dit(d, t, tw_log, p.lo, p.s, p.clog, inverse ? 1u : 0u, a_pre, a_post);
+      }
+    });
+  }
+  printf("in");
+  for (const auto& x : input) print(x);
+  printf("\nout");
+  for (const auto& x : data) print(x);
+  printf("\n");
+}
+
+int main(int argc, char** argv) {
+  const uint64_t seed = argc > 1 ? strtoull(argv[1], nullptr, 10) : 1;
+  const int cases = argc > 2 ? atoi(argv[2]) : 24;
+  rng.seed(seed);
+  fprintf(stderr, "ntt_emu: seed %llu, %d transforms\n", (unsigned long long)seed, cases);
+  // bls12_381's Fr::ROOT_OF_UNITY (order 2^32), canonical; to Montgomery form with R^2.
+  const uint32_t root[8] = {0x439f0d2bu, 0x3829971fu, 0x8c2280b9u, 0xb6368350u,
+                            0x22c813b4u, 0xd09b6819u, 0xdfe81f20u, 0x16a2a19eu};
+  Fr root_c, r2;
+  for (int j = 0; j < 8; ++j) root_c.l[j] = root[j];
+  FrParams::r2(r2.l);
+  const Fr root_mont = fe_mul(root_c, r2);
+  for (int c = 0; c < cases; ++c) {
+    const uint32_t log_n = 1 + (uint32_t)(rng() % 12);
+    const uint32_t tw_log = log_n + (uint32_t)(rng() % 3);
+    run(log_n, tw_log, (c & 1) == 0, (c & 2) != 0, root_mont);
+  }
+  return 0;
+}
