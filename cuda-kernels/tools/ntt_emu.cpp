@@ -3,7 +3,7 @@
 // for __syncthreads, and prints each transform's inputs and outputs as hex for
 // tools/check_ntt_emu.py to verify against the kernels' documented contract (ntt.cu, ntt.cuh)
 // with Python integers. Pass plans are random (any split of the index bits into passes with
-// any column count the kernel allows), as are the block sizes, the twiddle table's size
+// any column count the kernel allows), as are the block sizes (1-8 threads, or two warps), the twiddle table's size
 // (strided reads) and the fused scalings, so the check covers more than gpu.rs's own plans.
 //   g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
 //       cuda-kernels/tools/ntt_emu.cpp -o /tmp/ntt_emu && /tmp/ntt_emu SEED | \
@@ -31,8 +31,13 @@ struct dim3 { uint32_t x = 0, y = 1, z = 1; };
 static thread_local dim3 threadIdx;
 static dim3 blockIdx, blockDim, gridDim;
 static pthread_barrier_t block_barrier;
+static pthread_barrier_t warp_barriers[8];  // blocks of up to 256 threads
 inline void __syncthreads() {
   if (blockDim.x > 1) pthread_barrier_wait(&block_barrier);
+}
+// Every lane of the (possibly partial) warp must take part, as the kernels' masks say.
+inline void __syncwarp(uint32_t = 0xffffffffu) {
+  if (blockDim.x > 1) pthread_barrier_wait(&warp_barriers[threadIdx.x / 32]);
 }
 inline uint32_t __brev(uint32_t x) {
   uint32_t r = 0;
@@ -74,6 +79,10 @@ static void launch(uint32_t grid, uint32_t block, F body) {
       continue;
     }
     pthread_barrier_init(&block_barrier, nullptr, block);
+    const uint32_t n_warps = (block + 31) / 32;
+    for (uint32_t w = 0; w < n_warps; ++w) {
+      pthread_barrier_init(&warp_barriers[w], nullptr, block - 32 * w < 32 ? block - 32 * w : 32);
+    }
     std::vector<std::thread> threads;
     for (uint32_t t = 0; t < block; ++t) {
       threads.emplace_back([t, &body] {
@@ -83,6 +92,7 @@ static void launch(uint32_t grid, uint32_t block, F body) {
     }
     for (auto& th : threads) th.join();
     pthread_barrier_destroy(&block_barrier);
+    for (uint32_t w = 0; w < n_warps; ++w) pthread_barrier_destroy(&warp_barriers[w]);
   }
 }
 
@@ -95,7 +105,7 @@ static std::vector<Pass> random_plan(uint32_t log_n) {
   uint32_t lo = 0;
   while (lo < log_n) {
     const uint32_t left = log_n - lo;
-    const uint32_t s = 1 + (uint32_t)(rng() % (left < 6 ? left : 6));
+    const uint32_t s = 1 + (uint32_t)(rng() % (left < 8 ? left : 8));
     uint32_t clog = 0;
     if (lo > 0) clog = (uint32_t)(rng() % ((lo < 3 ? lo : 3) + 1));
     if (s + clog > 12) clog = 12 - s;
@@ -175,7 +185,8 @@ static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, const F
     const uint32_t elems = 1u << (p.s + p.clog);
     const uint32_t grid = n / elems;
     const uint32_t block_max = elems / 2;
-    const uint32_t block = 1u << (rng() % 4);
+    // 1-8 threads, or 64 (two warps) one time in three.
+    const uint32_t block = rng() % 3 == 0 ? 64 : 1u << (rng() % 4);
     const uint32_t threads = block < block_max ? block : block_max;
     Fr* d = data.data();
     const Fr* t = tw.data();
