@@ -6,7 +6,9 @@
 //! one stream, median of RUNS after WARMUP runs. Rows: forward (natural in, bit-reversed
 //! out) per size and tile configuration, inverse coset (bit-reversed in, natural out), and
 //! the whole H step (6 transforms + pointwise) from device-resident a, b, c and from pinned
-//! host memory (the three host-to-device copies included). Prints a Markdown table, then one
+//! host memory (the three host-to-device copies included). `PINION_NTT_TILES=11:2,10:1`
+//! compares only those tile shapes with the default (`PINION_NTT_TILES=` the default alone).
+//! Prints a Markdown table, then one
 //! `PINION_BENCH {json}` line per row for `cargo xtask bench`; `PINION_BENCH_QUICK=1` stops
 //! at 2^22 (no H rows).
 
@@ -74,6 +76,20 @@ where
     Ok(median(times))
 }
 
+/// `PINION_NTT_TILES`: comma-separated `tile_log:max_clog` pairs ("" for the default only).
+fn parse_tiles(list: &str) -> Res<Vec<(u32, u32)>> {
+    list.split(',')
+        .filter(|t| !t.trim().is_empty())
+        .map(|t| {
+            let (a, b) = t
+                .trim()
+                .split_once(':')
+                .ok_or_else(|| format!("PINION_NTT_TILES: {t:?} is not tile_log:max_clog"))?;
+            Ok((a.parse()?, b.parse()?))
+        })
+        .collect()
+}
+
 struct Row {
     what: String,
     log_n: u32,
@@ -87,6 +103,11 @@ fn main() -> Res<()> {
         .map(|s| s.parse())
         .transpose()?
         .unwrap_or(if quick() { 22 } else { 27 });
+    // Tile shapes besides the default: PINION_NTT_TILES's, or those worth comparing.
+    let shapes = match std::env::var("PINION_NTT_TILES") {
+        Ok(list) => parse_tiles(&list)?,
+        Err(_) => vec![(11, 2), (11, 3), (10, 2), (10, 0), (10, 1), (11, 1)],
+    };
     let gpu = Gpu::open(0)?;
     let info = gpu.info().clone();
     let seed = std::time::SystemTime::now()
@@ -102,7 +123,7 @@ fn main() -> Res<()> {
     // The default first, then the other tile shapes worth comparing.
     let configs: Vec<GpuNttConfig> = std::iter::once(GpuNttConfig::default())
         .chain(
-            [(11, 2), (11, 3), (10, 2), (10, 0), (10, 1), (11, 1)]
+            shapes
                 .into_iter()
                 .map(|(tile_log, max_clog)| GpuNttConfig { tile_log, max_clog }),
         )
