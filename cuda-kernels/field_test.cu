@@ -5,7 +5,7 @@
 // Binary ops:  <f>_<op>(const T* a, const T* b, T* out, uint32_t n)   op = add, sub, mul
 // Unary ops:   <f>_<op>(const T* a, T* out, uint32_t n)               op = neg, sqr, inv
 // Throughput:  <f>_mul_chain, <f>_sqr_chain (squarings in the rounds; variants: fp_ab_ and fr_ab_mul_chain use fe_mul_ab,
-//   fp64_mul_chain uses 64-bit limbs, fr_f64_mul_chain the FP64 pipe)(const T* a, const T* b, T* out, uint32_t n, uint32_t iters)
+//   fp64_mul_chain uses 64-bit limbs, fr_f64_ and fp_f64_mul_chain the FP64 pipe)(const T* a, const T* b, T* out, uint32_t n, uint32_t iters)
 //   each thread keeps independent accumulators x_k in registers and does iters rounds of
 //   x_k = x_k * b[i] (dependent within a chain, independent across chains), then writes
 //   the product of the chains: out[i] = prod_k x_k, so the work cannot be optimised away
@@ -14,7 +14,7 @@
 
 #include "field.cuh"
 #include "field64.cuh"
-#include "fr_f64.cuh"
+#include "field_f64.cuh"
 #include "fp2.cuh"
 
 using namespace pinion;
@@ -101,5 +101,7 @@ MUL_CHAIN_KERNEL(fp_ab, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fe_mul_ab<
 MUL_CHAIN_KERNEL(fr_ab, Fr, 4, fe_load<FrParams>, fe_store<FrParams>, fe_mul_ab<FrParams>)
 // The 64-bit-limb variant (include/field64.cuh), same chains and result as fp_mul_chain.
 MUL_CHAIN_KERNEL(fp64, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fp_mul_u64)
-// The FP64-pipe Fr product (include/fr_f64.cuh), same chains and result as fr_mul_chain.
+// The FP64-pipe products (include/field_f64.cuh), same chains and results as fr_mul_chain
+// and fp_mul_chain.
 MUL_CHAIN_KERNEL(fr_f64, Fr, 4, fe_load<FrParams>, fe_store<FrParams>, fr_mul_f64)
+MUL_CHAIN_KERNEL(fp_f64, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fp_mul_f64)

@@ -271,8 +271,11 @@ entries! {
     /// `fp64_mul_chain(a, b, out, n, iters)`: as `fp_mul_chain` with 64-bit limbs (benchmark).
     Fp64MulChain => (FieldTest, "fp64_mul_chain"),
     /// `fr_f64_mul_chain(a, b, out, n, iters)`: as `fr_mul_chain` with the product on the
-    /// FP64 pipe (`include/fr_f64.cuh`, benchmark).
+    /// FP64 pipe (`include/field_f64.cuh`, benchmark).
     FrF64MulChain => (FieldTest, "fr_f64_mul_chain"),
+    /// `fp_f64_mul_chain(a, b, out, n, iters)`: as `fp_mul_chain` with the product on the
+    /// FP64 pipe (`include/field_f64.cuh`, benchmark).
+    FpF64MulChain => (FieldTest, "fp_f64_mul_chain"),
     /// `msm_from_montgomery(u32* scalars, u32 n)`: Fr Montgomery to canonical, in place.
     MsmFromMontgomery => (Msm, "msm_from_montgomery"),
     /// `msm_count(scalars, n, c, n_windows, counts)`: bucket-key histogram.

@@ -19,7 +19,7 @@ inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return
 #include "field64.cuh"
 #include "fp2.cuh"
 #include "fp_inv.cuh"
-#include "fr_f64.cuh"
+#include "field_f64.cuh"
 
 using namespace pinion;
 
@@ -66,6 +66,8 @@ static void run(const char* name, int n) {
     printf("%s mul", name); print(b); print(b); print(fe_sqr(b)); printf("\n");
     if constexpr (P::N == 12) {
       printf("%s mul", name); print(a); print(b); print(fp_mul_u64(a, b)); printf("\n");
+      printf("%s mul", name); print(a); print(b); print(fp_mul_f64(a, b)); printf("\n");
+      printf("%s mul", name); print(a); print(a); print(fp_mul_f64(a, a)); printf("\n");
     } else {
       printf("%s mul", name); print(a); print(b); print(fr_mul_f64(a, b)); printf("\n");
       printf("%s mul", name); print(a); print(a); print(fr_mul_f64(a, a)); printf("\n");

@@ -220,6 +220,8 @@ pub enum ChainKernel {
     Fp64,
     /// Fr with the product on the FP64 pipe (52-bit limbs in doubles), 4 chains.
     FrF64,
+    /// Fp with the product on the FP64 pipe, 4 chains.
+    FpF64,
     /// Fp squarings (`fe_sqr`) in the rounds, 4 chains.
     FpSqr,
     /// Fr squarings in the rounds, 4 chains.
@@ -228,7 +230,7 @@ pub enum ChainKernel {
 
 impl ChainKernel {
     /// Every chain kernel.
-    pub const ALL: [ChainKernel; 9] = [
+    pub const ALL: [ChainKernel; 10] = [
         ChainKernel::Fp,
         ChainKernel::Fr,
         ChainKernel::Fp2,
@@ -238,6 +240,7 @@ impl ChainKernel {
         ChainKernel::FrAb,
         ChainKernel::Fp64,
         ChainKernel::FrF64,
+        ChainKernel::FpF64,
     ];
 
     /// The kernel's entry point.
@@ -250,6 +253,7 @@ impl ChainKernel {
             ChainKernel::FrAb => Entry::FrAbMulChain,
             ChainKernel::Fp64 => Entry::Fp64MulChain,
             ChainKernel::FrF64 => Entry::FrF64MulChain,
+            ChainKernel::FpF64 => Entry::FpF64MulChain,
             ChainKernel::FpSqr => Entry::FpSqrChain,
             ChainKernel::FrSqr => Entry::FrSqrChain,
         }
@@ -258,9 +262,11 @@ impl ChainKernel {
     /// The field its buffers hold.
     pub const fn field(self) -> FieldKind {
         match self {
-            ChainKernel::Fp | ChainKernel::FpAb | ChainKernel::Fp64 | ChainKernel::FpSqr => {
-                FieldKind::Fp
-            }
+            ChainKernel::Fp
+            | ChainKernel::FpAb
+            | ChainKernel::Fp64
+            | ChainKernel::FpF64
+            | ChainKernel::FpSqr => FieldKind::Fp,
             ChainKernel::Fr | ChainKernel::FrAb | ChainKernel::FrF64 | ChainKernel::FrSqr => {
                 FieldKind::Fr
             }
@@ -286,6 +292,7 @@ impl ChainKernel {
             ChainKernel::FrAb => "fr (fe_mul_ab)",
             ChainKernel::Fp64 => "fp (64-bit limbs)",
             ChainKernel::FrF64 => "fr (FP64 pipe)",
+            ChainKernel::FpF64 => "fp (FP64 pipe)",
             ChainKernel::FpSqr => "fp sqr",
             ChainKernel::FrSqr => "fr sqr",
         }
