@@ -5,6 +5,8 @@
 // with Python integers. Pass plans are random (any split of the index bits into passes with
 // any column count the kernel allows), as are the block sizes (1-8 threads, or two warps), the twiddle table's size
 // (strided reads) and the fused scalings, so the check covers more than gpu.rs's own plans.
+// The elementwise kernels (bit reversal, scaling, the H step's pointwise products and its
+// last gather, the twiddle table) run on random launch shapes after each transform.
 //   g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
 //       cuda-kernels/tools/ntt_emu.cpp -o /tmp/ntt_emu && /tmp/ntt_emu SEED | \
 //       python3 cuda-kernels/tools/check_ntt_emu.py
@@ -205,6 +207,87 @@ static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, const F
   printf("\n");
 }
 
+static std::vector<Fr> random_vec(size_t n) {
+  std::vector<Fr> v(n);
+  for (auto& x : v) x = random_fr();
+  return v;
+}
+
+static void print_arr(const char* label, const std::vector<Fr>& v) {
+  printf("arr %s", label);
+  for (const auto& x : v) print(x);
+  printf("\n");
+}
+
+// The elementwise kernels of ntt.cu on a random launch shape (1-4 blocks of 1-8 threads,
+// grid-stride loops), each as `elt NAME log_n ints...` and its arrays, inputs then outputs.
+static void run_elementwise(uint32_t log_n) {
+  const uint32_t n = 1u << log_n;
+  const uint32_t grid = 1 + (uint32_t)(rng() % 4), block = 1u << (rng() % 4);
+  const uint32_t lo_bits = (uint32_t)(rng() % 4), hi_bits = (uint32_t)(rng() % 4);
+  const uint32_t lo_mask = (1u << lo_bits) - 1, hi_mask = (1u << hi_bits) - 1;
+  const std::vector<Fr> lo = random_vec(1u << lo_bits), hi = random_vec(1u << hi_bits);
+  {
+    const std::vector<Fr> in = random_vec(n);
+    std::vector<Fr> d = in;
+    launch(grid, block, [&] { ntt_bitrev(d.data(), log_n, n); });
+    printf("elt bitrev %u\n", log_n);
+    print_arr("in", in);
+    print_arr("out", d);
+  }
+  {
+    const uint32_t bitrev = (uint32_t)(rng() % 2);
+    const std::vector<Fr> in = random_vec(n);
+    std::vector<Fr> d = in;
+    launch(grid, block, [&] {
+      ntt_scale(d.data(), lo.data(), hi.data(), lo_bits, lo_mask, hi_mask, log_n, bitrev, n);
+    });
+    printf("elt scale %u %u %u %u %u\n", log_n, lo_bits, lo_mask, hi_mask, bitrev);
+    print_arr("in", in);
+    print_arr("lo", lo);
+    print_arr("hi", hi);
+    print_arr("out", d);
+  }
+  {
+    const std::vector<Fr> a0 = random_vec(n), b = random_vec(n), c = random_vec(n),
+                          z = random_vec(1);
+    std::vector<Fr> a = a0, a2 = a0;
+    launch(grid, block, [&] { ntt_abc(a.data(), b.data(), c.data(), z.data(), n); });
+    launch(grid, block, [&] { ntt_ab(a2.data(), b.data(), n); });
+    printf("elt abc %u\n", log_n);
+    print_arr("a", a0);
+    print_arr("b", b);
+    print_arr("c", c);
+    print_arr("z", z);
+    print_arr("abc", a);
+    print_arr("ab", a2);
+  }
+  {
+    std::vector<Fr> in = random_vec(n), sub = random_vec(n), k = random_vec(1), out(n);
+    launch(grid, block, [&] {
+      ntt_bitrev_scale_sub(out.data(), in.data(), sub.data(), k.data(), lo.data(), hi.data(),
+                           lo_bits, lo_mask, hi_mask, log_n, n);
+    });
+    printf("elt gather %u %u %u %u\n", log_n, lo_bits, lo_mask, hi_mask);
+    print_arr("in", in);
+    print_arr("sub", sub);
+    print_arr("k", k);
+    print_arr("lo", lo);
+    print_arr("hi", hi);
+    print_arr("out", out);
+  }
+  {
+    std::vector<Fr> tw(n);
+    const uint32_t tb = log_n < 3 ? log_n : 3;  // lo[i & (2^tb - 1)] * hi[i >> tb]
+    const std::vector<Fr> tlo = random_vec(1u << tb), thi = random_vec(n >> tb);
+    launch(grid, block, [&] { ntt_twiddles(tw.data(), tlo.data(), thi.data(), tb, n); });
+    printf("elt twiddles %u %u\n", log_n, tb);
+    print_arr("lo", tlo);
+    print_arr("hi", thi);
+    print_arr("out", tw);
+  }
+}
+
 int main(int argc, char** argv) {
   const uint64_t seed = argc > 1 ? strtoull(argv[1], nullptr, 10) : 1;
   const int cases = argc > 2 ? atoi(argv[2]) : 24;
@@ -221,6 +304,7 @@ int main(int argc, char** argv) {
     const uint32_t log_n = 1 + (uint32_t)(rng() % 12);
     const uint32_t tw_log = log_n + (uint32_t)(rng() % 3);
     run(log_n, tw_log, (c & 1) == 0, (c & 2) != 0, root_mont);
+    run_elementwise(log_n);
   }
   return 0;
 }
