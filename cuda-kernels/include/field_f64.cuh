@@ -18,9 +18,9 @@
 // - Montgomery reduction word by word: q = c_i * (-m^-1) mod 2^52 with a 64-bit integer
 //   product, then q * m through the same splits. The bit-pattern constants are multiples
 //   of 2^52, so they never disturb the low 52 bits q is computed from.
-// - The result is below (x * y 2^shift + Q m) / 2^(52L) < m (1 + 2^shift y / 2^(52L)):
-//   below 1.5r for Fr (16y < 2^259 < 2^259.x) and 1.125p for Fp: one conditional
-//   subtraction.
+// - The result (x y' + Q m) / 2^(52L), with x < m, y' = y 2^shift and Q < 2^(52L), is below
+//   m (1 + y' / 2^(52L)): below 1.5r for Fr (y' < 2^259) and 1.125p for Fp (y' < 2^413),
+//   so one conditional subtraction reduces it.
 // Exactness needs IEEE binary64 with a round-toward-zero FMA: CUDA's __fma_rz on the
 // device; the host emulation (PINION_HOST_EMULATION, tools/field_emu.cpp) computes it
 // exactly with 128-bit integers (every operand here is an integer below 2^105).
