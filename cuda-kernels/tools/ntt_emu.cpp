@@ -1,12 +1,13 @@
-// Runs ntt.cu's pass kernels (ntt_pass_dif / ntt_pass_dit) on the CPU with the carry flag
-// emulated (PINION_HOST_EMULATION), the threads of a block as OS threads meeting at a barrier
-// for __syncthreads, and prints each transform's inputs and outputs as hex for
-// tools/check_ntt_emu.py to verify against the kernels' documented contract (ntt.cu, ntt.cuh)
-// with Python integers. Pass plans are random (any split of the index bits into passes with
-// any column count the kernel allows), as are the block sizes (1-8 threads, or two warps), the twiddle table's size
-// (strided reads) and the fused scalings, so the check covers more than gpu.rs's own plans.
-// The elementwise kernels (bit reversal, scaling, the H step's pointwise products and its
-// last gather, the twiddle table) run on random launch shapes after each transform.
+// Runs ntt.cu's kernels on the CPU with the carry flag emulated (PINION_HOST_EMULATION) and
+// prints inputs and outputs as hex for tools/check_ntt_emu.py, which verifies them against
+// the kernels' documented contracts (ntt.cu, ntt.cuh) with Python integers.
+// - The pass kernels (ntt_pass_dif / ntt_pass_dit) run with the threads of a block as OS
+//   threads meeting at barriers for __syncthreads (and per warp for __syncwarp). Pass plans
+//   are random (any split of the index bits into passes, any column count the kernel
+//   allows), as are the block sizes (1-8 threads, or two warps), the twiddle table's size
+//   (strided reads) and the fused scalings: more than gpu.rs's own plans.
+// - The elementwise kernels (bit reversal, scaling, the H step's pointwise products and its
+//   last gather, the twiddle table) run on random launch shapes after each transform.
 //   g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
 //       cuda-kernels/tools/ntt_emu.cpp -o /tmp/ntt_emu && /tmp/ntt_emu SEED | \
 //       python3 cuda-kernels/tools/check_ntt_emu.py
