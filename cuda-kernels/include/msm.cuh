@@ -2,9 +2,10 @@
 // grid-stride kernel). This header holds what both curves' point kernels use (msm.cu and
 // msm_g2.cu include it through msm_kernels.cuh); the scalar kernels' bodies (digits,
 // counting sort, classes, Montgomery conversion) are in msm_scalars.cuh, which only msm.cu
-// includes, so that changing them does not rebuild the slow G2 module. The bodies take the thread index and use atomics only through
-// atomic_inc, so a host build with PINION_HOST_EMULATION could run them serially (no such
-// tool exists yet; the GPU tests in crates/gpu-msm/tests/gpu_msm.rs are the check).
+// includes, so that changing them does not rebuild the G2 module. The bodies take the
+// thread index and use atomics only through atomic_inc, so a host build with
+// PINION_HOST_EMULATION runs them serially: tools/msm_sort_emu.cpp (the scalar side) and
+// tools/msm_emu.cpp (the accumulation), besides the GPU tests in crates/gpu-msm/tests.
 //
 // Scalars: canonical little-endian 256-bit integers (8 u32 words, < r < 2^255).
 // Windows: c bits, W = ceil(256/c) signed digits in [-2^(c-1), 2^(c-1)] (cW >= 256, so the

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The device code's arithmetic, MSM accumulation and NTT passes run on the CPU (PINION_HOST_EMULATION)
+# The device code's arithmetic, the MSM's scalar side and accumulation, and the NTT kernels
+# run on the CPU (PINION_HOST_EMULATION)
 # and checked against big-integer results: no GPU or CUDA toolkit needed, only g++ and
 # python3. Used by .ci/run; seeds printed.
 set -euo pipefail
@@ -18,3 +19,6 @@ for s in $seed $((seed + 1)) $((seed + 2)); do "$out/msm_emu" "$s"; done
 g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
   cuda-kernels/tools/ntt_emu.cpp -o "$out/ntt_emu"
 "$out/ntt_emu" "$seed" 40 | python3 cuda-kernels/tools/check_ntt_emu.py
+g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
+  cuda-kernels/tools/msm_sort_emu.cpp -o "$out/msm_sort_emu"
+"$out/msm_sort_emu" "$seed" 30 | python3 cuda-kernels/tools/check_msm_sort_emu.py
