@@ -9,11 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define __device__
-#define __forceinline__ inline
-#define __noinline__ inline
-struct uint4 { uint32_t x, y, z, w; };
-inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return {x, y, z, w}; }
+#include "emu_common.h"
 
 #include "field.cuh"
 #include "field64.cuh"

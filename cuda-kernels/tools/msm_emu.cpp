@@ -4,6 +4,10 @@
 // their fix-ups, against a plain sum: random bucket sizes (empty, single, up to 500
 // entries, so buckets cross chunks and streams), bases at infinity, repeated bases and
 // P followed by -P and P followed by P (doubling, cancellation), chunks of 64..2048.
+// Then whole G1 MSMs through every body in order (classes and counting sort, the affine
+// chunked accumulation and fix-ups, reduce_segments, sum_groups, the host's Horner sum of
+// the windows) on bases k_i G against (sum s_i k_i mod r) G by double-and-add: windows of
+// 2-8 bits, scalars 0, 1 and random, random chunk and segment lengths.
 //   g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
 //       cuda-kernels/tools/msm_emu.cpp -o /tmp/msm_emu && /tmp/msm_emu SEED
 #include <cstdint>
@@ -11,12 +15,10 @@
 #include <cstdlib>
 #include <vector>
 #include <random>
-#define __device__
-#define __forceinline__ inline
-#define __noinline__ inline
-struct uint4 { uint32_t x, y, z, w; };
-inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return {x, y, z, w}; }
+#include "emu_common.h"
+#include "emu_serial.h"
 #include "msm_affine.cuh"
+#include "msm_scalars.cuh"
 using namespace pinion;
 using namespace pinion::msm;
 
@@ -36,6 +38,82 @@ static Affine<Fp> to_affine(const Xyzz<Fp>& p) {
   return {fe_mul(p.x, fe_inv(p.zz)), fe_mul(p.y, fe_inv(p.zzz))};
 }
 static bool same(const Affine<Fp>& a, const Affine<Fp>& b) { return f_eq(a.x, b.x) && f_eq(a.y, b.y); }
+
+// k * P by double-and-add over k's bits (k canonical, 8 words).
+static Xyzz<Fp> mul_scalar(const Affine<Fp>& p, const uint32_t* k) {
+  Xyzz<Fp> acc = xyzz_infinity<Fp>(), q = xyzz_infinity<Fp>();
+  q = xyzz_add_affine(q, p);
+  for (int bit = 0; bit < 256; ++bit) {
+    if ((k[bit / 32] >> (bit % 32)) & 1) acc = xyzz_add(acc, q);
+    q = xyzz_double(q);
+  }
+  return acc;
+}
+
+// The whole G1 pipeline on scalars s_i and bases P_i = k_i G: classes and the counting sort
+// (msm_scalars.cuh), the chunked accumulation with its fix-ups, reduce_segments, sum_groups,
+// and the host's Horner combination of the window sums, against (sum s_i k_i mod r) G by
+// double-and-add. Returns the number of mismatches.
+static int run_pipeline(std::mt19937& rng, const Affine<Fp>& g, const std::vector<Affine<Fp>>& bases,
+                        const std::vector<uint32_t>& ks) {
+  int fails = 0;
+  const uint32_t n_bases = (uint32_t)bases.size();
+  for (int trial = 0; trial < 6; ++trial) {
+    const uint32_t c = 2 + rng() % 7, n = 1 + rng() % n_bases;
+    const uint32_t n_windows = (256 + c - 1) / c, n_buckets = 1u << (c - 1);
+    const uint32_t n_keys = (n_windows + 1) * n_buckets;
+    std::vector<uint32_t> scalars(8 * (size_t)n, 0);
+    Fr r2, t = fe_zero<FrParams>();
+    FrParams::r2(r2.l);
+    for (uint32_t i = 0; i < n; ++i) {
+      uint32_t* w = &scalars[8 * (size_t)i];
+      const uint32_t kind = rng() % 6;
+      if (kind == 1) w[0] = 1;
+      if (kind >= 2) {
+        for (int j = 0; j < 8; ++j) w[j] = rng();
+        w[7] %= 0x73eda753u;
+      }
+      Fr s, k = fe_zero<FrParams>();
+      for (int j = 0; j < 8; ++j) s.l[j] = w[j];
+      k.l[0] = ks[i];
+      t = fe_add(t, fe_mul(fe_mul(s, r2), fe_mul(k, r2)));  // Montgomery s * k
+    }
+    Fr one = fe_zero<FrParams>();
+    one.l[0] = 1;
+    t = fe_mul(t, one);  // canonical
+    const Windows win{c, n_windows};
+    std::vector<uint32_t> counts(n_keys, 0), offsets(n_keys);
+    for (uint32_t i = 0; i < n; ++i) count_body(scalars.data(), win, counts.data(), i);
+    uint32_t total = 0;
+    for (uint32_t k = 0; k < n_keys; ++k) { offsets[k] = total; total += counts[k]; }
+    std::vector<uint32_t> cursors = offsets, entries(total);
+    for (uint32_t i = 0; i < n; ++i) scatter_body(scalars.data(), win, 0, n_windows + 1, cursors.data(), entries.data(), i);
+    // A multiple of the affine body's 64 streams, as the host plans it.
+    const uint32_t chunk_len = 64u << (rng() % 4), n_chunks = (total + chunk_len - 1) / chunk_len;
+    std::vector<Xyzz<Fp>> buckets(n_keys, xyzz_infinity<Fp>()), partials(2 * n_chunks + 2, xyzz_infinity<Fp>());
+    for (uint32_t ch = 0; ch < n_chunks; ++ch)
+      accumulate_chunk_affine_body<64>(bases.data(), entries.data(), offsets.data(), counts.data(), n_keys, chunk_len, buckets.data(), partials.data(), ch);
+    for (uint32_t ch = 0; ch < n_chunks; ++ch) fixup_groups_body(offsets.data(), counts.data(), n_keys, chunk_len, 4u, partials.data(), ch);
+    for (uint32_t ch = 0; ch < n_chunks; ++ch) fixup_buckets_body(offsets.data(), counts.data(), n_keys, chunk_len, 4u, partials.data(), buckets.data(), ch);
+    // Segments of a window's buckets, then one group per window.
+    const uint32_t seg_len = 1u << (rng() % c), n_segments = n_buckets / seg_len;
+    std::vector<Xyzz<Fp>> segs((n_windows + 1) * n_segments), sums(n_windows + 1);
+    for (uint32_t s = 0; s < (n_windows + 1) * n_segments; ++s)
+      reduce_segments_body(buckets.data(), n_buckets, seg_len, n_segments, n_windows, segs.data(), s);
+    for (uint32_t w = 0; w <= n_windows; ++w) sum_groups_body(segs.data(), n_segments, sums.data(), w);
+    Xyzz<Fp> acc = xyzz_infinity<Fp>();
+    for (uint32_t w = n_windows; w-- > 0;) {
+      for (uint32_t b = 0; b < c; ++b) acc = xyzz_double(acc);
+      acc = xyzz_add(acc, sums[w]);
+    }
+    acc = xyzz_add(acc, sums[n_windows]);
+    const Affine<Fp> got = to_affine(acc), want = to_affine(mul_scalar(g, t.l));
+    if (!same(got, want)) {
+      if (++fails < 5) printf("MISMATCH pipeline trial %d: c %u n %u chunks of %u segments of %u\n", trial, c, n, chunk_len, seg_len);
+    }
+  }
+  return fails;
+}
 
 int main(int argc, char** argv) {
   const uint32_t seed = argc > 1 ? atoi(argv[1]) : 1;
@@ -96,6 +174,11 @@ int main(int argc, char** argv) {
       }
     }
   }
+  std::vector<uint32_t> ks(n_bases);
+  for (int i = 0; i < n_bases; ++i) ks[i] = i == 7 ? 0 : i + 1;  // bases[i] = ks[i] G
+  const int pipeline_fails = run_pipeline(rng, g, bases, ks);
+  printf("pipeline: %s (%d mismatches)\n", pipeline_fails ? "FAILED" : "MSMs equal double-and-add", pipeline_fails);
+  fails += pipeline_fails;
   printf("%s (%d mismatches)\n", fails ? "FAILED" : "all buckets equal", fails);
   return fails != 0;
 }

@@ -17,16 +17,8 @@
 #include <random>
 #include <vector>
 
-#define __device__
-#define __forceinline__ inline
-#define __noinline__ inline
-struct uint4 { uint32_t x, y, z, w; };
-inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return {x, y, z, w}; }
-// classify_body's warp primitives for a "warp" of one thread.
-struct { uint32_t x = 0; } threadIdx;
-inline uint32_t __ballot_sync(uint32_t, bool b) { return b ? 1u : 0u; }
-inline uint32_t __popc(uint32_t x) { return (uint32_t)__builtin_popcount(x); }
-inline uint32_t atomicAdd(uint32_t* p, uint32_t v) { const uint32_t o = *p; *p += v; return o; }
+#include "emu_common.h"
+#include "emu_serial.h"
 #include "msm_scalars.cuh"
 using namespace pinion;
 using namespace pinion::msm;

@@ -22,14 +22,7 @@
 #include <thread>
 #include <vector>
 
-#define __device__
-#define __global__
-#define __shared__
-#define __forceinline__ inline
-#define __noinline__ inline
-#define __launch_bounds__(...)
-struct uint4 { uint32_t x, y, z, w; };
-inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return {x, y, z, w}; }
+#include "emu_common.h"
 struct dim3 { uint32_t x = 0, y = 1, z = 1; };
 static thread_local dim3 threadIdx;
 static dim3 blockIdx, blockDim, gridDim;

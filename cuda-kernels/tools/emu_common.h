@@ -1,0 +1,14 @@
+// What the device headers need to compile as host C++ (PINION_HOST_EMULATION): the CUDA
+// qualifiers as plain C++ and the vector type the loads and stores use. Included first by
+// every tools/*_emu.cpp.
+#pragma once
+#include <cstdint>
+
+#define __device__
+#define __global__
+#define __shared__
+#define __forceinline__ inline
+#define __noinline__ inline
+#define __launch_bounds__(...)
+struct uint4 { uint32_t x, y, z, w; };
+inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return {x, y, z, w}; }
