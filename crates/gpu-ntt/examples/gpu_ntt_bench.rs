@@ -8,9 +8,8 @@
 //! the whole H step (6 transforms + pointwise) from device-resident a, b, c and from pinned
 //! host memory (the three host-to-device copies included). `PINION_NTT_TILES=11:2,10:1`
 //! compares only those tile shapes with the default (`PINION_NTT_TILES=` the default alone).
-//! Prints a Markdown table, then one
-//! `PINION_BENCH {json}` line per row for `cargo xtask bench`; `PINION_BENCH_QUICK=1` stops
-//! at 2^22 (no H rows).
+//! Prints a Markdown table, then one `PINION_BENCH {json}` line per row for `cargo xtask
+//! bench`; `PINION_BENCH_QUICK=1` stops at 2^22 (no H rows).
 
 use pinion_bench::{quick, BenchLine};
 use std::error::Error;
