@@ -2,7 +2,7 @@
 // field_emu.cpp does) on real G1 and G2 points (multiples of the generators, each checked on
 // its curve first) and checks every bucket
 // of the affine chunked accumulation (msm_affine.cuh; 64 streams on G1, 32 on G2 as the
-// kernels use) and of the XYZZ one (msm.cuh), after
+// kernels use), of the XYZZ one (msm.cuh) and of the one-thread-a-bucket kernels, after
 // their fix-ups, against a plain sum: random bucket sizes (empty, single, up to 500
 // entries, so buckets cross chunks and streams), bases at infinity, repeated bases and
 // P followed by -P and P followed by P (doubling, cancellation), chunks of 64..2048.
@@ -88,6 +88,9 @@ static int run_buckets(const char* curve, std::mt19937& rng, const std::vector<A
     }
     // P then -P and P then P runs
     if (total > 4) { entries[1] = entries[0] ^ SIGN_BIT; entries[3] = entries[2]; }
+    // One thread a bucket (the unchunked kernels).
+    std::vector<Xyzz<F>> b3(n_keys, xyzz_infinity<F>());
+    for (uint32_t k = 0; k < n_keys; ++k) accumulate_body(bases.data(), entries.data(), offsets.data(), counts.data(), b3.data(), k);
     for (uint32_t chunk_len : {64u, 128u, 320u, 1024u, 2048u}) {
       const uint32_t n_chunks = (total + chunk_len - 1) / chunk_len;
       std::vector<Xyzz<F>> b1(n_keys, xyzz_infinity<F>()), b2 = b1;
@@ -111,9 +114,9 @@ static int run_buckets(const char* curve, std::mt19937& rng, const std::vector<A
           if (entries[e] & SIGN_BIT) q.y = f_neg(q.y);
           r = xyzz_add_affine(r, q);
         }
-        Affine<F> want = to_affine(r), a1 = to_affine(b1[k]), a2 = to_affine(b2[k]);
-        if (!same(want, a1) || !same(want, a2)) {
-          if (++fails < 10) printf("MISMATCH %s trial %d L %u bucket %u (count %u): xyzz %s affine %s\n", curve, trial, chunk_len, k, counts[k], same(want, a1) ? "ok" : "BAD", same(want, a2) ? "ok" : "BAD");
+        Affine<F> want = to_affine(r), a1 = to_affine(b1[k]), a2 = to_affine(b2[k]), a3 = to_affine(b3[k]);
+        if (!same(want, a1) || !same(want, a2) || !same(want, a3)) {
+          if (++fails < 10) printf("MISMATCH %s trial %d L %u bucket %u (count %u): xyzz %s affine %s unchunked %s\n", curve, trial, chunk_len, k, counts[k], same(want, a1) ? "ok" : "BAD", same(want, a2) ? "ok" : "BAD", same(want, a3) ? "ok" : "BAD");
         }
       }
     }
