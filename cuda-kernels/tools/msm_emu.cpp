@@ -5,7 +5,8 @@
 // kernels use), of the XYZZ one (msm.cuh) and of the one-thread-a-bucket kernels, after
 // their fix-ups, against a plain sum: random bucket sizes (empty, single, up to 500
 // entries, so buckets cross chunks and streams), bases at infinity, repeated bases and
-// P followed by -P and P followed by P (doubling, cancellation), chunks of 64..2048.
+// P followed by -P and P followed by P (doubling, cancellation), chunks of 64..2048, fix-up
+// runs of 1..64 chunks.
 // Then whole MSMs on both curves through every body in order (classes and counting sort, the affine
 // chunked accumulation and fix-ups, reduce_segments, sum_groups, the host's Horner sum of
 // the windows) on bases k_i G against (sum s_i k_i mod r) G by double-and-add: windows of
@@ -93,6 +94,7 @@ static int run_buckets(const char* curve, std::mt19937& rng, const std::vector<A
     for (uint32_t k = 0; k < n_keys; ++k) accumulate_body(bases.data(), entries.data(), offsets.data(), counts.data(), b3.data(), k);
     for (uint32_t chunk_len : {64u, 128u, 320u, 1024u, 2048u}) {
       const uint32_t n_chunks = (total + chunk_len - 1) / chunk_len;
+      const uint32_t group = 1u << (rng() % 7);  // chunks a fix-up run sums (the host's G)
       std::vector<Xyzz<F>> b1(n_keys, xyzz_infinity<F>()), b2 = b1;
       std::vector<Xyzz<F>> p1(2 * n_chunks, xyzz_infinity<F>()), p2 = p1;
       for (uint32_t t = 0; t < n_chunks; ++t)
@@ -100,10 +102,10 @@ static int run_buckets(const char* curve, std::mt19937& rng, const std::vector<A
       for (uint32_t t = 0; t < n_chunks; ++t)
         accumulate_chunk_affine_body<K>(bases.data(), entries.data(), offsets.data(), counts.data(), n_keys, chunk_len, b2.data(), p2.data(), t);
       for (auto* pb : {&p1, &p2}) for (uint32_t t = 0; t < n_chunks; ++t)
-        fixup_groups_body(offsets.data(), counts.data(), n_keys, chunk_len, 4u, pb->data(), t);
+        fixup_groups_body(offsets.data(), counts.data(), n_keys, chunk_len, group, pb->data(), t);
       for (uint32_t t = 0; t < n_chunks; ++t) {
-        fixup_buckets_body(offsets.data(), counts.data(), n_keys, chunk_len, 4u, p1.data(), b1.data(), t);
-        fixup_buckets_body(offsets.data(), counts.data(), n_keys, chunk_len, 4u, p2.data(), b2.data(), t);
+        fixup_buckets_body(offsets.data(), counts.data(), n_keys, chunk_len, group, p1.data(), b1.data(), t);
+        fixup_buckets_body(offsets.data(), counts.data(), n_keys, chunk_len, group, p2.data(), b2.data(), t);
       }
       // reference: plain sums
       for (uint32_t k = 0; k < n_keys; ++k) {
@@ -116,7 +118,7 @@ static int run_buckets(const char* curve, std::mt19937& rng, const std::vector<A
         }
         Affine<F> want = to_affine(r), a1 = to_affine(b1[k]), a2 = to_affine(b2[k]), a3 = to_affine(b3[k]);
         if (!same(want, a1) || !same(want, a2) || !same(want, a3)) {
-          if (++fails < 10) printf("MISMATCH %s trial %d L %u bucket %u (count %u): xyzz %s affine %s unchunked %s\n", curve, trial, chunk_len, k, counts[k], same(want, a1) ? "ok" : "BAD", same(want, a2) ? "ok" : "BAD", same(want, a3) ? "ok" : "BAD");
+          if (++fails < 10) printf("MISMATCH %s trial %d L %u G %u bucket %u (count %u): xyzz %s affine %s unchunked %s\n", curve, trial, chunk_len, group, k, counts[k], same(want, a1) ? "ok" : "BAD", same(want, a2) ? "ok" : "BAD", same(want, a3) ? "ok" : "BAD");
         }
       }
     }
@@ -169,8 +171,9 @@ static int run_pipeline(const char* curve, std::mt19937& rng, const Affine<F>& g
     std::vector<Xyzz<F>> buckets(n_keys, xyzz_infinity<F>()), partials(2 * n_chunks + 2, xyzz_infinity<F>());
     for (uint32_t ch = 0; ch < n_chunks; ++ch)
       accumulate_chunk_affine_body<K>(bases.data(), entries.data(), offsets.data(), counts.data(), n_keys, chunk_len, buckets.data(), partials.data(), ch);
-    for (uint32_t ch = 0; ch < n_chunks; ++ch) fixup_groups_body(offsets.data(), counts.data(), n_keys, chunk_len, 4u, partials.data(), ch);
-    for (uint32_t ch = 0; ch < n_chunks; ++ch) fixup_buckets_body(offsets.data(), counts.data(), n_keys, chunk_len, 4u, partials.data(), buckets.data(), ch);
+    const uint32_t group = 1u << (rng() % 4);
+    for (uint32_t ch = 0; ch < n_chunks; ++ch) fixup_groups_body(offsets.data(), counts.data(), n_keys, chunk_len, group, partials.data(), ch);
+    for (uint32_t ch = 0; ch < n_chunks; ++ch) fixup_buckets_body(offsets.data(), counts.data(), n_keys, chunk_len, group, partials.data(), buckets.data(), ch);
     // Segments of a window's buckets, then one group per window.
     const uint32_t seg_len = 1u << (rng() % c), n_segments = n_buckets / seg_len;
     std::vector<Xyzz<F>> segs((n_windows + 1) * n_segments), sums(n_windows + 1);
