@@ -1,8 +1,9 @@
 // Pippenger point kernels for G2 (coordinates in Fp2): the same bodies as the G1 kernels
 // of msm.cu (include/msm_kernels.cuh), in their own PTX module so that G1-only changes do
 // not rebuild them (nvcc took ~10 minutes before the Fp product became a call; ~30 s of
-// nvcc and ptxas on a 2-core machine since). The scalar kernels (from_montgomery, count, scan, scatter) are
-// curve-independent and only exist in msm.cu; crates/gpu-msm loads both modules for G2.
+// nvcc and ptxas on a 2-core machine since). The scalar kernels (from_montgomery, count,
+// scan, scatter) are curve-independent and only exist in msm.cu; crates/gpu-msm loads both
+// modules for G2.
 //   g2_accumulate, g2_accumulate_capped, g2_reduce_segments, g2_sum_groups,
 //   g2_accumulate_chunks_affine
 #include <stdint.h>

@@ -119,7 +119,7 @@ fn main() -> Res<()> {
     let stream = gpu.new_stream()?;
     let mut rows = Vec::new();
     let fwd = NttSpec::FORWARD.with_orders(Order::Natural, Order::BitReversed);
-    // The default first, then the other tile shapes worth comparing.
+    // The default first, then `shapes` (duplicates dropped).
     let configs: Vec<GpuNttConfig> = std::iter::once(GpuNttConfig::default())
         .chain(
             shapes

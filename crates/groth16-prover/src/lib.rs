@@ -78,8 +78,9 @@
 //! pinned staging pool and the a/b/c part of the working-set charge is released as soon as
 //! they are staged; h stays on the device for the H MSM, [`HPoly::Backend`]), the `h`, `l`, `a`
 //! and `b_g1` MSMs on G1 and the `b_g2` MSM on G2 on the GPU (b_g2 driven from a thread of
-//! its own; in a small proof l, a and b_g1 too, beside H's MSM: [`SIDE_MSMS_UP_TO`]), over bases uploaded once per [`ProvingKey`] and kept resident (charged to the
-//! device's VRAM budget); a query the device cannot hold is streamed to it from a pinned
+//! its own; in a small proof l, a and b_g1 too, beside H's MSM: [`SIDE_MSMS_UP_TO`]), over
+//! bases uploaded once per [`ProvingKey`] and kept resident (charged to the device's VRAM
+//! budget); a query the device cannot hold is streamed to it from a pinned
 //! host copy (charged as `Category::Srs`), and runs on the CPU only when the host budget
 //! refuses that copy too. Without a usable device, explicit `Gpu` is [`ProverError::GpuUnavailable`];
 //! [`BackendChoice::Auto`] (the default) takes the GPU when device 0 opens, else the CPU.
