@@ -18,7 +18,7 @@ g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
 for s in $seed $((seed + 1)) $((seed + 2)); do "$out/msm_emu" "$s"; done
 g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
   cuda-kernels/tools/ntt_emu.cpp -o "$out/ntt_emu"
-"$out/ntt_emu" "$seed" 40 | python3 cuda-kernels/tools/check_ntt_emu.py
+"$out/ntt_emu" "$seed" 64 | python3 cuda-kernels/tools/check_ntt_emu.py
 g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
   cuda-kernels/tools/msm_sort_emu.cpp -o "$out/msm_sort_emu"
 "$out/msm_sort_emu" "$seed" 30 | python3 cuda-kernels/tools/check_msm_sort_emu.py

@@ -174,6 +174,15 @@ fn abc_kernel_from_env() -> gpu_ntt::SparseKernel {
     }
 }
 
+/// The H step's transforms: the default tiles, on the warp-local pass kernels when
+/// `PINION_NTT_WARP_LOCAL` is `1` (a benchmark's comparison in one build).
+fn ntt_config_from_env() -> gpu_ntt::GpuNttConfig {
+    gpu_ntt::GpuNttConfig {
+        warp_local: std::env::var("PINION_NTT_WARP_LOCAL").as_deref() == Ok("1"),
+        ..gpu_ntt::GpuNttConfig::default()
+    }
+}
+
 /// Whether a device MSM failed for lack of device memory (then the CPU takes the query).
 fn out_of_vram(e: &GpuMsmError) -> bool {
     matches!(
@@ -195,7 +204,7 @@ impl GpuBackend {
     /// and kept across proofs; the budget can evict its idle buffers.
     pub fn with_gpu(gpu: Gpu, budget: Budget) -> GpuBackend {
         GpuBackend {
-            ntt: GpuNtt::new(gpu.clone()),
+            ntt: GpuNtt::with_config(gpu.clone(), ntt_config_from_env()),
             msm: GpuMsm::new(gpu.clone()),
             cpu: CpuMsm::new(),
             pool: PinnedStagingPool::cuda(gpu.clone(), budget.clone(), "groth16-prover staging"),
