@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam::channel::{Receiver, Sender};
 use groth16_prover::{
-    Computed, GpuBackend, GpuPlacement, KeyHold, Prover, ProverConfig, ProverError, SelfCheck,
-    Synthesized,
+    Computed, GpuPlacement, KeyHold, Prover, ProverConfig, ProverError, SelfCheck, Synthesized,
 };
 use memory_budget::{BudgetError, Category, Reservation};
 use pce_cache::PceHandle;
@@ -259,7 +258,7 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
             (Some(gpu), 0) => circuit.key.view_for_gpu(
                 gpu,
                 GpuPlacement::Auto,
-                GpuBackend::headroom_bytes(&circuit.lens()),
+                dev.backends[0].device_headroom_bytes(&circuit.lens()),
             ),
             (Some(gpu), 1) => circuit.key.view_for_gpu(gpu, GpuPlacement::Pinned, 0),
             _ => circuit.key.view_host(),

@@ -12,7 +12,7 @@ use gpu_ntt::{AbcEvaluations, CpuNtt, NttBackend};
 use memory_budget::{Budget, Category, Reservation};
 use pce_cache::Pce;
 
-use crate::key::{G1Query, KeyView, QueryBases};
+use crate::key::{G1Query, KeyView, QueryBases, QueryLens};
 use crate::{GpuBackend, ProverError, ProvingKey};
 
 /// Which kind of engine a backend is.
@@ -565,6 +565,14 @@ pub trait ProverBackend: Send + Sync {
     /// [`ProvingKey::view_held`] instead and never comes here.
     fn view_key<'k>(&self, key: &'k ProvingKey) -> Result<KeyView<'k>, ProverError> {
         key.view_host()
+    }
+
+    /// Device bytes a proof over a key of these sizes needs beside the key's bases when
+    /// this backend places them on its device (what [`ProverBackend::view_key`] keeps
+    /// free, and what an engine placing the key itself must keep free): 0 for a backend
+    /// that reads its bases from host memory.
+    fn device_headroom_bytes(&self, _lens: &QueryLens) -> u64 {
+        0
     }
 
     /// [`ProverBackend::h_poly`] from buffers this backend's

@@ -183,6 +183,28 @@ fn ntt_config_from_env() -> gpu_ntt::GpuNttConfig {
     }
 }
 
+/// Whether l, a and b run beside H's MSM (of `n_h` terms) under the setting `forced`
+/// ([`GpuBackend::with_side_msms`]).
+fn side_msms_on(forced: Option<bool>, n_h: usize) -> bool {
+    forced.unwrap_or(n_h <= SIDE_MSMS_UP_TO)
+}
+
+/// Device bytes a proof needs beyond the bases: the largest MSM's scratch, a second one's
+/// when l, a and b run beside H's (`side`), and the H step's.
+fn headroom_with(lens: &QueryLens, side: bool) -> u64 {
+    let max_terms = [lens.h, lens.l, lens.a, lens.b_g1, lens.b_g2]
+        .into_iter()
+        .max()
+        .unwrap_or(0) as u64;
+    let domain = lens.domain_size() as u64;
+    let side_terms = if side {
+        [lens.l, lens.a, lens.b_g1].into_iter().max().unwrap_or(0) as u64
+    } else {
+        0
+    };
+    (max_terms + side_terms) * HEADROOM_PER_TERM + domain * HEADROOM_PER_POINT + HEADROOM_FIXED
+}
+
 /// Whether a device MSM failed for lack of device memory (then the CPU takes the query).
 fn out_of_vram(e: &GpuMsmError) -> bool {
     matches!(
@@ -248,8 +270,8 @@ impl GpuBackend {
     /// Whether l, a and b on G1 run on a second stream beside H's MSM (`Some(true)`), after
     /// it on the device's stream (`Some(false)`), or, by default (`None`, unless
     /// `PINION_SIDE_MSMS` is `1` or `0`), beside it when H has at most
-    /// [`SIDE_MSMS_UP_TO`] terms ([`Self::headroom_bytes`] leaves room for the second
-    /// MSM's scratch then). In a small proof each MSM is mostly fixed costs (its
+    /// [`SIDE_MSMS_UP_TO`] terms (whenever they run beside it, the backend's
+    /// [`ProverBackend::device_headroom_bytes`] leaves room for the second MSM's scratch). In a small proof each MSM is mostly fixed costs (its
     /// classification's and sum's round trips to the host, allocations, the bucket
     /// reduction), which the other stream's work fills; in a large one both streams would
     /// only time-share the device, each holding its sorted entries at once (11 GiB more
@@ -298,21 +320,12 @@ impl GpuBackend {
         &self.gpu
     }
 
-    /// Device bytes a proof over a key of these sizes needs beyond the bases.
+    /// Device bytes a proof over a key of these sizes needs beyond the bases, for a
+    /// backend with the default rule for l, a and b beside H's MSM ([`Self::with_side_msms`]
+    /// with `None`); a backend's own, its setting included, is
+    /// [`ProverBackend::device_headroom_bytes`].
     pub fn headroom_bytes(lens: &QueryLens) -> u64 {
-        let max_terms = [lens.h, lens.l, lens.a, lens.b_g1, lens.b_g2]
-            .into_iter()
-            .max()
-            .unwrap_or(0) as u64;
-        let domain = lens.domain_size() as u64;
-        // l, a and b beside H's MSM (a small proof, `with_side_msms`): a second MSM's
-        // scratch at the same time.
-        let side_terms = if lens.h <= SIDE_MSMS_UP_TO {
-            [lens.l, lens.a, lens.b_g1].into_iter().max().unwrap_or(0) as u64
-        } else {
-            0
-        };
-        (max_terms + side_terms) * HEADROOM_PER_TERM + domain * HEADROOM_PER_POINT + HEADROOM_FIXED
+        headroom_with(lens, side_msms_on(None, lens.h))
     }
 
     /// The backend's copy stream (created on first use). A feeder: the witness's
@@ -366,7 +379,7 @@ impl GpuBackend {
     /// The engine of l, a and b on G1 beside H's MSM when this proof (H of `n_h` terms)
     /// runs them there ([`Self::with_side_msms`]), else `None`.
     fn side_engine(&self, n_h: usize) -> Result<Option<Arc<GpuMsm>>, ProverError> {
-        if !self.side_msms.unwrap_or(n_h <= SIDE_MSMS_UP_TO) {
+        if !side_msms_on(self.side_msms, n_h) {
             return Ok(None);
         }
         self.lazy_engine(&self.msm_side, "l_query").map(Some)
@@ -627,8 +640,12 @@ impl ProverBackend for GpuBackend {
         key.view_for_gpu(
             &self.gpu,
             self.placement,
-            GpuBackend::headroom_bytes(&key.lens()),
+            self.device_headroom_bytes(&key.lens()),
         )
+    }
+
+    fn device_headroom_bytes(&self, lens: &QueryLens) -> u64 {
+        headroom_with(lens, side_msms_on(self.side_msms, lens.h))
     }
 
     fn h_host_bytes(&self, _domain_size: usize) -> u64 {
@@ -1067,5 +1084,40 @@ fn query_time(t: &mut MsmTimings, q: G1Query) -> &mut Duration {
         G1Query::L => &mut t.l,
         G1Query::A => &mut t.a,
         G1Query::BG1 => &mut t.b_g1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lens(log_h: u32) -> QueryLens {
+        let n = (1usize << log_h) - 1;
+        QueryLens {
+            h: n,
+            l: n / 2,
+            a: n / 2 + 3,
+            b_g1: n / 4,
+            b_g2: n / 4,
+        }
+    }
+
+    #[test]
+    fn headroom_follows_the_side_msm_setting() {
+        for log_h in [10u32, 20, 24, 25, 27] {
+            let l = lens(log_h);
+            let side = headroom_with(&l, true);
+            let alone = headroom_with(&l, false);
+            // A second MSM's scratch at once: the largest of l, a and b_g1 more terms.
+            assert_eq!(side - alone, (l.a as u64) * HEADROOM_PER_TERM, "2^{log_h}");
+            // The default rule: beside H's MSM up to SIDE_MSMS_UP_TO terms of H.
+            let default = GpuBackend::headroom_bytes(&l);
+            let want = if l.h <= SIDE_MSMS_UP_TO { side } else { alone };
+            assert_eq!(default, want, "2^{log_h}");
+            // A forced setting is what the headroom follows, on either side of the rule.
+            assert_eq!(headroom_with(&l, side_msms_on(Some(true), l.h)), side);
+            assert_eq!(headroom_with(&l, side_msms_on(Some(false), l.h)), alone);
+            assert_eq!(side_msms_on(None, l.h), l.h <= SIDE_MSMS_UP_TO);
+        }
     }
 }
