@@ -547,11 +547,16 @@ impl GpuNtt {
             Entry::NttPassDit
         })?;
         let warp_local_kernel = if self.config.warp_local {
-            Some(self.gpu.function(if dif {
+            let f = self.gpu.function(if dif {
                 Entry::NttPassDifWl
             } else {
                 Entry::NttPassDitWl
-            })?)
+            })?;
+            // Its register cap spills a few bytes a thread: local memory, inside the stack
+            // the context starts with (nothing charged then), charged if it ever is not.
+            self.gpu
+                .reserve_local_memory(&f, "gpu-ntt warp-local pass's local memory")?;
+            Some(f)
         } else {
             None
         };
