@@ -77,25 +77,10 @@ extern "C" __global__ void msm_classify(const uint32_t* scalars, uint32_t n, uin
   }
 }
 
-// The scalars a density mask selects, packed in order: src[i] (i < n, 8 words) goes to
-// dst[word_offsets[i / 64] + (set bits of mask word i / 64 below bit i % 64)] when bit i is
-// set; word_offsets[k] is the number of set bits in words 0..k. One thread per source
-// scalar: the reads are coalesced, the writes of consecutive selected scalars contiguous.
-// src and dst are 16-byte aligned (device allocations; views start at whole scalars).
+// The scalars a density mask selects, packed in order (select_body, msm_scalars.cuh).
 extern "C" __global__ void msm_select(const uint32_t* src, uint32_t n, const uint64_t* mask,
                                       const uint32_t* word_offsets, uint32_t* dst) {
-  GRID_STRIDE(i, n) {
-    const uint32_t k = i >> 6;
-    const uint32_t bit = i & 63;
-    const uint64_t w = mask[k];
-    if ((w >> bit) & 1) {
-      const uint32_t pos = word_offsets[k] + __popcll(w & ((1ull << bit) - 1));
-      const uint4* s = reinterpret_cast<const uint4*>(src) + 2 * static_cast<size_t>(i);
-      uint4* d = reinterpret_cast<uint4*>(dst) + 2 * static_cast<size_t>(pos);
-      d[0] = s[0];
-      d[1] = s[1];
-    }
-  }
+  GRID_STRIDE(i, n) select_body(src, mask, word_offsets, dst, i);
 }
 
 POINT_KERNELS(g1, Fp)

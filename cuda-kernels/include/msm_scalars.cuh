@@ -1,7 +1,8 @@
 // The scalar side of the MSM pipeline (msm.cuh describes the whole): digits of signed
-// windows, the counting sort by bucket key, the classes of scalars (0, 1, other) and the
-// Montgomery-to-canonical conversion. Curve-independent; included by msm.cu only (the G2
-// module, msm_g2.cu, has no scalar kernels, so edits here do not rebuild its slow PTX).
+// windows, the counting sort by bucket key, the classes of scalars (0, 1, other), the
+// compaction by a density mask and the Montgomery-to-canonical conversion.
+// Curve-independent; included by msm.cu only (the G2 module, msm_g2.cu, has no scalar
+// kernels, so edits here do not rebuild its slow PTX).
 #pragma once
 #include "msm.cuh"
 
@@ -144,6 +145,26 @@ __device__ __forceinline__ void scan_apply_body(const uint32_t* counts, uint32_t
     offsets[k] = acc;
     cursors[k] = acc;
     acc += counts[k];
+  }
+}
+
+// The scalars a density mask selects, packed in order: src[i] (8 words) goes to
+// dst[word_offsets[i / 64] + (set bits of mask word i / 64 below bit i % 64)] when bit i is
+// set; word_offsets[k] is the number of set bits in words 0..k. One thread per source
+// scalar: the reads are coalesced, the writes of consecutive selected scalars contiguous.
+// src and dst are 16-byte aligned (device allocations; views start at whole scalars).
+__device__ __forceinline__ void select_body(const uint32_t* src, const uint64_t* mask,
+                                            const uint32_t* word_offsets, uint32_t* dst,
+                                            uint32_t i) {
+  const uint32_t k = i >> 6;
+  const uint32_t bit = i & 63;
+  const uint64_t w = mask[k];
+  if ((w >> bit) & 1) {
+    const uint32_t pos = word_offsets[k] + __popcll(w & ((1ull << bit) - 1));
+    const uint4* s = reinterpret_cast<const uint4*>(src) + 2 * static_cast<size_t>(i);
+    uint4* d = reinterpret_cast<uint4*>(dst) + 2 * static_cast<size_t>(pos);
+    d[0] = s[0];
+    d[1] = s[1];
   }
 }
 

@@ -2,7 +2,9 @@
 """Checks msm_sort_emu's output (stdin): every scalar rebuilt from its bucket entries.
 
 `sort n c W ones others`, `scalars hex...`, `keys k:offset:count:entry...`, `ends last total`
-per sort, then `mont hex...` / `canonical hex...`. Keys are w * B + (|digit| - 1) with
+per sort; `select n total`, `mask words...`, `src hex...`, `dst hex...` per compaction (dst:
+the selected scalars in order, then two that must still hold the poison 0xdeadbeef words);
+then `mont hex...` / `canonical hex...`. Keys are w * B + (|digit| - 1) with
 B = 2^(c-1); an entry is the scalar's index with bit 31 for a negative digit; window W holds
 the scalars equal to 1, in bucket index mod B. Exit 1 on any mismatch or on no input.
 """
@@ -62,15 +64,36 @@ def check_sort(head, scalars_l, keys_l, ends_l):
     return errors
 
 
+def check_select(head, mask_l, src_l, dst_l):
+    n, total = int(head[1]), int(head[2])
+    mask = [int(x, 16) for x in mask_l[1:]]
+    src = [int(x, 16) for x in src_l[1:]]
+    dst = [int(x, 16) for x in dst_l[1:]]
+    want = [src[i] for i in range(n) if (mask[i // 64] >> (i % 64)) & 1]
+    poison = int("deadbeef" * 8, 16)
+    errors = []
+    if len(want) != total:
+        errors.append("select: total %d, mask selects %d" % (total, len(want)))
+    if dst[:len(want)] != want:
+        errors.append("select n=%d: wrong scalars or order" % n)
+    if dst[len(want):] != [poison, poison]:
+        errors.append("select n=%d: wrote past the selected scalars" % n)
+    return errors
+
+
 def main():
     lines = [l.split() for l in sys.stdin if l.strip()]
-    sorts = bad = 0
+    sorts = selects = bad = 0
     i = 0
     while i < len(lines):
         tag = lines[i][0]
         if tag == "sort":
             errors = check_sort(*lines[i:i + 4])
             sorts += 1
+            i += 4
+        elif tag == "select":
+            errors = check_select(*lines[i:i + 4])
+            selects += 1
             i += 4
         elif tag == "mont":
             mont = [int(x, 16) for x in lines[i][1:]]
@@ -84,8 +107,9 @@ def main():
             bad += 1
             if bad <= 3:
                 print("MISMATCH", errors[:3])
-    print("checked", sorts, "sorts and the Montgomery conversion;", bad, "mismatches")
-    sys.exit(1 if bad or not sorts else 0)
+    print("checked", sorts, "sorts,", selects, "compactions and the Montgomery conversion;", bad,
+          "mismatches")
+    sys.exit(1 if bad or not sorts or not selects else 0)
 
 
 main()

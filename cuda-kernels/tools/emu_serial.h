@@ -7,6 +7,7 @@
 static struct { uint32_t x = 0; } threadIdx;
 inline uint32_t __ballot_sync(uint32_t, bool b) { return b ? 1u : 0u; }
 inline uint32_t __popc(uint32_t x) { return (uint32_t)__builtin_popcount(x); }
+inline int __popcll(uint64_t x) { return __builtin_popcountll(x); }
 inline uint32_t atomicAdd(uint32_t* p, uint32_t v) {
   const uint32_t old = *p;
   *p += v;

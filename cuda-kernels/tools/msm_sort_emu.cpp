@@ -1,13 +1,14 @@
 // Runs the MSM's scalar-side kernel bodies (include/msm_scalars.cuh: classes, signed-window
-// digits, the counting sort's count / scan / scatter, the Montgomery-to-canonical
-// conversion) on the CPU and prints what they produced for tools/check_msm_sort_emu.py,
+// digits, the counting sort's count / scan / scatter, the compaction by a density mask, the
+// Montgomery-to-canonical conversion) on the CPU and prints what they produced for tools/check_msm_sort_emu.py,
 // which rebuilds every scalar from its bucket entries with Python integers: the signed
 // digits d * 2^(c w) of a scalar's entries must sum to the scalar (scalars 1 go to the ones
 // window, spread by index), offsets must be the exclusive prefix sum of the counts, and each
 // bucket's entries must fill exactly its range. Scalars: 0, 1, r - 1, runs of ones that
 // carry through every window, digits at the +-2^(c-1) boundary, and random values below r;
 // windows c = 2..20 (W = ceil(256 / c)); the scatter split over random window ranges as
-// gpu.rs splits it over launches; the scan over random chunk lengths.
+// gpu.rs splits it over launches; the scan over random chunk lengths. The compaction's
+// output must be the masked scalars in order, and nothing written past them.
 //   g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
 //       cuda-kernels/tools/msm_sort_emu.cpp -o /tmp/msm_sort_emu && /tmp/msm_sort_emu SEED | \
 //       python3 cuda-kernels/tools/check_msm_sort_emu.py
@@ -103,6 +104,37 @@ static void run_sort(uint32_t n, uint32_t c) {
   printf("\nends %u %u\n", offsets[n_keys - 1] + counts[n_keys - 1], (uint32_t)total);
 }
 
+// The compaction by a density mask (msm_select): masks empty, full, sparse, dense and
+// random over n not a multiple of 64; word_offsets as gpu.rs computes them; dst holds two
+// poisoned scalars past the selected ones, which must stay so.
+static void run_select(uint32_t n) {
+  const uint32_t n_words = (n + 63) / 64;
+  std::vector<uint64_t> mask(n_words, 0);
+  const uint32_t kind = (uint32_t)(rng() % 5);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t r = (uint32_t)(rng() % 100);
+    const bool on = kind == 1 || (kind == 2 && r < 3) || (kind == 3 && r < 97) ||
+                    (kind == 4 && r < 50);
+    if (on) mask[i / 64] |= 1ull << (i % 64);
+  }
+  std::vector<uint32_t> offsets(n_words);
+  uint32_t total = 0;
+  for (uint32_t k = 0; k < n_words; ++k) {
+    offsets[k] = total;
+    total += (uint32_t)__builtin_popcountll(mask[k]);
+  }
+  std::vector<uint32_t> src(8 * (size_t)n), dst(8 * ((size_t)total + 2), 0xdeadbeefu);
+  for (uint32_t i = 0; i < n; ++i) random_scalar(&src[8 * (size_t)i], 8);
+  for (uint32_t i = 0; i < n; ++i) select_body(src.data(), mask.data(), offsets.data(), dst.data(), i);
+  printf("select %u %u\nmask", n, total);
+  for (uint32_t k = 0; k < n_words; ++k) printf(" %016llx", (unsigned long long)mask[k]);
+  printf("\nsrc");
+  for (uint32_t i = 0; i < n; ++i) print_words(&src[8 * (size_t)i]);
+  printf("\ndst");
+  for (uint32_t i = 0; i < total + 2; ++i) print_words(&dst[8 * (size_t)i]);
+  printf("\n");
+}
+
 static void run_from_montgomery(uint32_t n) {
   std::vector<uint32_t> s(8 * (size_t)n);
   for (uint32_t i = 0; i < n; ++i) random_scalar(&s[8 * (size_t)i], 8);
@@ -124,6 +156,7 @@ int main(int argc, char** argv) {
     const uint32_t n = 1 + (uint32_t)(rng() % (c > 16 ? 200 : 1500));
     run_sort(n, c);
   }
+  for (int t = 0; t < cases; ++t) run_select(1 + (uint32_t)(rng() % 700));
   run_from_montgomery(500);
   return 0;
 }
