@@ -14,6 +14,10 @@
 //   msm_classify(const u32* scalars, u32 n, u32* classes)           counts of 1s and others
 //   msm_select(const u32* src, u32 n, const u64* mask, const u32* word_offsets, u32* dst)
 //                                                                    compaction by a mask
+//   msm_count_shared(scalars, n, c, W, stride, counts)              shared buckets (two
+//   msm_scatter_shared(scalars, n, c, W, stride, cursors, entries)  groups: |d|, the ones)
+//   g1_precompute_windows(const G1Affine* bases, u32 n, u32 c, u32 W, G1Affine* table)
+//                                                  table[w n + i] = 2^(c w) bases[i]
 // Point kernels (g1_ here, g2_ in msm_g2.cu; the macro is in include/msm_kernels.cuh):
 //   <g>_accumulate(const Affine* bases, const u32* entries, const u32* offsets,
 //                  const u32* counts, Xyzz* buckets, u32 n_keys)
@@ -31,6 +35,7 @@
 
 #include "msm_affine.cuh"
 #include "msm_kernels.cuh"
+#include "msm_precompute.cuh"
 #include "msm_scalars.cuh"
 
 using namespace pinion;
@@ -75,6 +80,30 @@ extern "C" __global__ void msm_classify(const uint32_t* scalars, uint32_t n, uin
   for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += stride) {
     classify_body(scalars, n, classes, base + threadIdx.x);
   }
+}
+
+// Shared buckets over a table of precomputed windows (msm_precompute.cuh): the count and
+// the scatter of for_each_digit<true> (keys |d| - 1 for every window, B + (i mod B) for the
+// ones; entries w * stride + i), all W + 1 windows in one launch.
+extern "C" __global__ void msm_count_shared(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                            uint32_t n_windows, uint32_t stride,
+                                            uint32_t* counts) {
+  GRID_STRIDE(i, n) count_body<true>(scalars, Windows{c, n_windows, stride}, counts, i);
+}
+
+extern "C" __global__ void msm_scatter_shared(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                              uint32_t n_windows, uint32_t stride,
+                                              uint32_t* cursors, uint32_t* entries) {
+  GRID_STRIDE(i, n) {
+    scatter_body<true>(scalars, Windows{c, n_windows, stride}, 0, n_windows + 1, cursors,
+                       entries, i);
+  }
+}
+
+// table[w * n + i] = 2^(c w) bases[i] for w < n_windows (affine; one thread a base).
+extern "C" __global__ void g1_precompute_windows(const G1Affine* bases, uint32_t n, uint32_t c,
+                                                 uint32_t n_windows, G1Affine* table) {
+  GRID_STRIDE(i, n) precompute_windows_body(bases, n, c, n_windows, table, i);
 }
 
 // The scalars a density mask selects, packed in order (select_body, msm_scalars.cuh).

@@ -49,11 +49,17 @@ __device__ __forceinline__ int scalar_class(const Scalar256& s) {
 struct Windows {
   uint32_t c;        // window bits
   uint32_t n_windows;  // W (the ones window is index W)
+  // Shared buckets only: bases per window of the precomputed table (entry w * stride + i
+  // is 2^(c w) times base i).
+  uint32_t stride = 0;
 };
 
 // Calls f(key, entry) for each term scalar i contributes in windows [w_lo, w_hi) (the
 // ones window is window W; the carries of the windows below w_lo are still computed).
-template <class Fn>
+// SHARED: every window's digits go to one set of B buckets (key |d| - 1) over a table of
+// precomputed bases 2^(c w) P_i (entry w * stride + i, sign bit as usual), and the ones to
+// keys B + (i mod B): two groups of buckets instead of W + 1, summed without Horner.
+template <bool SHARED = false, class Fn>
 __device__ __forceinline__ void for_each_digit(const Scalar256& s, uint32_t i, Windows win,
                                                uint32_t w_lo, uint32_t w_hi, Fn&& f) {
   const uint32_t c = win.c, half = 1u << (c - 1), n_buckets = half;
@@ -61,7 +67,7 @@ __device__ __forceinline__ void for_each_digit(const Scalar256& s, uint32_t i, W
   if (cls == 0) return;
   if (cls == 1) {
     if (w_lo <= win.n_windows && win.n_windows < w_hi) {
-      f(win.n_windows * n_buckets + (i & (n_buckets - 1)), i);
+      f((SHARED ? 1 : win.n_windows) * n_buckets + (i & (n_buckets - 1)), i);
     }
     return;
   }
@@ -77,25 +83,33 @@ __device__ __forceinline__ void for_each_digit(const Scalar256& s, uint32_t i, W
     } else {
       carry = 0;
     }
-    if (d != 0 && w >= w_lo) f(w * n_buckets + (d - 1), i | sign);
+    if (d != 0 && w >= w_lo) {
+      if (SHARED) {
+        f(d - 1, (w * win.stride + i) | sign);
+      } else {
+        f(w * n_buckets + (d - 1), i | sign);
+      }
+    }
   }
 }
 
+template <bool SHARED = false>
 __device__ __forceinline__ void count_body(const uint32_t* scalars, Windows win,
                                            uint32_t* counts, uint32_t i) {
   const Scalar256 s = scalar_load(scalars, i);
-  for_each_digit(s, i, win, 0, win.n_windows + 1,
-                 [&](uint32_t key, uint32_t) { atomic_inc(counts + key); });
+  for_each_digit<SHARED>(s, i, win, 0, win.n_windows + 1,
+                         [&](uint32_t key, uint32_t) { atomic_inc(counts + key); });
 }
 
 // The entries of windows [w_lo, w_hi): the host splits the W + 1 windows over launches so
 // that the buckets one launch writes into stay few (their partly written 32-byte sectors
 // then stay in L2 instead of being written back and read again for every 4-byte entry).
+template <bool SHARED = false>
 __device__ __forceinline__ void scatter_body(const uint32_t* scalars, Windows win,
                                              uint32_t w_lo, uint32_t w_hi, uint32_t* cursors,
                                              uint32_t* entries, uint32_t i) {
   const Scalar256 s = scalar_load(scalars, i);
-  for_each_digit(s, i, win, w_lo, w_hi, [&](uint32_t key, uint32_t entry) {
+  for_each_digit<SHARED>(s, i, win, w_lo, w_hi, [&](uint32_t key, uint32_t entry) {
     entries[atomic_inc(cursors + key)] = entry;
   });
 }

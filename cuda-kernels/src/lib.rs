@@ -289,6 +289,16 @@ entries! {
     /// `msm_scatter(scalars, n, c, n_windows, w_lo, w_hi, cursors, entries)`: counting-sort
     /// scatter of windows `w_lo..w_hi` (window `n_windows` is the ones window).
     MsmScatter => (Msm, "msm_scatter"),
+    /// `msm_count_shared(scalars, n, c, n_windows, stride, counts)`: as `msm_count` with one
+    /// set of buckets shared by every window (keys `|d| − 1`, the ones at `B + i mod B`).
+    MsmCountShared => (Msm, "msm_count_shared"),
+    /// `msm_scatter_shared(scalars, n, c, n_windows, stride, cursors, entries)`: the
+    /// shared-bucket scatter of all windows; entries index a precomputed table
+    /// (`w·stride + i`).
+    MsmScatterShared => (Msm, "msm_scatter_shared"),
+    /// `g1_precompute_windows(bases, n, c, n_windows, table)`: `table[w·n + i] =
+    /// 2^(c·w)·bases[i]` (affine) for `w < n_windows`.
+    G1PrecomputeWindows => (Msm, "g1_precompute_windows"),
     /// `msm_classify(scalars, n, classes)`: adds the count of scalars equal to 1 to
     /// `classes[0]` and of scalars other than 0 and 1 to `classes[1]`.
     MsmClassify => (Msm, "msm_classify"),

@@ -10,7 +10,8 @@
 // Then whole MSMs on both curves through every body in order (classes and counting sort, the affine
 // chunked accumulation and fix-ups, reduce_segments, sum_groups, the host's Horner sum of
 // the windows) on bases k_i G against (sum s_i k_i mod r) G by double-and-add: windows of
-// 2-8 bits, scalars 0, 1 and random, random chunk and segment lengths.
+// 2-8 bits, scalars 0, 1 and random, random chunk and segment lengths; and the same MSMs
+// over a table of precomputed windows with one shared set of buckets (msm_precompute.cuh).
 //   g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
 //       cuda-kernels/tools/msm_emu.cpp -o /tmp/msm_emu && /tmp/msm_emu SEED
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "emu_common.h"
 #include "emu_serial.h"
 #include "msm_affine.cuh"
+#include "msm_precompute.cuh"
 #include "msm_scalars.cuh"
 using namespace pinion;
 using namespace pinion::msm;
@@ -193,6 +195,91 @@ static int run_pipeline(const char* curve, std::mt19937& rng, const Affine<F>& g
   return fails;
 }
 
+// The same MSM over a table of precomputed windows (msm_precompute.cuh) with shared buckets:
+// the table of all the bases (its rows checked against 2^(c w) P_i by doubling), the sort
+// of for_each_digit<true> over a prefix of n scalars (stride: the table's row length), the
+// accumulation into 2 B buckets, reduce_segments with the ones as group 1, and the sum of
+// the two groups (no Horner). Returns the number of mismatches.
+template <class F, int K>
+static int run_pipeline_shared(const char* curve, std::mt19937& rng, const Affine<F>& g,
+                               const std::vector<Affine<F>>& bases,
+                               const std::vector<uint32_t>& ks, int trials) {
+  int fails = 0;
+  const uint32_t n_bases = (uint32_t)bases.size();
+  for (int trial = 0; trial < trials; ++trial) {
+    const uint32_t c = 2 + rng() % 9, n = 1 + rng() % n_bases;
+    const uint32_t n_windows = (256 + c - 1) / c, n_buckets = 1u << (c - 1);
+    std::vector<Affine<F>> table((size_t)n_windows * n_bases);
+    for (uint32_t i = 0; i < n_bases; ++i)
+      precompute_windows_body(bases.data(), n_bases, c, n_windows, table.data(), i);
+    for (int probe = 0; probe < 4; ++probe) {
+      const uint32_t i = rng() % n_bases, w = rng() % n_windows;
+      Xyzz<F> p = xyzz_infinity<F>();
+      if (!affine_is_inf(bases[i])) p = xyzz_add_affine(p, bases[i]);
+      for (uint32_t b = 0; b < c * w; ++b) p = xyzz_double(p);
+      if (!same(to_affine(p), table[(size_t)w * n_bases + i])) {
+        if (++fails < 5) printf("MISMATCH %s table c %u window %u base %u\n", curve, c, w, i);
+      }
+    }
+    std::vector<uint32_t> scalars(8 * (size_t)n, 0);
+    Fr r2, t = fe_zero<FrParams>();
+    FrParams::r2(r2.l);
+    for (uint32_t i = 0; i < n; ++i) {
+      uint32_t* w = &scalars[8 * (size_t)i];
+      const uint32_t kind = rng() % 6;
+      if (kind == 1) w[0] = 1;
+      if (kind == 2) {  // r - 1: every window's digit carries
+        const uint32_t r[8] = {0x00000000u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
+                               0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
+        for (int j = 0; j < 8; ++j) w[j] = r[j];
+      }
+      if (kind >= 3) {
+        for (int j = 0; j < 8; ++j) w[j] = rng();
+        w[7] %= 0x73eda753u;
+      }
+      Fr s, k = fe_zero<FrParams>();
+      for (int j = 0; j < 8; ++j) s.l[j] = w[j];
+      k.l[0] = ks[i];
+      t = fe_add(t, fe_mul(fe_mul(s, r2), fe_mul(k, r2)));  // Montgomery s * k
+    }
+    Fr one = fe_zero<FrParams>();
+    one.l[0] = 1;
+    t = fe_mul(t, one);  // canonical
+    const Windows win{c, n_windows, n_bases};
+    const uint32_t n_keys = 2 * n_buckets;
+    std::vector<uint32_t> counts(n_keys, 0), offsets(n_keys);
+    for (uint32_t i = 0; i < n; ++i) count_body<true>(scalars.data(), win, counts.data(), i);
+    uint32_t total = 0;
+    for (uint32_t k = 0; k < n_keys; ++k) { offsets[k] = total; total += counts[k]; }
+    std::vector<uint32_t> cursors = offsets, entries(total);
+    for (uint32_t i = 0; i < n; ++i)
+      scatter_body<true>(scalars.data(), win, 0, n_windows + 1, cursors.data(), entries.data(), i);
+    const uint32_t chunk_len = (uint32_t)K << (rng() % 4), n_chunks = (total + chunk_len - 1) / chunk_len;
+    std::vector<Xyzz<F>> buckets(n_keys, xyzz_infinity<F>()), partials(2 * n_chunks + 2, xyzz_infinity<F>());
+    const bool affine = rng() % 2;
+    for (uint32_t ch = 0; ch < n_chunks; ++ch) {
+      if (affine) {
+        accumulate_chunk_affine_body<K>(table.data(), entries.data(), offsets.data(), counts.data(), n_keys, chunk_len, buckets.data(), partials.data(), ch);
+      } else {
+        accumulate_chunk_body(table.data(), entries.data(), offsets.data(), counts.data(), n_keys, chunk_len, buckets.data(), partials.data(), ch);
+      }
+    }
+    const uint32_t group = 1u << (rng() % 4);
+    for (uint32_t ch = 0; ch < n_chunks; ++ch) fixup_groups_body(offsets.data(), counts.data(), n_keys, chunk_len, group, partials.data(), ch);
+    for (uint32_t ch = 0; ch < n_chunks; ++ch) fixup_buckets_body(offsets.data(), counts.data(), n_keys, chunk_len, group, partials.data(), buckets.data(), ch);
+    const uint32_t seg_len = 1u << (rng() % c), n_segments = n_buckets / seg_len;
+    std::vector<Xyzz<F>> segs(2 * n_segments), sums(2);
+    for (uint32_t s = 0; s < 2 * n_segments; ++s)
+      reduce_segments_body(buckets.data(), n_buckets, seg_len, n_segments, 1, segs.data(), s);
+    for (uint32_t w = 0; w < 2; ++w) sum_groups_body(segs.data(), n_segments, sums.data(), w);
+    const Xyzz<F> acc = xyzz_add(sums[0], sums[1]);
+    if (!same(to_affine(acc), to_affine(mul_scalar(g, t.l)))) {
+      if (++fails < 5) printf("MISMATCH %s shared-bucket pipeline trial %d: c %u n %u of %u, %s chunks of %u\n", curve, trial, c, n, n_bases, affine ? "affine" : "xyzz", chunk_len);
+    }
+  }
+  return fails;
+}
+
 // Bases k_i G for k_i = i + 1, except base 7 at infinity (k = 0).
 template <class F>
 static void make_bases(const Affine<F>& g, int n, std::vector<Affine<F>>& bases, std::vector<uint32_t>& ks) {
@@ -220,9 +307,11 @@ static int run_curve(const char* curve, std::mt19937& rng, const Affine<F>& g, c
   make_bases(g, n_bases, bases, ks);
   const int bucket_fails = run_buckets<F, K>(curve, rng, bases, bucket_trials);
   const int pipeline_fails = run_pipeline<F, K>(curve, rng, g, bases, ks, pipeline_trials);
-  printf("%s: buckets %s, MSMs %s (%d mismatches)\n", curve, bucket_fails ? "FAILED" : "equal plain sums",
-         pipeline_fails ? "FAILED" : "equal double-and-add", bucket_fails + pipeline_fails);
-  return bucket_fails + pipeline_fails;
+  const int shared_fails = run_pipeline_shared<F, K>(curve, rng, g, bases, ks, pipeline_trials);
+  printf("%s: buckets %s, MSMs %s, MSMs over precomputed windows %s (%d mismatches)\n", curve,
+         bucket_fails ? "FAILED" : "equal plain sums", pipeline_fails ? "FAILED" : "equal double-and-add",
+         shared_fails ? "FAILED" : "equal double-and-add", bucket_fails + pipeline_fails + shared_fails);
+  return bucket_fails + pipeline_fails + shared_fails;
 }
 
 int main(int argc, char** argv) {

@@ -18,6 +18,8 @@
 //! that the table then times in full.
 //! `PINION_BENCH_QUICK=1`: G1 at 2^16 and 2^18, G2 at 2^16 (unless sizes are given).
 //! `PINION_MSM_NO_EQUAL=1` skips the every-scalar-equal row (slow at 2^27).
+//! G1 also runs over precomputed windows at the sizes up to 2^24 (`PINION_MSM_PRECOMPUTED=0`
+//! skips it; `PINION_MSM_PRECOMPUTED_WINDOWS=16,20,22` the windows, those by default).
 //! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
 //! "bases streamed from pinned" row: bases in pinned host memory, copied in chunks of
 //! 2^`PINION_MSM_STREAM_CHUNK_LOG` (default 22) on a second stream while the previous
@@ -31,6 +33,7 @@ use std::time::Instant;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
+use bls12_381::{G1Affine, G1Projective};
 use gpu_device::Gpu;
 use gpu_msm::{
     AccumulateKernel, DeviceBases, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
@@ -108,6 +111,19 @@ fn time_one<C: GpuCurve>(
     words: &[u32],
     runs: usize,
 ) -> BenchResult<Timing> {
+    time_msm(engine, words, runs, |scalars| {
+        Ok(engine.msm_resident(bases, scalars)?)
+    })
+}
+
+/// `msm` on `words` copied from pinned host memory each time, then again on the same
+/// device scalars; medians of `runs` after two warm-ups.
+fn time_msm<P: PartialEq>(
+    engine: &GpuMsm,
+    words: &[u32],
+    runs: usize,
+    msm: impl Fn(&DeviceScalars) -> BenchResult<P>,
+) -> BenchResult<Timing> {
     let gpu = engine.gpu();
     let stream = gpu.stream();
     let host_budget = Budget::fixed(words.len() as u64 * 4);
@@ -126,12 +142,12 @@ fn time_one<C: GpuCurve>(
     for i in 0..runs + 2 {
         start.record(stream)?;
         stream.memcpy_htod(pinned.host_slice(), scalars.words_mut().slice_mut())?;
-        let r1 = engine.msm_resident(bases, &scalars)?;
+        let r1 = msm(&scalars)?;
         end.record(stream)?;
         end.synchronize()?;
         let t1 = start.elapsed_ms(&end)?;
         start.record(stream)?;
-        let r2 = engine.msm_resident(bases, &scalars)?;
+        let r2 = msm(&scalars)?;
         end.record(stream)?;
         end.synchronize()?;
         let t2 = start.elapsed_ms(&end)?;
@@ -380,6 +396,9 @@ fn main() -> BenchResult<()> {
         };
         if curve == "g1" {
             bench_curve::<G1Curve>(&mut run, &logs)?;
+            if std::env::var("PINION_MSM_PRECOMPUTED").as_deref() != Ok("0") {
+                bench_precomputed(&mut run, &logs)?;
+            }
         } else {
             bench_curve::<G2Curve>(&mut run, &logs)?;
         }
@@ -586,6 +605,75 @@ where
                 t.with_copy_ms,
                 None,
             );
+        }
+    }
+    Ok(())
+}
+
+/// G1 over precomputed windows (one shared set of buckets), uniform scalars, at the sizes
+/// up to 2^24 (the tables of larger ones hold W times 6 GiB and more): for each window of
+/// `PINION_MSM_PRECOMPUTED_WINDOWS` (default 16, 20, 22) the table's build time and size,
+/// then the MSM timed as the resident rows are, its result checked against the resident
+/// pipeline's. `PINION_MSM_PRECOMPUTED=0` skips these rows.
+fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
+    let windows: Vec<u32> = match std::env::var("PINION_MSM_PRECOMPUTED_WINDOWS") {
+        Err(_) => vec![16, 20, 22],
+        Ok(list) => list
+            .split(',')
+            .map(|c| c.trim().parse::<u32>())
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("PINION_MSM_PRECOMPUTED_WINDOWS: {e}"))?,
+    };
+    let gpu = run.gpu.clone();
+    let rng = &mut run.rng;
+    for &log_n in logs.iter().filter(|&&l| l <= 24) {
+        let n = 1usize << log_n;
+        let engine = GpuMsm::new(gpu.clone());
+        let bases: Vec<G1Affine> = {
+            let seeds: Vec<G1Projective> =
+                (0..8).map(|_| G1Projective::random(&mut *rng)).collect();
+            let mut acc = G1Projective::random(&mut *rng);
+            let distinct = n.min(1 << 16);
+            let proj: Vec<G1Projective> = (0..distinct)
+                .map(|_| {
+                    acc += seeds[rng.random_range(0..seeds.len())];
+                    acc
+                })
+                .collect();
+            let mut pool = vec![G1Affine::identity(); distinct];
+            G1Projective::batch_normalize(&proj, &mut pool);
+            (0..n).map(|i| pool[i % distinct]).collect()
+        };
+        let d_bases = engine.upload_bases_g1(&bases)?;
+        let words = scalar_words(rng, n, false);
+        let d_scalars = engine.upload_scalar_words(&words)?;
+        let want = engine.msm_resident(&d_bases, &d_scalars)?;
+        for &c in &windows {
+            let t = Instant::now();
+            let table = engine.precompute_windows_g1(&d_bases.view(), c)?;
+            let build_ms = t.elapsed().as_secs_f64() * 1e3;
+            if engine.msm_g1_precomputed(&table, &d_scalars)? != want {
+                return Err(format!("precomputed windows c = {c} at 2^{log_n}: wrong sum").into());
+            }
+            let timing = time_msm(&engine, &words, run.runs, |scalars| {
+                Ok(engine.msm_g1_precomputed(&table, scalars)?)
+            })?;
+            let r = reference_ms("g1", log_n);
+            run.rows.push(format!(
+                "| g1 | 2^{log_n} precomputed windows ({} rows, {:.2} GiB, built in {build_ms:.0} ms) | {c} shared buckets | {:.2} | {:.2} | {} | {} |",
+                table.n_windows(),
+                table.device_bytes() as f64 / GIB,
+                timing.with_copy_ms,
+                timing.resident_ms,
+                r.map_or("-".into(), |r| format!("{r:.1}")),
+                r.map_or("-".into(), |r| format!("{:.2}", timing.with_copy_ms as f64 / r)),
+            ));
+            println!("{}", run.rows.last().map_or("", String::as_str));
+            let what = format!("uniform, precomputed windows c = {c}, with scalar copy");
+            emit_bench_line("g1", &what, log_n, timing.with_copy_ms, None);
+            let (_, phases) = engine.msm_g1_precomputed_profiled(&table, &d_scalars)?;
+            let label = format!("g1 2^{log_n} uniform, precomputed windows c = {c}");
+            run.phase_lines.push(phase_line(&label, &phases));
         }
     }
     Ok(())

@@ -173,6 +173,9 @@ pub const SCATTER_BUCKETS: u32 = 1 << 17;
 /// Most terms one GPU MSM takes (entry indices keep a sign bit; the sorted entries must
 /// fit u32 offsets).
 pub const GPU_MAX_TERMS: usize = 1 << 28;
+/// Entries index bases below 2^31 (bit 31 is the digit's sign): the bound on a table of
+/// precomputed windows' W·n points.
+const SIGN_BIT_INDEX_LIMIT: usize = 1 << 31;
 
 /// Why a GPU MSM failed.
 #[derive(Debug, thiserror::Error)]
@@ -515,6 +518,59 @@ impl<'a, C: GpuCurve> DeviceBasesView<'a, C> {
     }
 }
 
+/// Fixed G1 bases with their windows precomputed on the device
+/// ([`GpuMsm::precompute_windows_g1`]): row w holds 2^(c·w)·P_i for every base, W =
+/// ⌈256 / c⌉ rows, so that an MSM over them ([`GpuMsm::msm_g1_precomputed`]) puts every
+/// window's digits into one shared set of buckets. W times the bases' memory (charged to
+/// the VRAM budget while this lives), in exchange for one bucket reduction instead of W
+/// and no doublings between windows, which makes wider windows (fewer of them: fewer
+/// additions) pay.
+#[derive(Debug)]
+pub struct PrecomputedBases<C: GpuCurve> {
+    table: DeviceBuffer<u32>,
+    n: usize,
+    window_bits: u32,
+    n_windows: u32,
+    curve: std::marker::PhantomData<C>,
+}
+
+/// G1 bases with precomputed windows.
+pub type PrecomputedBasesG1 = PrecomputedBases<G1Curve>;
+
+impl<C: GpuCurve> PrecomputedBases<C> {
+    /// Number of bases (scalars an MSM over them may take at most).
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Window bits c.
+    pub fn window_bits(&self) -> u32 {
+        self.window_bits
+    }
+
+    /// Rows of the table (W, one per window).
+    pub fn n_windows(&self) -> u32 {
+        self.n_windows
+    }
+
+    /// Device bytes the table holds (W times the bases).
+    pub fn device_bytes(&self) -> u64 {
+        (self.table.len() * 4) as u64
+    }
+}
+
+/// An MSM over a table of precomputed windows: window bits, bases per row.
+#[derive(Clone, Copy, Debug)]
+struct SharedWindows {
+    window_bits: u32,
+    stride: u32,
+}
+
 /// Bases of curve `C` in pinned (page-locked) host memory, in bls-repr's layout, for
 /// [`GpuMsm::msm_streamed`]: the host keeps them and each MSM streams them to the device
 /// in chunks. The buffer's reservation charges the host budget for them.
@@ -833,6 +889,17 @@ impl GpuMsmPlan {
             n_buckets,
             n_keys: (n_windows + 1) * n_buckets,
             n_segments: n_buckets.min(MAX_SEGMENTS),
+        }
+    }
+
+    /// The plan of an MSM over precomputed windows of `c` bits ([`PrecomputedBases`]): the
+    /// same W digits, but one set of 2^(c-1) buckets for all of them and the ones' set, so
+    /// 2·2^(c-1) keys.
+    fn shared(c: u32) -> GpuMsmPlan {
+        let plan = GpuMsmPlan::new(c);
+        GpuMsmPlan {
+            n_keys: 2 * plan.n_buckets,
+            ..plan
         }
     }
 
@@ -1485,6 +1552,135 @@ impl GpuMsm {
         self.msm_resident_inner(bases, scalars, true)
     }
 
+    /// The first `bases.len()` G1 bases with their windows of `window_bits` bits
+    /// precomputed ([`PrecomputedBases`]): W = ⌈256 / c⌉ copies, the first the bases
+    /// themselves, each next one 2^c times the one before (c doublings a base a window on
+    /// the device, then one inversion to make it affine). The table is charged to the VRAM
+    /// budget before it is allocated. `window_bits` within
+    /// [`GPU_MIN_WINDOW_BITS`]`..=`[`GPU_MAX_WINDOW_BITS`]; W·n must stay below 2^31 (the
+    /// entries' index bits).
+    pub fn precompute_windows_g1(
+        &self,
+        bases: &DeviceBasesView<'_, G1Curve>,
+        window_bits: u32,
+    ) -> Result<PrecomputedBasesG1, GpuMsmError> {
+        if !(GPU_MIN_WINDOW_BITS..=GPU_MAX_WINDOW_BITS).contains(&window_bits) {
+            return Err(GpuMsmError::BadWindow {
+                window_bits,
+                min_bits: GPU_MIN_WINDOW_BITS,
+                max_bits: GPU_MAX_WINDOW_BITS,
+            });
+        }
+        let n = bases.n;
+        let n_windows = GpuMsmPlan::new(window_bits).n_windows;
+        let rows = n.saturating_mul(n_windows as usize);
+        if rows >= SIGN_BIT_INDEX_LIMIT {
+            return Err(GpuMsmError::TooManyTerms {
+                n_terms: rows,
+                max_terms: SIGN_BIT_INDEX_LIMIT - 1,
+            });
+        }
+        let words = rows * G1Curve::AFFINE_WORDS;
+        let mut table = self
+            .gpu
+            .alloc_for_overwrite::<u32>(words.max(1), "gpu-msm precomputed windows")?;
+        if n == 0 {
+            return Ok(PrecomputedBases {
+                table,
+                n,
+                window_bits,
+                n_windows,
+                curve: std::marker::PhantomData,
+            });
+        }
+        let gpu = &self.gpu;
+        let f = gpu.function(Entry::G1PrecomputeWindows)?;
+        // Its calls (the field product, the inversion) keep a small frame: local memory,
+        // inside the context's initial stack, charged if it ever is not.
+        gpu.reserve_local_memory(&f, "gpu-msm precompute's local memory")?;
+        let (n32, c) = (n as u32, window_bits);
+        let src = bases.words.slice(..n * G1Curve::AFFINE_WORDS);
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(&src)
+            .arg(&n32)
+            .arg(&c)
+            .arg(&n_windows)
+            .arg(table.slice_mut());
+        // SAFETY: g1_precompute_windows(const G1Affine* bases, u32 n, u32 c, u32 n_windows,
+        // G1Affine* table): bases holds n points (AFFINE_WORDS words each, checked when the
+        // view was made), the table n_windows·n points (allocated above); a thread per base
+        // writes its W rows only; both outlive the launch (synchronized below).
+        unsafe { l.launch(grid(n32, POINT_BLOCK)) }.map_err(launch_err)?;
+        gpu.stream()
+            .synchronize()
+            .map_err(driver("cuStreamSynchronize"))?;
+        Ok(PrecomputedBases {
+            table,
+            n,
+            window_bits,
+            n_windows,
+            curve: std::marker::PhantomData,
+        })
+    }
+
+    /// `Σ scalars[i]·P_i` over precomputed windows ([`GpuMsm::precompute_windows_g1`]): the
+    /// same result as [`GpuMsm::msm_resident`] over the bases, by one shared set of
+    /// 2^(c-1) buckets. `scalars` may be fewer than the bases (a prefix). The table's window
+    /// applies (the configured `window_bits` and `scatter_windows` do not); the
+    /// accumulation and reduction kernels are chosen as for any MSM.
+    pub fn msm_g1_precomputed(
+        &self,
+        table: &PrecomputedBasesG1,
+        scalars: &DeviceScalars,
+    ) -> Result<G1Projective, GpuMsmError> {
+        Ok(self.msm_precomputed_inner(table, scalars, false)?.0)
+    }
+
+    /// As [`GpuMsm::msm_g1_precomputed`], with the device time of each phase (benchmarks).
+    pub fn msm_g1_precomputed_profiled(
+        &self,
+        table: &PrecomputedBasesG1,
+        scalars: &DeviceScalars,
+    ) -> Result<(G1Projective, PhaseTimes), GpuMsmError> {
+        self.msm_precomputed_inner(table, scalars, true)
+    }
+
+    fn msm_precomputed_inner<C: GpuCurve>(
+        &self,
+        table: &PrecomputedBases<C>,
+        scalars: &DeviceScalars,
+        profile: bool,
+    ) -> Result<(C::Projective, PhaseTimes), GpuMsmError> {
+        let n = scalars.n;
+        if n > table.n {
+            return Err(GpuMsmError::LengthMismatch {
+                n_bases: table.n,
+                n_scalars: n,
+            });
+        }
+        check_terms(n)?;
+        if n == 0 {
+            return Ok((<C::Projective as group::Group>::identity(), Vec::new()));
+        }
+        let shared = SharedWindows {
+            window_bits: table.window_bits,
+            // Below 2^31 / W (checked when the table was made).
+            stride: table.n as u32,
+        };
+        let mut marks = Vec::new();
+        let (sums, plan) = self.window_sums::<C>(
+            &table.table.slice().slice(..),
+            &scalars.words.slice().slice(..),
+            n,
+            Some(shared),
+            profile.then_some(&mut marks),
+        )?;
+        Ok((
+            combine_windows::<C>(&sums, plan.window_bits)?,
+            phase_times(&marks)?,
+        ))
+    }
+
     /// [`GpuMsm::msm`] on G1.
     pub fn msm_g1(
         &self,
@@ -1690,6 +1886,7 @@ impl GpuMsm {
                     .slice(r.start * SCALAR_WORDS..r.end * SCALAR_WORDS),
                 len,
                 None,
+                None,
             )?;
             total += combine_windows::<C>(&sums, plan.window_bits)?;
             if let Some(e) = next {
@@ -1733,28 +1930,28 @@ impl GpuMsm {
             &bases.slice(..n * C::AFFINE_WORDS),
             &scalars.words.slice().slice(..),
             n,
+            None,
             profile.then_some(&mut marks),
         )?;
-        let mut phases = Vec::new();
-        for pair in marks.windows(2) {
-            let (_, start): &(&'static str, cudarc::driver::CudaEvent) = &pair[0];
-            let (name, end) = &pair[1];
-            let ms = start
-                .elapsed_ms(end)
-                .map_err(driver("cuEventElapsedTime"))?;
-            phases.push((*name, ms));
-        }
-        Ok((combine_windows::<C>(&sums, plan.window_bits)?, phases))
+        Ok((
+            combine_windows::<C>(&sums, plan.window_bits)?,
+            phase_times(&marks)?,
+        ))
     }
 
     /// Runs the pipeline over `n` bases (`C::AFFINE_WORDS` words each) and `n` canonical
     /// scalars (8 words each) and returns the W + 1 window sums (affine, the ones window
     /// last). `0 < n <= GPU_MAX_TERMS` (checked by the callers).
+    ///
+    /// With `shared`, `bases` is a table of precomputed windows ([`PrecomputedBases`]) and
+    /// every window's digits go to one shared set of buckets: two sums come back (the
+    /// shared set's, then the ones'), which [`combine_windows`] adds.
     fn window_sums<C: GpuCurve>(
         &self,
         bases: &CudaView<'_, u32>,
         scalars: &CudaView<'_, u32>,
         n: usize,
+        shared: Option<SharedWindows>,
         mut marks: Option<&mut Vec<(&'static str, cudarc::driver::CudaEvent)>>,
     ) -> Result<(Vec<C::Projective>, GpuMsmPlan), GpuMsmError> {
         let gpu = &self.gpu;
@@ -1776,16 +1973,21 @@ impl GpuMsm {
         // size, entries) for those 1%, not for 2^27.
         let classes = self.classify(scalars, n)?;
         let (n_ones, n_others) = (classes[0] as usize, classes[1] as usize);
-        let plan = &self.plan(n_others);
+        let plan = &match shared {
+            Some(sh) => GpuMsmPlan::shared(sh.window_bits),
+            None => self.plan(n_others),
+        };
         let c = plan.window_bits;
         let n_windows = plan.n_windows;
         let n_keys = plan.n_keys;
+        // Groups of buckets: the W windows and the ones, or (shared) one set and the ones.
+        let n_groups = n_keys / plan.n_buckets;
+        let ones_window = n_groups - 1;
         let scan_chunk = scan_chunk(n_keys);
         let n_chunks = n_keys.div_ceil(scan_chunk);
         // Exactly the entries the scatter writes: one per window per other scalar (at most:
         // digits 0 make none), one per scalar equal to 1.
         let n_entries = n_others * (n_windows as usize) + n_ones;
-        let n_groups = n_windows + 1;
         let reduce = self.config.reduce.resolve::<C>();
         let n_segments = reduce.segments(plan.n_buckets);
         let seg_threads = n_groups * n_segments;
@@ -1819,13 +2021,18 @@ impl GpuMsm {
         // entries: n·W, the most entries n scalars can produce; buckets: n_keys XYZZ points;
         // segs: (W+1)·n_segments; tree: the first tree level's output, the largest), and
         // every buffer outlives the stream work (the final download synchronizes).
-        let f = gpu.function(Entry::MsmCount)?;
+        // (Shared: msm_count_shared / msm_scatter_shared take the table's row length
+        // before the output pointers; the table holds W rows of `stride >= n` bases.)
+        let f = gpu.function(match shared {
+            Some(_) => Entry::MsmCountShared,
+            None => Entry::MsmCount,
+        })?;
         let mut l = stream.launch_builder(&f);
-        l.arg(scalars)
-            .arg(&n)
-            .arg(&c)
-            .arg(&n_windows)
-            .arg(counts.slice_mut());
+        l.arg(scalars).arg(&n).arg(&c).arg(&n_windows);
+        if let Some(sh) = &shared {
+            l.arg(&sh.stride);
+        }
+        l.arg(counts.slice_mut());
         unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
 
         mark("count")?;
@@ -1853,8 +2060,25 @@ impl GpuMsm {
         unsafe { l.launch(grid(n_chunks, SCALAR_BLOCK)) }.map_err(launch_err)?;
 
         mark("scan")?;
+        if let Some(sh) = &shared {
+            // One launch: all windows write into the same 2^(c-1) buckets.
+            let f = gpu.function(Entry::MsmScatterShared)?;
+            let mut l = stream.launch_builder(&f);
+            l.arg(scalars)
+                .arg(&n)
+                .arg(&c)
+                .arg(&n_windows)
+                .arg(&sh.stride)
+                .arg(cursors.slice_mut())
+                .arg(entries.slice_mut());
+            unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
+        }
         let f = gpu.function(Entry::MsmScatter)?;
-        for (w_lo, w_hi) in scatter_ranges(n_groups, self.scatter_windows(plan)) {
+        let per_window_ranges = match shared {
+            Some(_) => Vec::new(),
+            None => scatter_ranges(n_groups, self.scatter_windows(plan)),
+        };
+        for (w_lo, w_hi) in per_window_ranges {
             let mut l = stream.launch_builder(&f);
             l.arg(scalars)
                 .arg(&n)
@@ -1908,7 +2132,7 @@ impl GpuMsm {
             .arg(&plan.n_buckets)
             .arg(&seg_len)
             .arg(&n_segments)
-            .arg(&n_windows)
+            .arg(&ones_window)
             .arg(segs.slice_mut())
             .arg(&seg_threads);
         unsafe { l.launch(grid(seg_threads, POINT_BLOCK)) }.map_err(launch_err)?;
@@ -2076,6 +2300,20 @@ impl GpuMsm {
         unsafe { l.launch(grid(n_chunks, POINT_BLOCK)) }.map_err(launch_err)?;
         Ok(partials)
     }
+}
+
+/// Milliseconds between consecutive marks, each named after the phase it ends.
+fn phase_times(marks: &[(&'static str, CudaEvent)]) -> Result<PhaseTimes, GpuMsmError> {
+    let mut phases = Vec::new();
+    for pair in marks.windows(2) {
+        let (_, start) = &pair[0];
+        let (name, end) = &pair[1];
+        let ms = start
+            .elapsed_ms(end)
+            .map_err(driver("cuEventElapsedTime"))?;
+        phases.push((*name, ms));
+    }
+    Ok(phases)
 }
 
 /// `Σ_w 2^(c·w)·sums[w]` over the W signed-digit windows, plus the ones window (last).

@@ -45,7 +45,10 @@
 //!   when there are more threads than windows.
 //! - [`GpuMsm`] (CUDA, G1 and G2; see `src/gpu.rs` for its contract): same scalars and
 //!   masks, bases uploaded per call, resident on the device ([`DeviceBasesG1`],
-//!   [`DeviceBasesG2`]) or streamed in chunks from pinned host memory ([`PinnedBases`]). One pipeline, generic over the curve ([`GpuCurve`]: [`G1Curve`],
+//!   [`DeviceBasesG2`]) or streamed in chunks from pinned host memory ([`PinnedBases`]);
+//!   fixed G1 bases can also have their windows precomputed on the device
+//!   ([`PrecomputedBasesG1`]: one shared set of buckets for every window, W times the
+//!   bases' memory). One pipeline, generic over the curve ([`GpuCurve`]: [`G1Curve`],
 //!   [`G2Curve`]); `*_g1`/`*_g2` methods are thin aliases. Its own methods return
 //!   [`GpuMsmError`] (which wraps [`MsmError`] and device errors). It also implements
 //!   [`MsmBackend`], both curves on the GPU (bases uploaded per call); device failures
@@ -87,9 +90,10 @@ pub use error::MsmError;
 pub use gpu::{
     scalars_to_words, select_scalar_words_into, AccumulateKernel, DeviceBases, DeviceBasesG1,
     DeviceBasesG2, DeviceBasesView, DeviceMask, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm,
-    GpuMsmConfig, GpuMsmError, GpuMsmPlan, PhaseTimes, PinnedBases, ReduceKernel, AFFINE_FROM,
-    G2_AFFINE_FROM, GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS, LARGE_WINDOW_FROM,
-    MAX_CHUNK_LEN, MAX_DEFAULT_CHUNK_LEN, MAX_SEGMENTS, MAX_SEGMENTS_CAPPED, MIN_DEFAULT_CHUNK_LEN,
+    GpuMsmConfig, GpuMsmError, GpuMsmPlan, PhaseTimes, PinnedBases, PrecomputedBases,
+    PrecomputedBasesG1, ReduceKernel, AFFINE_FROM, G2_AFFINE_FROM, GPU_MAX_TERMS,
+    GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS, LARGE_WINDOW_FROM, MAX_CHUNK_LEN,
+    MAX_DEFAULT_CHUNK_LEN, MAX_SEGMENTS, MAX_SEGMENTS_CAPPED, MIN_DEFAULT_CHUNK_LEN,
     SCATTER_BUCKETS,
 };
 

@@ -9,7 +9,7 @@ use gpu_device::testing::gpu_or_skip;
 use gpu_msm::reference::naive_msm;
 use gpu_msm::{
     AccumulateKernel, CpuMsm, DensityMask, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
-    GpuMsmError, MsmBackend, MsmError, PinnedBases, ReduceKernel,
+    GpuMsmError, MsmBackend, MsmError, PinnedBases, ReduceKernel, GPU_MAX_WINDOW_BITS,
 };
 use group::{Curve, Group};
 use rand::rngs::StdRng;
@@ -791,4 +791,95 @@ fn gpu_g2_prefix_of_borrowed_bases_matches_cpu() {
         return;
     };
     prefixes_match_cpu::<G2Curve>(&gpu, &mut rng());
+}
+
+/// MSMs over precomputed windows (one shared set of buckets) give the CPU's sums: window
+/// sizes from 2 to 22 bits, the full set of bases and a prefix, bases at infinity, scalars
+/// 0, 1, −1 and random, the XYZZ and affine accumulations; a bad window size, too many
+/// scalars and an empty table are typed results.
+#[test]
+fn gpu_precomputed_windows_match_cpu() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    let mut rng = rng();
+    let n = 3000;
+    let mut bases = points::<G1Curve>(&mut rng, n);
+    bases[17] = identity::<G1Curve>();
+    bases[n - 1] = identity::<G1Curve>();
+    for kernel in [
+        AccumulateKernel::ChunkedCapped,
+        AccumulateKernel::ChunkedAffine,
+    ] {
+        let engine = GpuMsm::with_config(
+            gpu.clone(),
+            GpuMsmConfig {
+                accumulate: kernel,
+                ..GpuMsmConfig::default()
+            },
+        )
+        .expect("config");
+        let d_bases = engine.upload_bases_g1(&bases).expect("bases");
+        for c in [2u32, 5, 8, 13, 16, 20, 22] {
+            let table = engine
+                .precompute_windows_g1(&d_bases.view(), c)
+                .expect("precompute");
+            assert_eq!(table.len(), n);
+            assert_eq!(table.n_windows(), 256u32.div_ceil(c));
+            assert_eq!(
+                table.device_bytes(),
+                (n * table.n_windows() as usize * 96) as u64
+            );
+            for m in [n, 1, 777] {
+                let scalars = witness_scalars(&mut rng, m);
+                let d_scalars = engine.upload_scalars(&scalars).expect("scalars");
+                let want = CpuMsm::new()
+                    .msm_g1(&bases[..m], &scalars, None)
+                    .expect("cpu");
+                let got = engine
+                    .msm_g1_precomputed(&table, &d_scalars)
+                    .expect("precomputed msm");
+                assert_eq!(got, want, "{kernel:?} c = {c}, {m} of {n} bases");
+            }
+        }
+        assert!(matches!(
+            engine.precompute_windows_g1(&d_bases.view(), GPU_MAX_WINDOW_BITS + 1),
+            Err(GpuMsmError::BadWindow { .. })
+        ));
+        let table = engine
+            .precompute_windows_g1(&d_bases.view(), 16)
+            .expect("precompute");
+        let (got, phases) = engine
+            .msm_g1_precomputed_profiled(&table, &engine.upload_scalars(&[]).expect("none"))
+            .expect("empty msm");
+        assert_eq!(got, G1Projective::identity());
+        assert!(phases.is_empty());
+        let long = random_scalars(&mut rng, n + 1);
+        assert!(matches!(
+            engine.msm_g1_precomputed(&table, &engine.upload_scalars(&long).expect("long")),
+            Err(GpuMsmError::LengthMismatch { .. })
+        ));
+    }
+    // Uniform scalars at a size where the shared buckets fill (2^16 terms, c = 16: 16
+    // windows' digits into 2^15 buckets), against the resident pipeline.
+    let n = 1 << 16;
+    let bases = points::<G1Curve>(&mut rng, n);
+    let scalars = random_scalars(&mut rng, n);
+    let engine = GpuMsm::new(gpu);
+    let d_bases = engine.upload_bases_g1(&bases).expect("bases");
+    let d_scalars = engine.upload_scalars(&scalars).expect("scalars");
+    let table = engine
+        .precompute_windows_g1(&d_bases.view(), 16)
+        .expect("precompute");
+    let want = engine.msm_resident(&d_bases, &d_scalars).expect("resident");
+    assert_eq!(
+        engine
+            .msm_g1_precomputed(&table, &d_scalars)
+            .expect("precomputed"),
+        want
+    );
+    assert_eq!(
+        want,
+        CpuMsm::new().msm_g1(&bases, &scalars, None).expect("cpu")
+    );
 }
