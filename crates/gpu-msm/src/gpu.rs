@@ -2455,6 +2455,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn shared_plans_have_two_groups_of_buckets() {
+        for c in GPU_MIN_WINDOW_BITS..=GPU_MAX_WINDOW_BITS {
+            let per_window = GpuMsmPlan::new(c);
+            let shared = GpuMsmPlan::shared(c);
+            // window_sums derives the groups (and the ones group, the last) from these.
+            assert_eq!(
+                per_window.n_keys / per_window.n_buckets,
+                per_window.n_windows + 1
+            );
+            assert_eq!(shared.n_keys / shared.n_buckets, 2, "c = {c}");
+            // Same digits, buckets and segments: only the keys differ.
+            assert_eq!(
+                GpuMsmPlan {
+                    n_keys: per_window.n_keys,
+                    ..shared
+                },
+                per_window
+            );
+            // The largest table a 2^31 index allows still holds whole MSMs of 2^24 terms at
+            // every window from 8 bits (the entries' sign bit stays free).
+            if c >= 8 {
+                assert!(
+                    (1usize << 24) * (shared.n_windows as usize) < SIGN_BIT_INDEX_LIMIT,
+                    "c = {c}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn plans_cover_256_bits_and_fill_segments() {
         for c in GPU_MIN_WINDOW_BITS..=GPU_MAX_WINDOW_BITS {
             let p = GpuMsmPlan::new(c);
