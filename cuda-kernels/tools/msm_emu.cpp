@@ -10,7 +10,7 @@
 // Then whole MSMs on both curves through every body in order (classes and counting sort, the affine
 // chunked accumulation and fix-ups, reduce_segments, sum_groups, the host's Horner sum of
 // the windows) on bases k_i G against (sum s_i k_i mod r) G by double-and-add: windows of
-// 2-8 bits, scalars 0, 1 and random, random chunk and segment lengths; and the same MSMs
+// 2-8 bits, scalars 0, 1, r - 1 and random, random chunk and segment lengths; and the same MSMs
 // over a table of precomputed windows with one shared set of buckets (msm_precompute.cuh).
 //   g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
 //       cuda-kernels/tools/msm_emu.cpp -o /tmp/msm_emu && /tmp/msm_emu SEED
@@ -128,6 +128,36 @@ static int run_buckets(const char* curve, std::mt19937& rng, const std::vector<A
   return fails;
 }
 
+// n scalars (canonical words: 0, 1, r - 1 and random below r) and t = sum s_i k_i mod r
+// (canonical), the multiple of the generator their MSM over the bases k_i G must give.
+static Fr random_scalars(std::mt19937& rng, uint32_t n, const std::vector<uint32_t>& ks,
+                         std::vector<uint32_t>& scalars) {
+  scalars.assign(8 * (size_t)n, 0);
+  Fr r2, t = fe_zero<FrParams>();
+  FrParams::r2(r2.l);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t* w = &scalars[8 * (size_t)i];
+    const uint32_t kind = rng() % 6;
+    if (kind == 1) w[0] = 1;
+    if (kind == 2) {  // r - 1: every window's digit carries
+      const uint32_t r[8] = {0x00000000u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
+                             0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
+      for (int j = 0; j < 8; ++j) w[j] = r[j];
+    }
+    if (kind >= 3) {
+      for (int j = 0; j < 8; ++j) w[j] = rng();
+      w[7] %= 0x73eda753u;
+    }
+    Fr s, k = fe_zero<FrParams>();
+    for (int j = 0; j < 8; ++j) s.l[j] = w[j];
+    k.l[0] = ks[i];
+    t = fe_add(t, fe_mul(fe_mul(s, r2), fe_mul(k, r2)));  // Montgomery s * k
+  }
+  Fr one = fe_zero<FrParams>();
+  one.l[0] = 1;
+  return fe_mul(t, one);  // canonical
+}
+
 // The whole pipeline on scalars s_i and bases P_i = k_i G: classes and the counting sort
 // (msm_scalars.cuh), the affine chunked accumulation (K streams) with its fix-ups,
 // reduce_segments, sum_groups, and the host's Horner combination of the window sums,
@@ -142,25 +172,8 @@ static int run_pipeline(const char* curve, std::mt19937& rng, const Affine<F>& g
     const uint32_t c = 2 + rng() % 7, n = 1 + rng() % n_bases;
     const uint32_t n_windows = (256 + c - 1) / c, n_buckets = 1u << (c - 1);
     const uint32_t n_keys = (n_windows + 1) * n_buckets;
-    std::vector<uint32_t> scalars(8 * (size_t)n, 0);
-    Fr r2, t = fe_zero<FrParams>();
-    FrParams::r2(r2.l);
-    for (uint32_t i = 0; i < n; ++i) {
-      uint32_t* w = &scalars[8 * (size_t)i];
-      const uint32_t kind = rng() % 6;
-      if (kind == 1) w[0] = 1;
-      if (kind >= 2) {
-        for (int j = 0; j < 8; ++j) w[j] = rng();
-        w[7] %= 0x73eda753u;
-      }
-      Fr s, k = fe_zero<FrParams>();
-      for (int j = 0; j < 8; ++j) s.l[j] = w[j];
-      k.l[0] = ks[i];
-      t = fe_add(t, fe_mul(fe_mul(s, r2), fe_mul(k, r2)));  // Montgomery s * k
-    }
-    Fr one = fe_zero<FrParams>();
-    one.l[0] = 1;
-    t = fe_mul(t, one);  // canonical
+    std::vector<uint32_t> scalars;
+    const Fr t = random_scalars(rng, n, ks, scalars);
     const Windows win{c, n_windows};
     std::vector<uint32_t> counts(n_keys, 0), offsets(n_keys);
     for (uint32_t i = 0; i < n; ++i) count_body(scalars.data(), win, counts.data(), i);
@@ -221,30 +234,8 @@ static int run_pipeline_shared(const char* curve, std::mt19937& rng, const Affin
         if (++fails < 5) printf("MISMATCH %s table c %u window %u base %u\n", curve, c, w, i);
       }
     }
-    std::vector<uint32_t> scalars(8 * (size_t)n, 0);
-    Fr r2, t = fe_zero<FrParams>();
-    FrParams::r2(r2.l);
-    for (uint32_t i = 0; i < n; ++i) {
-      uint32_t* w = &scalars[8 * (size_t)i];
-      const uint32_t kind = rng() % 6;
-      if (kind == 1) w[0] = 1;
-      if (kind == 2) {  // r - 1: every window's digit carries
-        const uint32_t r[8] = {0x00000000u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
-                               0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
-        for (int j = 0; j < 8; ++j) w[j] = r[j];
-      }
-      if (kind >= 3) {
-        for (int j = 0; j < 8; ++j) w[j] = rng();
-        w[7] %= 0x73eda753u;
-      }
-      Fr s, k = fe_zero<FrParams>();
-      for (int j = 0; j < 8; ++j) s.l[j] = w[j];
-      k.l[0] = ks[i];
-      t = fe_add(t, fe_mul(fe_mul(s, r2), fe_mul(k, r2)));  // Montgomery s * k
-    }
-    Fr one = fe_zero<FrParams>();
-    one.l[0] = 1;
-    t = fe_mul(t, one);  // canonical
+    std::vector<uint32_t> scalars;
+    const Fr t = random_scalars(rng, n, ks, scalars);
     const Windows win{c, n_windows, n_bases};
     const uint32_t n_keys = 2 * n_buckets;
     std::vector<uint32_t> counts(n_keys, 0), offsets(n_keys);
