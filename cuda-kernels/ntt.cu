@@ -119,7 +119,13 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
       const Fr x = sh_load(sh, E, e0);
       const Fr y = sh_load(sh, E, e1);
       Fr u, v;
-      if (DIF) {
+      if (DIF && WL) {
+        // One product for both directions (w^-j = -w^(h-j): (x - y) w^-j = (y - x) w^(h-j)).
+        u = fe_add<FrParams>(x, y);
+        const Fr d = inverse ? fe_sub<FrParams>(y, x) : fe_sub<FrParams>(x, y);
+        v = j == 0 ? fe_sub<FrParams>(x, y)
+                   : fr_mul(d, fe_load<FrParams>(tw + ((inverse ? h - j : j) << shift)));
+      } else if (DIF) {
         u = fe_add<FrParams>(x, y);
         if (j == 0) {
           v = fe_sub<FrParams>(x, y);
