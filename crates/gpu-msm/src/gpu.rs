@@ -1633,6 +1633,15 @@ impl GpuMsm {
         table: &PrecomputedBasesG1,
         scalars: &DeviceScalars,
     ) -> Result<G1Projective, GpuMsmError> {
+        self.msm_precomputed(table, scalars)
+    }
+
+    /// [`GpuMsm::msm_g1_precomputed`] for any curve whose tables can be made (G1 today).
+    pub fn msm_precomputed<C: GpuCurve>(
+        &self,
+        table: &PrecomputedBases<C>,
+        scalars: &DeviceScalars,
+    ) -> Result<C::Projective, GpuMsmError> {
         Ok(self.msm_precomputed_inner(table, scalars, false)?.0)
     }
 

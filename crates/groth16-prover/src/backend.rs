@@ -104,6 +104,9 @@ pub struct MsmTimings {
 pub enum BasesKind {
     /// Read in place on the device (the store's device tier).
     Resident,
+    /// Read on the device from a table of precomputed windows the backend made from the
+    /// device tier's bases (`GpuBackend::with_precomputed_windows`).
+    Precomputed,
     /// Streamed to the device from host memory, chunk by chunk.
     Streamed,
     /// Summed on the CPU.

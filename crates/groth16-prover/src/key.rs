@@ -168,6 +168,11 @@ impl KeyHold {
 }
 
 impl<'k> KeyView<'k> {
+    /// The [`ProvingKey::id`] of the key it reads.
+    pub(crate) fn key_id(&self) -> u64 {
+        self.key.id
+    }
+
     /// Keeps holding the entry without borrowing the key.
     pub fn into_hold(self) -> KeyHold {
         KeyHold {

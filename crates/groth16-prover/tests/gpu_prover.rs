@@ -749,3 +749,89 @@ fn gpu_device_r1cs_evaluates_as_the_host() {
         )
         .is_err());
 }
+
+/// With tables of precomputed windows (`with_precomputed_windows`), the G1 queries on the
+/// device tier are summed over them and the proofs keep the reference's bytes: windows of
+/// 2 (128 rows), 8 and 16 bits, a second proof reusing the tables, and a backend whose
+/// VRAM budget cannot take a table (its proofs read the bases as they are).
+#[test]
+fn gpu_precomputed_windows_keep_the_proofs() {
+    let Some(gpu) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let mut rng = rng(seed());
+    let circuit = MimcChain::new(400, rng.random());
+    let params = generate(circuit.clone(), &mut rng);
+    let rs = pairs(&mut rng, 1);
+    let inputs = [circuit.output()];
+    let budget = big_budget();
+    let store = SrsStore::new(budget.clone(), StoreConfig::default());
+    let (_cache, pce) = record(&budget, "gpu-precomputed", circuit.clone());
+    let config = ProverConfig {
+        self_check: SelfCheck::Always,
+        ..ProverConfig::default()
+    };
+    let prove_all = |prover: &Prover, what: &str| -> Vec<Vec<BasesKind>> {
+        rs.iter()
+            .map(|r| {
+                let want = bytes(
+                    &groth16::create_proof(circuit.clone(), &params, r.r, r.s).expect("reference"),
+                );
+                let got = prover
+                    .prove(Synthesis::Pce(&pce), circuit.clone(), *r)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(bytes(&got.proof), want, "{what}");
+                assert!(verifies(prover.key(), &got.proof, &inputs), "{what}");
+                kinds(&got.bases)
+            })
+            .collect()
+    };
+    for bits in [2u32, 8, 16] {
+        let (_d, key) = key_via_store(&params, &store, &format!("precomputed-{bits}"));
+        let backend = Arc::new(
+            GpuBackend::with_gpu(gpu.clone(), budget.clone()).with_precomputed_windows(Some(bits)),
+        );
+        let prover =
+            Prover::with_shared_backend(Arc::new(key), budget.clone(), config, backend.clone());
+        for k in prove_all(&prover, &format!("{bits}-bit tables")) {
+            // h, l, a and b on G1 over the tables; b on G2 in place.
+            let precomputed = k.iter().filter(|k| **k == BasesKind::Precomputed).count();
+            assert!(precomputed >= 3, "{bits} bits: {k:?}");
+            assert!(k
+                .iter()
+                .all(|k| matches!(k, BasesKind::Precomputed | BasesKind::Resident)));
+        }
+        let held = backend.precomputed_bytes();
+        assert!(held > 0, "{bits} bits: tables kept");
+        prove_all(&prover, &format!("{bits}-bit tables, again"));
+        assert_eq!(
+            backend.precomputed_bytes(),
+            held,
+            "{bits} bits: tables reused"
+        );
+    }
+    // Out-of-range bits: no tables.
+    let off = GpuBackend::with_gpu(gpu.clone(), budget.clone()).with_precomputed_windows(Some(99));
+    assert_eq!(off.precomputed_bytes(), 0);
+    // A budget with room for the key and the proof's scratch but not for a 128-row table.
+    let tight = gpu_device::Gpu::open(0).expect("second handle on device 0");
+    let (_d, key) = key_via_store(&params, &store, "precomputed-tight");
+    let key = Arc::new(key);
+    let plain = Prover::with_backend(
+        key.clone(),
+        budget.clone(),
+        config,
+        Box::new(GpuBackend::with_gpu(tight.clone(), budget.clone())),
+    );
+    prove_all(&plain, "key promoted, no tables");
+    let used = tight.vram_budget().snapshot().used_bytes;
+    tight.vram_budget().set_total_bytes(used + (4 << 20));
+    let backend = Arc::new(
+        GpuBackend::with_gpu(tight.clone(), budget.clone()).with_precomputed_windows(Some(2)),
+    );
+    let refused = Prover::with_shared_backend(key, budget.clone(), config, backend.clone());
+    for k in prove_all(&refused, "tables refused") {
+        assert!(!k.contains(&BasesKind::Precomputed), "{k:?}");
+    }
+    assert_eq!(backend.precomputed_bytes(), 0);
+}

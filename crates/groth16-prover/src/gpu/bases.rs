@@ -4,13 +4,19 @@
 //! chunks, `bls12_381` points (in-memory `groth16::Parameters`) are converted once per
 //! proof into a charged host copy and streamed. The backend keeps no bases of its own.
 
-use gpu_msm::{DeviceBasesView, DeviceScalars, GpuCurve, GpuMsm, GpuMsmError};
+use std::sync::Arc;
+
+use gpu_device::GpuError;
+use gpu_msm::{
+    DeviceBasesView, DeviceScalars, G1Curve, GpuCurve, GpuMsm, GpuMsmError, PrecomputedBases,
+    PrecomputedBasesG1,
+};
 use memory_budget::Reservation;
 use rayon::prelude::*;
 
 use super::GpuBackend;
 use crate::backend::BasesKind;
-use crate::key::QueryBases;
+use crate::key::{G1Query, QueryBases};
 use crate::ProverError;
 
 /// Bases per chunk when a G1 query is streamed from host memory (two chunks of VRAM:
@@ -23,6 +29,9 @@ pub(super) const STREAM_CHUNK_G2: usize = 1 << 21;
 pub(super) enum GpuBases<'a, C: GpuCurve> {
     /// On this device (the store's device tier).
     Resident(DeviceBasesView<'a, C>),
+    /// A table of precomputed windows made from the device tier's bases (the backend keeps
+    /// it across proofs of the same key).
+    Precomputed(Arc<PrecomputedBases<C>>),
     /// In host memory, streamed per chunk (the store's pinned or host tier).
     Streamed(&'a [C::Repr]),
     /// Converted from `bls12_381` points for this proof, charged while it lives.
@@ -52,6 +61,7 @@ impl<C: GpuCurve> GpuBases<'_, C> {
     ) -> Result<C::Projective, GpuMsmError> {
         match self {
             GpuBases::Resident(b) => msm.msm_resident_prefix(b, scalars),
+            GpuBases::Precomputed(t) => msm.msm_precomputed(t, scalars),
             GpuBases::Streamed(b) => msm.msm_streamed_host::<C>(b, scalars, chunk_len),
             GpuBases::Converted { bases, .. } => {
                 msm.msm_streamed_host::<C>(bases, scalars, chunk_len)
@@ -63,6 +73,7 @@ impl<C: GpuCurve> GpuBases<'_, C> {
     pub(super) fn kind(&self) -> BasesKind {
         match self {
             GpuBases::Resident(_) => BasesKind::Resident,
+            GpuBases::Precomputed(_) => BasesKind::Precomputed,
             GpuBases::Streamed(_) | GpuBases::Converted { .. } => BasesKind::Streamed,
         }
     }
@@ -115,5 +126,68 @@ impl GpuBackend {
                 }
             }
         })
+    }
+}
+
+/// The tables of precomputed windows a backend keeps ([`GpuBackend::with_precomputed_windows`]):
+/// those of one key (the last one proved), one per G1 query, built from its device-tier
+/// bases on first use and charged to the VRAM budget while they live. A key for which the
+/// budget refused a table is not asked again (its MSMs read the bases in place).
+#[derive(Default)]
+pub(super) struct PrecomputedTables {
+    key_id: Option<u64>,
+    tables: [Option<Arc<PrecomputedBasesG1>>; 4],
+    refused: bool,
+}
+
+impl PrecomputedTables {
+    /// Device bytes the tables hold.
+    pub(super) fn bytes(&self) -> u64 {
+        self.tables.iter().flatten().map(|t| t.device_bytes()).sum()
+    }
+}
+
+impl GpuBackend {
+    /// The table of precomputed windows of query `q` of key `key_id` (made from `view`,
+    /// the query's device-tier bases, on first use), or `None` when this backend makes
+    /// none or the VRAM budget (or the device) cannot hold it.
+    pub(super) fn precomputed_table(
+        &self,
+        key_id: u64,
+        q: G1Query,
+        view: &DeviceBasesView<'_, G1Curve>,
+    ) -> Result<Option<Arc<PrecomputedBasesG1>>, ProverError> {
+        let Some(bits) = self.precomputed_bits else {
+            return Ok(None);
+        };
+        let mut cache = super::lock(&self.precomputed);
+        if cache.key_id != Some(key_id) {
+            // Another key: its tables go (proofs still summing over them hold their own
+            // references).
+            *cache = PrecomputedTables {
+                key_id: Some(key_id),
+                ..PrecomputedTables::default()
+            };
+        }
+        if cache.refused {
+            return Ok(None);
+        }
+        if let Some(t) = &cache.tables[q as usize] {
+            if t.len() >= view.len() {
+                return Ok(Some(t.clone()));
+            }
+        }
+        match self.msm.precompute_windows_g1(view, bits) {
+            Ok(t) => {
+                let t = Arc::new(t);
+                cache.tables[q as usize] = Some(t.clone());
+                Ok(Some(t))
+            }
+            Err(GpuMsmError::Gpu(GpuError::Budget { .. } | GpuError::OutOfMemory { .. })) => {
+                cache.refused = true;
+                Ok(None)
+            }
+            Err(e) => Err(super::gpu_msm_err(q.name())(e)),
+        }
     }
 }

@@ -51,7 +51,10 @@ use std::time::{Duration, Instant};
 use bls12_381::{G1Projective, G2Projective, Scalar};
 use cudarc::driver::{CudaEvent, CudaStream};
 use gpu_device::{Gpu, GpuError, PinnedStagingPool};
-use gpu_msm::{CpuMsm, DeviceScalars, G1Curve, G2Curve, GpuMsm, GpuMsmError, MsmError};
+use gpu_msm::{
+    CpuMsm, DeviceScalars, G1Curve, G2Curve, GpuMsm, GpuMsmError, MsmError, GPU_MAX_WINDOW_BITS,
+    GPU_MIN_WINDOW_BITS,
+};
 use gpu_ntt::{AbcEvaluations, GpuNtt, GpuNttError, NttError};
 use memory_budget::{Budget, Category, Reservation};
 
@@ -125,6 +128,11 @@ pub struct GpuBackend {
     /// Whether a proof whose witness is copied ahead has a, b and c evaluated ahead too
     /// (`with_abc_ahead`).
     abc_ahead: bool,
+    /// Window bits of the precomputed tables the G1 MSMs over device-tier bases read, or
+    /// `None` (`with_precomputed_windows`).
+    precomputed_bits: Option<u32>,
+    /// Those tables, for the last key proved.
+    precomputed: Mutex<bases::PrecomputedTables>,
 }
 
 impl std::fmt::Debug for GpuBackend {
@@ -152,6 +160,12 @@ pub(crate) fn driver_err(call: &'static str, code: cudarc::driver::DriverError) 
 }
 
 /// The stream in `slot`, made by `make` on first use.
+/// A mutex's value, also after a panic elsewhere poisoned it (every value kept behind the
+/// backend's mutexes is replaced whole, so it stays consistent).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn lazy_stream(
     slot: &Mutex<Option<Arc<CudaStream>>>,
     make: impl FnOnce() -> Result<Arc<CudaStream>, GpuError>,
@@ -246,7 +260,36 @@ impl GpuBackend {
             pces: pce::ResidentPces::default(),
             abc_kernel: abc_kernel_from_env(),
             abc_ahead: std::env::var("PINION_ABC_AHEAD").as_deref() != Ok("0"),
+            precomputed_bits: std::env::var("PINION_PRECOMPUTED_WINDOWS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|c| (GPU_MIN_WINDOW_BITS..=GPU_MAX_WINDOW_BITS).contains(c)),
+            precomputed: Mutex::default(),
         }
+    }
+
+    /// Whether the G1 MSMs over bases on this device (the store's device tier) read tables
+    /// of precomputed windows of `bits` bits instead (`gpu_msm::PrecomputedBasesG1`: each
+    /// window's digits into one shared set of buckets, W = ⌈256 / bits⌉ copies of the
+    /// bases). Default `None`, or `PINION_PRECOMPUTED_WINDOWS` (bits, e.g. `22`) for a
+    /// benchmark's comparison. The tables of the last key proved are kept (made on its first
+    /// proof, about W times its G1 queries' VRAM, charged to the VRAM budget; a key whose
+    /// table the budget refuses is proved over its bases as they are). Not for a device
+    /// shared by several keys' proofs: the engine's VRAM planning (`device_headroom_bytes`)
+    /// does not count these tables, which only the budget's refusals bound. Same proofs.
+    /// `bits` outside [`gpu_msm::GPU_MIN_WINDOW_BITS`]`..=`[`gpu_msm::GPU_MAX_WINDOW_BITS`]
+    /// is `None`.
+    pub fn with_precomputed_windows(mut self, bits: Option<u32>) -> GpuBackend {
+        self.precomputed_bits =
+            bits.filter(|c| (GPU_MIN_WINDOW_BITS..=GPU_MAX_WINDOW_BITS).contains(c));
+        *lock(&self.precomputed) = bases::PrecomputedTables::default();
+        self
+    }
+
+    /// Device bytes the tables of precomputed windows hold now
+    /// ([`Self::with_precomputed_windows`]).
+    pub fn precomputed_bytes(&self) -> u64 {
+        lock(&self.precomputed).bytes()
     }
 
     /// Whether a proof whose witness is copied to the device ahead of its H step
@@ -760,6 +803,21 @@ impl GpuBackend {
             if n > 0 {
                 placed[q as usize] =
                     Some(self.place::<G1Curve>(q.name(), &all_bases[q as usize], n)?);
+            }
+        }
+        // Bases on this device read through tables of precomputed windows instead, when
+        // this backend makes them (`with_precomputed_windows`).
+        if self.precomputed_bits.is_some() {
+            for q in [G1Query::H, G1Query::L, G1Query::A, G1Query::BG1] {
+                let table = match &placed[q as usize] {
+                    Some(Placed::Gpu(GpuBases::Resident(v))) => {
+                        self.precomputed_table(view.key_id(), q, v)?
+                    }
+                    _ => None,
+                };
+                if let Some(t) = table {
+                    placed[q as usize] = Some(Placed::Gpu(GpuBases::Precomputed(t)));
+                }
             }
         }
         // The pinned a, b, c buffers the H step kept: the witness's staging, before any
