@@ -16,6 +16,8 @@
 //   ntt_pass_dif_wl / ntt_pass_dit_wl(same arguments)
 //       the same transforms with warp-local stages (see ntt_pass): blocks of 32-256 threads
 //       (a power of two), tiles of at least 64 elements.
+//   ntt_pass_dif_wlmix / ntt_pass_dit_wlmix(same arguments)
+//       warp-local, every other butterfly's product on the FP64 pipe (see ntt_pass).
 //   ntt_twiddles(Fr* tw, const Fr* lo, const Fr* hi, u32 lo_bits, u32 count)
 //       tw[i] = lo[i & (2^lo_bits - 1)] * hi[i >> lo_bits] for i < count.
 //   ntt_scale(Fr* data, const Fr* lo, const Fr* hi, u32 lo_bits, u32 lo_mask, u32 hi_mask,
@@ -31,6 +33,7 @@
 #include <stdint.h>
 
 #include "field.cuh"
+#include "field_f64.cuh"
 #include "ntt.cuh"
 
 using namespace pinion;
@@ -53,7 +56,11 @@ using namespace pinion::ntt;
 // block barrier is needed only where a stage pairs elements of different warps. Needs
 // blockDim.x a power of two from 32 up dividing E / 2 (gpu.rs launches min(E / 2, 256)
 // threads, and the block kernels for tiles under 64 elements).
-template <bool DIF, bool WL>
+//
+// MIX (warp-local kernels only): a thread takes its butterflies two at a time, the first's
+// product on the integer pipe (fr_mul) and the second's on the FP64 pipe (fr_mul_f64,
+// field_f64.cuh), so that the two pipes work side by side; same results.
+template <bool DIF, bool WL, bool MIX = false>
 __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict__ tw,
                                          uint32_t tw_log, uint32_t lo, uint32_t s,
                                          uint32_t clog, uint32_t inverse,
@@ -109,46 +116,95 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
     const uint32_t ht = 1u << k;
     const uint32_t h = 1u << (lo + k);
     const uint32_t shift = tw_log - (lo + k + 1);
-    for (uint32_t b = b_first; b < b_end; b += step) {
-      const uint32_t cc = b & cmask, r = b >> clog;
-      const uint32_t tlow = r & (ht - 1);
-      const uint32_t t0 = ((r >> k) << (k + 1)) | tlow;
-      const uint32_t e0 = (t0 << clog) | cc;
-      const uint32_t e1 = e0 + (ht << clog);
-      const uint32_t j = (tlow << lo) | col0 | cc;
-      const Fr x = sh_load(sh, E, e0);
-      const Fr y = sh_load(sh, E, e1);
-      Fr u, v;
-      if (DIF && WL) {
-        // One product for both directions (w^-j = -w^(h-j): (x - y) w^-j = (y - x) w^(h-j)).
-        u = fe_add<FrParams>(x, y);
-        const Fr d = inverse ? fe_sub<FrParams>(y, x) : fe_sub<FrParams>(x, y);
-        v = j == 0 ? fe_sub<FrParams>(x, y)
-                   : fr_mul(d, fe_load<FrParams>(tw + ((inverse ? h - j : j) << shift)));
-      } else if (DIF) {
-        u = fe_add<FrParams>(x, y);
-        if (j == 0) {
-          v = fe_sub<FrParams>(x, y);
-        } else if (inverse) {
-          // w^-j = -w^(h-j): (x - y) w^-j = (y - x) w^(h-j)
-          v = fr_mul(fe_sub<FrParams>(y, x), fe_load<FrParams>(tw + ((h - j) << shift)));
-        } else {
-          v = fr_mul(fe_sub<FrParams>(x, y), fe_load<FrParams>(tw + (j << shift)));
-        }
-      } else {
-        if (j == 0) {
+    if (MIX) {
+      // Butterfly b's two elements and its twiddle exponent.
+      auto at = [&](uint32_t b, uint32_t& e0, uint32_t& e1, uint32_t& j) {
+        const uint32_t cc = b & cmask, r = b >> clog;
+        const uint32_t tlow = r & (ht - 1);
+        e0 = ((((r >> k) << (k + 1)) | tlow) << clog) | cc;
+        e1 = e0 + (ht << clog);
+        j = (tlow << lo) | col0 | cc;
+      };
+      // (u, v) of one butterfly with the product `mul` (one product for both directions).
+      auto butterfly = [&](const Fr& x, const Fr& y, uint32_t j, Fr& u, Fr& v, auto mul) {
+        const Fr w = fe_load<FrParams>(tw + ((inverse ? h - j : j) << shift));
+        if (DIF) {
+          u = fe_add<FrParams>(x, y);
+          const Fr d = inverse ? fe_sub<FrParams>(y, x) : fe_sub<FrParams>(x, y);
+          v = j == 0 ? fe_sub<FrParams>(x, y) : mul(d, w);
+        } else if (j == 0) {
           u = fe_add<FrParams>(x, y);
           v = fe_sub<FrParams>(x, y);
         } else {
-          const uint32_t idx = inverse ? (h - j) : j;
-          const Fr t = fr_mul(y, fe_load<FrParams>(tw + (idx << shift)));
-          // inverse: y w^-j = -t, so (x - t, x + t)
+          const Fr t = mul(y, w);
           u = inverse ? fe_sub<FrParams>(x, t) : fe_add<FrParams>(x, t);
           v = inverse ? fe_add<FrParams>(x, t) : fe_sub<FrParams>(x, t);
         }
+      };
+      auto imad = [](const Fr& a, const Fr& b) { return fr_mul(a, b); };
+      auto fp64 = [](const Fr& a, const Fr& b) { return fr_mul_f64(a, b); };
+      for (uint32_t b = b_first; b < b_end; b += 2 * step) {
+        uint32_t p0, p1, j0;
+        at(b, p0, p1, j0);
+        const Fr x0 = sh_load(sh, E, p0), y0 = sh_load(sh, E, p1);
+        Fr u0, v0;
+        if (b + step < b_end) {  // the same for every lane of the warp
+          uint32_t q0, q1, j1;
+          at(b + step, q0, q1, j1);
+          const Fr x1 = sh_load(sh, E, q0), y1 = sh_load(sh, E, q1);
+          Fr u1, v1;
+          butterfly(x0, y0, j0, u0, v0, imad);
+          butterfly(x1, y1, j1, u1, v1, fp64);
+          sh_store(sh, E, q0, u1);
+          sh_store(sh, E, q1, v1);
+        } else {
+          butterfly(x0, y0, j0, u0, v0, imad);
+        }
+        sh_store(sh, E, p0, u0);
+        sh_store(sh, E, p1, v0);
       }
-      sh_store(sh, E, e0, u);
-      sh_store(sh, E, e1, v);
+    } else {
+      for (uint32_t b = b_first; b < b_end; b += step) {
+        const uint32_t cc = b & cmask, r = b >> clog;
+        const uint32_t tlow = r & (ht - 1);
+        const uint32_t t0 = ((r >> k) << (k + 1)) | tlow;
+        const uint32_t e0 = (t0 << clog) | cc;
+        const uint32_t e1 = e0 + (ht << clog);
+        const uint32_t j = (tlow << lo) | col0 | cc;
+        const Fr x = sh_load(sh, E, e0);
+        const Fr y = sh_load(sh, E, e1);
+        Fr u, v;
+        if (DIF && WL) {
+          // One product for both directions (w^-j = -w^(h-j): (x - y) w^-j = (y - x) w^(h-j)).
+          u = fe_add<FrParams>(x, y);
+          const Fr d = inverse ? fe_sub<FrParams>(y, x) : fe_sub<FrParams>(x, y);
+          v = j == 0 ? fe_sub<FrParams>(x, y)
+                     : fr_mul(d, fe_load<FrParams>(tw + ((inverse ? h - j : j) << shift)));
+        } else if (DIF) {
+          u = fe_add<FrParams>(x, y);
+          if (j == 0) {
+            v = fe_sub<FrParams>(x, y);
+          } else if (inverse) {
+            // w^-j = -w^(h-j): (x - y) w^-j = (y - x) w^(h-j)
+            v = fr_mul(fe_sub<FrParams>(y, x), fe_load<FrParams>(tw + ((h - j) << shift)));
+          } else {
+            v = fr_mul(fe_sub<FrParams>(x, y), fe_load<FrParams>(tw + (j << shift)));
+          }
+        } else {
+          if (j == 0) {
+            u = fe_add<FrParams>(x, y);
+            v = fe_sub<FrParams>(x, y);
+          } else {
+            const uint32_t idx = inverse ? (h - j) : j;
+            const Fr t = fr_mul(y, fe_load<FrParams>(tw + (idx << shift)));
+            // inverse: y w^-j = -t, so (x - t, x + t)
+            u = inverse ? fe_sub<FrParams>(x, t) : fe_add<FrParams>(x, t);
+            v = inverse ? fe_add<FrParams>(x, t) : fe_sub<FrParams>(x, t);
+          }
+        }
+        sh_store(sh, E, e0, u);
+        sh_store(sh, E, e1, v);
+      }
     }
     // The next phase is stage st + 1, or the stores (warp-local under WL).
     barrier(stage_local(st) && (st + 1 == s || stage_local(st + 1)));
@@ -178,6 +234,21 @@ extern "C" __global__ void __launch_bounds__(256, 5)
     ntt_pass_dif_wl(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo, uint32_t s,
                     uint32_t clog, uint32_t inverse, ScaleArgs pre, ScaleArgs post) {
   ntt_pass<true, true>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
+}
+
+// Every other butterfly of a thread on the FP64 pipe (MIX): 96 / 122 registers (DIT / DIF)
+// uncapped, two blocks an SM; capped for three, 80 registers (52 / 16 bytes of spills); for
+// four, 64 (116 / 108 bytes).
+extern "C" __global__ void __launch_bounds__(256, 3)
+    ntt_pass_dif_wlmix(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo, uint32_t s,
+                       uint32_t clog, uint32_t inverse, ScaleArgs pre, ScaleArgs post) {
+  ntt_pass<true, true, true>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 3)
+    ntt_pass_dit_wlmix(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo, uint32_t s,
+                       uint32_t clog, uint32_t inverse, ScaleArgs pre, ScaleArgs post) {
+  ntt_pass<false, true, true>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 5)

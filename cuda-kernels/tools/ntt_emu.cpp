@@ -3,7 +3,8 @@
 // the kernels' documented contracts (ntt.cu, ntt.cuh) with Python integers.
 // - The pass kernels (ntt_pass_dif / ntt_pass_dit and their warp-local twins *_wl) run with
 //   the threads of a block as OS threads meeting at barriers for __syncthreads (and per warp
-//   for __syncwarp). Pass plans are random (any split of the index bits into passes, any
+//   for __syncwarp), the warp-local ones also with half their products on the FP64 pipe
+//   (*_wlmix). Pass plans are random (any split of the index bits into passes, any
 //   column count the kernel allows), as are the kernel family (one per transform), the block
 //   sizes (1-8 threads, or two or four warps), the twiddle table's size (strided reads) and
 //   the fused scalings: more than gpu.rs's own plans.
@@ -145,7 +146,7 @@ static void print_scale(const char* name, const Scale& s) {
 }
 
 // One transform: tw_log >= log_n (tw[i] = w^i, i < 2^(tw_log-1), w of order 2^tw_log).
-static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, bool wl,
+static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, bool wl, bool mix,
                 const Fr& root_mont) {
   const uint32_t n = 1u << log_n;
   // w = root^(2^(32 - tw_log)), root of order 2^32.
@@ -177,7 +178,7 @@ static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, bool wl
   // Warp-local kernels run the passes whose tiles hold 64 elements or more (as in gpu.rs).
   uint32_t n_wl = 0;
   for (const auto& p : plan) n_wl += wl && p.s + p.clog >= 6;
-  printf(" wl=%u\n", n_wl);
+  printf(" wl=%u mix=%u\n", n_wl, mix ? n_wl : 0u);
   print_scale("pre", pre);
   print_scale("post", post);
   for (size_t i = 0; i < order.size(); ++i) {
@@ -198,10 +199,14 @@ static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, bool wl
     const Fr* t = tw.data();
     const uint32_t inv = inverse ? 1u : 0u;
     launch(grid, threads, [&] {
-      if (dif && pass_wl) {
+      if (dif && pass_wl && mix) {
+        ntt_pass_dif_wlmix(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
+      } else if (dif && pass_wl) {
         ntt_pass_dif_wl(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
       } else if (dif) {
         ntt_pass_dif(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
+      } else if (pass_wl && mix) {
+        ntt_pass_dit_wlmix(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
       } else if (pass_wl) {
         ntt_pass_dit_wl(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
       } else {
@@ -314,7 +319,7 @@ int main(int argc, char** argv) {
     const bool wl = (c & 4) != 0;
     const uint32_t log_n = wl ? 6 + (uint32_t)(rng() % 7) : 1 + (uint32_t)(rng() % 12);
     const uint32_t tw_log = log_n + (uint32_t)(rng() % 3);
-    run(log_n, tw_log, (c & 1) == 0, (c & 2) != 0, wl, root_mont);
+    run(log_n, tw_log, (c & 1) == 0, (c & 2) != 0, wl, (c & 8) != 0, root_mont);
     run_elementwise(log_n);
   }
   return 0;

@@ -7,9 +7,10 @@
 //! out) per size and tile configuration, inverse coset (bit-reversed in, natural out), and
 //! the whole H step (6 transforms + pointwise) from device-resident a, b, c and from pinned
 //! host memory (the three host-to-device copies included), each with the default tiles on
-//! the block and on the warp-local pass kernels. `PINION_NTT_TILES=11:2,10:1,10:2:wl`
-//! compares only those tile shapes (`:wl`: warp-local kernels) with the default in the
-//! forward rows (`PINION_NTT_TILES=` the default alone).
+//! the block, the warp-local and the warp-local FP64-half pass kernels.
+//! `PINION_NTT_TILES=11:2,10:1,10:2:wl,10:2:wlmix` compares only those tile shapes (`:wl`:
+//! warp-local kernels, `:wlmix`: with every other product on the FP64 pipe) with the
+//! default in the forward rows (`PINION_NTT_TILES=` the default alone).
 //! Prints a Markdown table, then one `PINION_BENCH {json}` line per row for `cargo xtask
 //! bench`; `PINION_BENCH_QUICK=1` stops at 2^22 (no H rows).
 
@@ -83,14 +84,15 @@ fn parse_tiles(list: &str) -> Res<Vec<GpuNttConfig>> {
     list.split(',')
         .filter(|t| !t.trim().is_empty())
         .map(|t| {
-            let bad = || format!("PINION_NTT_TILES: {t:?} is not tile_log:max_clog[:wl]");
+            let bad = || format!("PINION_NTT_TILES: {t:?} is not tile_log:max_clog[:wl|:wlmix]");
             let mut parts = t.trim().split(':');
             let (Some(a), Some(b)) = (parts.next(), parts.next()) else {
                 return Err(bad().into());
             };
-            let warp_local = match parts.next() {
-                None => false,
-                Some("wl") => true,
+            let (warp_local, fp64_mix) = match parts.next() {
+                None => (false, false),
+                Some("wl") => (true, false),
+                Some("wlmix") => (true, true),
                 Some(_) => return Err(bad().into()),
             };
             if parts.next().is_some() {
@@ -100,6 +102,7 @@ fn parse_tiles(list: &str) -> Res<Vec<GpuNttConfig>> {
                 tile_log: a.parse()?,
                 max_clog: b.parse()?,
                 warp_local,
+                fp64_mix,
             })
         })
         .collect()
@@ -121,7 +124,7 @@ fn main() -> Res<()> {
     // Tile shapes besides the default: PINION_NTT_TILES's, or those worth comparing.
     let shapes = match std::env::var("PINION_NTT_TILES") {
         Ok(list) => parse_tiles(&list)?,
-        Err(_) => parse_tiles("10:2:wl,11:2:wl,11:2,11:3,10:0,10:1,11:1")?,
+        Err(_) => parse_tiles("10:2:wl,10:2:wlmix,11:2:wl,11:2,11:3,10:0,10:1,11:1")?,
     };
     let gpu = Gpu::open(0)?;
     let info = gpu.info().clone();
@@ -177,7 +180,11 @@ fn main() -> Res<()> {
                     "forward N->BR (tile 2^{}, cols 2^{}{})",
                     c.tile_log,
                     c.max_clog,
-                    if c.warp_local { ", warp-local" } else { "" }
+                    match (c.warp_local, c.fp64_mix) {
+                        (true, true) => ", warp-local, FP64 half",
+                        (true, false) => ", warp-local",
+                        _ => "",
+                    }
                 ),
                 ms,
                 reference_ms: Some(reference_ms),
@@ -185,7 +192,7 @@ fn main() -> Res<()> {
         }
     }
     // The coset transforms and the H step with the default, then with the default's tiles
-    // on the warp-local pass kernels.
+    // on the warp-local pass kernels, without and with FP64 products.
     let warp_local = GpuNtt::with_config(
         gpu.clone(),
         GpuNttConfig {
@@ -193,7 +200,19 @@ fn main() -> Res<()> {
             ..GpuNttConfig::default()
         },
     );
-    for (tag, ntt) in [("", &ntts[0]), (" (warp-local)", &warp_local)] {
+    let fp64_mix = GpuNtt::with_config(
+        gpu.clone(),
+        GpuNttConfig {
+            warp_local: true,
+            fp64_mix: true,
+            ..GpuNttConfig::default()
+        },
+    );
+    for (tag, ntt) in [
+        ("", &ntts[0]),
+        (" (warp-local)", &warp_local),
+        (" (warp-local, FP64 half)", &fp64_mix),
+    ] {
         let log_big = max_log.min(27);
         {
             let n = 1usize << log_big;

@@ -101,6 +101,10 @@ pub struct GpuNttConfig {
     /// barrier; registers capped for five blocks an SM). Same results; off by default
     /// until measured faster on the device (cuda-kernels/NOTES.md).
     pub warp_local: bool,
+    /// With `warp_local`: every other butterfly of a thread multiplied on the FP64 pipe
+    /// (`ntt_pass_*_wlmix`, field_f64.cuh's `fr_mul_f64`), the integer and FP64 pipes side
+    /// by side. Same results; off by default, untimed.
+    pub fp64_mix: bool,
 }
 
 impl Default for GpuNttConfig {
@@ -112,6 +116,7 @@ impl Default for GpuNttConfig {
             tile_log: 10,
             max_clog: 2,
             warp_local: false,
+            fp64_mix: false,
         }
     }
 }
@@ -320,6 +325,7 @@ impl GpuNtt {
             tile_log,
             max_clog: config.max_clog.min(tile_log - 1),
             warp_local: config.warp_local,
+            fp64_mix: config.fp64_mix,
         };
         Self {
             gpu,
@@ -477,6 +483,8 @@ impl GpuNtt {
             Entry::NttPassDit,
             Entry::NttPassDifWl,
             Entry::NttPassDitWl,
+            Entry::NttPassDifWlMix,
+            Entry::NttPassDitWlMix,
         ] {
             self.gpu
                 .function(entry)?
@@ -547,13 +555,14 @@ impl GpuNtt {
             Entry::NttPassDit
         })?;
         let warp_local_kernel = if self.config.warp_local {
-            let f = self.gpu.function(if dif {
-                Entry::NttPassDifWl
-            } else {
-                Entry::NttPassDitWl
+            let f = self.gpu.function(match (dif, self.config.fp64_mix) {
+                (true, false) => Entry::NttPassDifWl,
+                (false, false) => Entry::NttPassDitWl,
+                (true, true) => Entry::NttPassDifWlMix,
+                (false, true) => Entry::NttPassDitWlMix,
             })?;
-            // Its register cap spills a few bytes a thread: local memory, inside the stack
-            // the context starts with (nothing charged then), charged if it ever is not.
+            // Their register caps spill a few bytes a thread: local memory, inside the
+            // stack the context starts with (nothing charged then), charged if it ever is not.
             self.gpu
                 .reserve_local_memory(&f, "gpu-ntt warp-local pass's local memory")?;
             Some(f)
@@ -1118,6 +1127,7 @@ mod tests {
                     tile_log,
                     max_clog,
                     warp_local: false,
+                    fp64_mix: false,
                 };
                 for log_n in 0..=28u32 {
                     let passes = plan_passes(log_n, config);
@@ -1158,6 +1168,7 @@ mod tests {
             tile_log: 11,
             max_clog: 2,
             warp_local: false,
+            fp64_mix: false,
         };
         assert_eq!(plan_passes(27, big).len(), 3);
         let passes = plan_passes(27, GpuNttConfig::default());

@@ -189,10 +189,13 @@ fn abc_kernel_from_env() -> gpu_ntt::SparseKernel {
 }
 
 /// The H step's transforms: the default tiles, on the warp-local pass kernels when
-/// `PINION_NTT_WARP_LOCAL` is `1` (a benchmark's comparison in one build).
+/// `PINION_NTT_WARP_LOCAL` is `1`, with every other product on the FP64 pipe when it is
+/// `mix` (a benchmark's comparison in one build).
 fn ntt_config_from_env() -> gpu_ntt::GpuNttConfig {
+    let v = std::env::var("PINION_NTT_WARP_LOCAL");
     gpu_ntt::GpuNttConfig {
-        warp_local: std::env::var("PINION_NTT_WARP_LOCAL").as_deref() == Ok("1"),
+        warp_local: matches!(v.as_deref(), Ok("1" | "mix")),
+        fp64_mix: v.as_deref() == Ok("mix"),
         ..gpu_ntt::GpuNttConfig::default()
     }
 }
