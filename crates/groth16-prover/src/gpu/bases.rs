@@ -131,8 +131,9 @@ impl GpuBackend {
 
 /// The tables of precomputed windows a backend keeps ([`GpuBackend::with_precomputed_windows`]):
 /// those of one key (the last one proved), one per G1 query, built from its device-tier
-/// bases on first use and charged to the VRAM budget while they live. A key for which the
-/// budget refused a table is not asked again (its MSMs read the bases in place).
+/// bases on first use and charged to the VRAM budget while they live. Once the budget
+/// refuses one of a key's tables, no more are asked for that key (the queries without a
+/// table read their bases in place).
 #[derive(Default)]
 pub(super) struct PrecomputedTables {
     key_id: Option<u64>,
@@ -169,13 +170,14 @@ impl GpuBackend {
                 ..PrecomputedTables::default()
             };
         }
-        if cache.refused {
-            return Ok(None);
-        }
         if let Some(t) = &cache.tables[q as usize] {
             if t.len() >= view.len() {
                 return Ok(Some(t.clone()));
             }
+        }
+        // The tables made before a refusal stay in use; no more are asked for.
+        if cache.refused {
+            return Ok(None);
         }
         match self.msm.precompute_windows_g1(view, bits) {
             Ok(t) => {

@@ -159,13 +159,13 @@ pub(crate) fn driver_err(call: &'static str, code: cudarc::driver::DriverError) 
     ntt_err(GpuNttError::Gpu(GpuError::Driver { call, code }))
 }
 
-/// The stream in `slot`, made by `make` on first use.
 /// A mutex's value, also after a panic elsewhere poisoned it (every value kept behind the
 /// backend's mutexes is replaced whole, so it stays consistent).
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The stream in `slot`, made by `make` on first use.
 fn lazy_stream(
     slot: &Mutex<Option<Arc<CudaStream>>>,
     make: impl FnOnce() -> Result<Arc<CudaStream>, GpuError>,
