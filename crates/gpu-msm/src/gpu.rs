@@ -1627,7 +1627,9 @@ impl GpuMsm {
     /// same result as [`GpuMsm::msm_resident`] over the bases, by one shared set of
     /// 2^(c-1) buckets. `scalars` may be fewer than the bases (a prefix). The table's window
     /// applies (the configured `window_bits` and `scatter_windows` do not); the
-    /// accumulation and reduction kernels are chosen as for any MSM.
+    /// accumulation and reduction kernels are chosen as for any MSM, except that a
+    /// one-thread-a-bucket accumulation is replaced by the chunked one (a shared bucket
+    /// holds the entries of every window).
     pub fn msm_g1_precomputed(
         &self,
         table: &PrecomputedBasesG1,
@@ -2101,7 +2103,11 @@ impl GpuMsm {
         }
 
         mark("scatter")?;
-        let accumulate = self.prepare_accumulate_kernel::<C>(n_others)?;
+        let mut accumulate = self.prepare_accumulate_kernel::<C>(n_others)?;
+        if shared.is_some() && !accumulate.is_chunked() {
+            // One thread a bucket would add a shared bucket's W·n / 2^(c-1) entries in a row.
+            accumulate = AccumulateKernel::ChunkedCapped.resolve::<C>();
+        }
         // Held until the final download has synchronized the stream.
         let mut _partials = None;
         if accumulate.is_chunked() {
