@@ -795,7 +795,8 @@ fn gpu_g2_prefix_of_borrowed_bases_matches_cpu() {
 
 /// MSMs over precomputed windows (one shared set of buckets) give the CPU's sums: window
 /// sizes from 2 to 22 bits, the full set of bases and a prefix, bases at infinity, scalars
-/// 0, 1, −1 and random, the XYZZ and affine accumulations; a bad window size, too many
+/// 0, 1, −1 and random, the XYZZ and affine accumulations (and a one-thread-a-bucket
+/// configuration, which runs the chunked one here); a bad window size, too many
 /// scalars and an empty table are typed results.
 #[test]
 fn gpu_precomputed_windows_match_cpu() {
@@ -807,9 +808,11 @@ fn gpu_precomputed_windows_match_cpu() {
     let mut bases = points::<G1Curve>(&mut rng, n);
     bases[17] = identity::<G1Curve>();
     bases[n - 1] = identity::<G1Curve>();
+    // (Capped128, one thread a bucket, is replaced by the chunked kernel over shared buckets.)
     for kernel in [
         AccumulateKernel::ChunkedCapped,
         AccumulateKernel::ChunkedAffine,
+        AccumulateKernel::Capped128,
     ] {
         let engine = GpuMsm::with_config(
             gpu.clone(),
