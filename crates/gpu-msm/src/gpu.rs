@@ -111,6 +111,11 @@ fn scan_chunk(n_keys: u32) -> u32 {
 pub const MAX_SEGMENTS: u32 = 1024;
 /// Most segments per window with [`ReduceKernel::Capped`].
 pub const MAX_SEGMENTS_CAPPED: u32 = 2048;
+/// Segments per group of an MSM over precomputed windows (two groups: the shared buckets
+/// and the ones): 2 × 2^14 threads, about one wave of the reduction on the H200. With the
+/// per-window limits (1,024 or 2,048 a group) one thread walked 256 (c = 20) to 1,024
+/// (c = 22) buckets: 8.2 and 31.9 ms of a 2^24 MSM (session 26, first device call).
+const SHARED_SEGMENTS: u32 = 1 << 14;
 /// Points one thread adds at each level of the window-sum tree (a power of two).
 const TREE_FANIN: u32 = 4;
 
@@ -899,6 +904,7 @@ impl GpuMsmPlan {
         let plan = GpuMsmPlan::new(c);
         GpuMsmPlan {
             n_keys: 2 * plan.n_buckets,
+            n_segments: plan.n_buckets.min(SHARED_SEGMENTS),
             ..plan
         }
     }
@@ -2000,7 +2006,11 @@ impl GpuMsm {
         // digits 0 make none), one per scalar equal to 1.
         let n_entries = n_others * (n_windows as usize) + n_ones;
         let reduce = self.config.reduce.resolve::<C>();
-        let n_segments = reduce.segments(plan.n_buckets);
+        let n_segments = match shared {
+            // Two groups of buckets: as many segments as fill the device in one wave.
+            Some(_) => plan.n_buckets.min(SHARED_SEGMENTS),
+            None => reduce.segments(plan.n_buckets),
+        };
         let seg_threads = n_groups * n_segments;
         // The segment sums of each window are added by a tree of TREE_FANIN-point groups
         // (one launch per level): the serial chain per window is log(segments) levels of a
@@ -2480,14 +2490,17 @@ mod tests {
                 per_window.n_windows + 1
             );
             assert_eq!(shared.n_keys / shared.n_buckets, 2, "c = {c}");
-            // Same digits, buckets and segments: only the keys differ.
+            // Same digits and buckets: the keys differ, and the segments (more a group).
             assert_eq!(
                 GpuMsmPlan {
                     n_keys: per_window.n_keys,
+                    n_segments: per_window.n_segments,
                     ..shared
                 },
                 per_window
             );
+            assert!(shared.n_segments >= per_window.n_segments);
+            assert_eq!(shared.n_buckets % shared.n_segments, 0);
             // The largest table a 2^31 index allows still holds whole MSMs of 2^24 terms at
             // every window from 8 bits (the entries' sign bit stays free).
             if c >= 8 {

@@ -98,12 +98,13 @@ pub struct GpuNttConfig {
     /// Whether passes whose tiles hold 64 elements or more run the warp-local kernels
     /// (`ntt_pass_dif_wl` / `ntt_pass_dit_wl`: each warp owns a range of the tile, and a
     /// stage that pairs elements inside it waits at `__syncwarp` instead of the block
-    /// barrier; registers capped for five blocks an SM). Same results; off by default
-    /// until measured faster on the device (cuda-kernels/NOTES.md).
+    /// barrier; registers capped for five blocks an SM). Same results; measured 5-8% slower
+    /// on the H200 (cuda-kernels/NOTES.md): off by default.
     pub warp_local: bool,
     /// With `warp_local`: every other butterfly of a thread multiplied on the FP64 pipe
     /// (`ntt_pass_*_wlmix`, field_f64.cuh's `fr_mul_f64`), the integer and FP64 pipes side
-    /// by side. Same results; off by default, untimed.
+    /// by side. Same results; measured 15-30% slower on the H200 (the FP64 product is slower
+    /// than the integer one there): off by default.
     pub fp64_mix: bool,
 }
 

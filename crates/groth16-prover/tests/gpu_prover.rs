@@ -760,7 +760,9 @@ fn gpu_precomputed_windows_keep_the_proofs() {
         return;
     };
     let mut rng = rng(seed());
-    let circuit = MimcChain::new(400, rng.random());
+    // 8,000 constraints: a 128-row table of h's bases (2-bit windows) is 100 MB, far more
+    // than a proof's scratch.
+    let circuit = MimcChain::new(4000, rng.random());
     let params = generate(circuit.clone(), &mut rng);
     let rs = pairs(&mut rng, 1);
     let inputs = [circuit.output()];
@@ -813,7 +815,8 @@ fn gpu_precomputed_windows_keep_the_proofs() {
     // Out-of-range bits: no tables.
     let off = GpuBackend::with_gpu(gpu.clone(), budget.clone()).with_precomputed_windows(Some(99));
     assert_eq!(off.precomputed_bytes(), 0);
-    // A budget with room for the key and the proof's scratch but not for a 128-row table.
+    // A budget with room for the key (promoted by a first backend), a second backend's own
+    // device data and a proof's scratch, but not for h's 128-row table.
     let tight = gpu_device::Gpu::open(0).expect("second handle on device 0");
     let (_d, key) = key_via_store(&params, &store, "precomputed-tight");
     let key = Arc::new(key);
@@ -825,7 +828,8 @@ fn gpu_precomputed_windows_keep_the_proofs() {
     );
     prove_all(&plain, "key promoted, no tables");
     let used = tight.vram_budget().snapshot().used_bytes;
-    tight.vram_budget().set_total_bytes(used + (4 << 20));
+    let h_table = 128 * key.lens().h as u64 * 96;
+    tight.vram_budget().set_total_bytes(used + h_table / 2);
     let backend = Arc::new(
         GpuBackend::with_gpu(tight.clone(), budget.clone()).with_precomputed_windows(Some(2)),
     );
