@@ -1590,36 +1590,29 @@ impl GpuMsm {
         let mut table = self
             .gpu
             .alloc_for_overwrite::<u32>(words.max(1), "gpu-msm precomputed windows")?;
-        if n == 0 {
-            return Ok(PrecomputedBases {
-                table,
-                n,
-                window_bits,
-                n_windows,
-                curve: std::marker::PhantomData,
-            });
+        if n > 0 {
+            let gpu = &self.gpu;
+            let f = gpu.function(Entry::G1PrecomputeWindows)?;
+            // Its calls (the field product, the inversion) keep a small frame: local memory,
+            // inside the context's initial stack, charged if it ever is not.
+            gpu.reserve_local_memory(&f, "gpu-msm precompute's local memory")?;
+            let (n32, c) = (n as u32, window_bits);
+            let src = bases.words.slice(..n * G1Curve::AFFINE_WORDS);
+            let mut l = gpu.stream().launch_builder(&f);
+            l.arg(&src)
+                .arg(&n32)
+                .arg(&c)
+                .arg(&n_windows)
+                .arg(table.slice_mut());
+            // SAFETY: g1_precompute_windows(const G1Affine* bases, u32 n, u32 c, u32 n_windows,
+            // G1Affine* table): bases holds n points (AFFINE_WORDS words each, checked when the
+            // view was made), the table n_windows·n points (allocated above); a thread per base
+            // writes its W rows only; both outlive the launch (synchronized below).
+            unsafe { l.launch(grid(n32, POINT_BLOCK)) }.map_err(launch_err)?;
+            gpu.stream()
+                .synchronize()
+                .map_err(driver("cuStreamSynchronize"))?;
         }
-        let gpu = &self.gpu;
-        let f = gpu.function(Entry::G1PrecomputeWindows)?;
-        // Its calls (the field product, the inversion) keep a small frame: local memory,
-        // inside the context's initial stack, charged if it ever is not.
-        gpu.reserve_local_memory(&f, "gpu-msm precompute's local memory")?;
-        let (n32, c) = (n as u32, window_bits);
-        let src = bases.words.slice(..n * G1Curve::AFFINE_WORDS);
-        let mut l = gpu.stream().launch_builder(&f);
-        l.arg(&src)
-            .arg(&n32)
-            .arg(&c)
-            .arg(&n_windows)
-            .arg(table.slice_mut());
-        // SAFETY: g1_precompute_windows(const G1Affine* bases, u32 n, u32 c, u32 n_windows,
-        // G1Affine* table): bases holds n points (AFFINE_WORDS words each, checked when the
-        // view was made), the table n_windows·n points (allocated above); a thread per base
-        // writes its W rows only; both outlive the launch (synchronized below).
-        unsafe { l.launch(grid(n32, POINT_BLOCK)) }.map_err(launch_err)?;
-        gpu.stream()
-            .synchronize()
-            .map_err(driver("cuStreamSynchronize"))?;
         Ok(PrecomputedBases {
             table,
             n,
