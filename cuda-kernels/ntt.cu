@@ -13,11 +13,6 @@
 //       grid n / 2^(s+clog) blocks, dynamic shared memory 32 * 2^(s+clog) bytes; `pre`
 //       scales each element as it is loaded, `post` as it is stored (ntt.cuh), which
 //       saves the memory pass of a separate coset or 1/n scaling.
-//   ntt_pass_dif_wl / ntt_pass_dit_wl(same arguments)
-//       the same transforms with warp-local stages (see ntt_pass): blocks of 32-256 threads
-//       (a power of two), tiles of at least 64 elements.
-//   ntt_pass_dif_wlmix / ntt_pass_dit_wlmix(same arguments)
-//       warp-local, every other butterfly's product on the FP64 pipe (see ntt_pass).
 //   ntt_twiddles(Fr* tw, const Fr* lo, const Fr* hi, u32 lo_bits, u32 count)
 //       tw[i] = lo[i & (2^lo_bits - 1)] * hi[i >> lo_bits] for i < count.
 //   ntt_scale(Fr* data, const Fr* lo, const Fr* hi, u32 lo_bits, u32 lo_mask, u32 hi_mask,
@@ -33,7 +28,6 @@
 #include <stdint.h>
 
 #include "field.cuh"
-#include "field_f64.cuh"
 #include "ntt.cuh"
 
 using namespace pinion;
@@ -46,21 +40,7 @@ using namespace pinion::ntt;
 // in the array: span * 2^(lo+s) + t * 2^lo + cg * C + cc; its butterfly partner at stage
 // k is t +- 2^k, and its twiddle exponent within the 2h-span (h = 2^(lo+k)) is
 // j = (t mod 2^k) * 2^lo + column.
-//
-// WL (warp-local stages) changes only which thread does which load, butterfly and store:
-// warp w owns tile elements
-// [w * Ew, (w + 1) * Ew), Ew = E / warps, and the butterflies whose first element's index
-// with its bit k + clog removed lies in [w * Ew / 2, (w + 1) * Ew / 2). A stage whose partner
-// distance 2^(k + clog) is below Ew pairs elements inside one warp's range, as do the loads
-// and stores, so between two such phases a __syncwarp orders the shared memory and the
-// block barrier is needed only where a stage pairs elements of different warps. Needs
-// blockDim.x a power of two from 32 up dividing E / 2 (gpu.rs launches min(E / 2, 256)
-// threads, and the block kernels for tiles under 64 elements).
-//
-// MIX (warp-local kernels only): a thread takes its butterflies two at a time, the first's
-// product on the integer pipe (fr_mul) and the second's on the FP64 pipe (fr_mul_f64,
-// field_f64.cuh), so that the two pipes work side by side; same results.
-template <bool DIF, bool WL, bool MIX = false>
+template <bool DIF>
 __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict__ tw,
                                          uint32_t tw_log, uint32_t lo, uint32_t s,
                                          uint32_t clog, uint32_t inverse,
@@ -74,143 +54,58 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
   const uint32_t col0 = cg << clog;
   // Positions fit in 32 bits: n <= 2^28.
   const uint32_t base = (span << (lo + s)) + col0;
-  const uint32_t n_bfly = E >> 1;
 
-  // This thread's elements: e_first, e_first + step, ... below e_end; its butterflies
-  // likewise from b_first below b_end.
-  uint32_t e_first = threadIdx.x, e_end = E, step = blockDim.x;
-  uint32_t b_first = threadIdx.x, b_end = n_bfly;
-  uint32_t local_log = 0;  // WL: stages with k + clog < local_log are warp-local
-  if (WL) {
-    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const uint32_t ew = E >> (31 - __clz(blockDim.x >> 5));  // elements a warp owns
-    e_first = warp * ew + lane;
-    e_end = (warp + 1) * ew;
-    b_first = warp * (ew >> 1) + lane;
-    b_end = (warp + 1) * (ew >> 1);
-    step = 32;
-    local_log = 31 - __clz(ew);
-  }
-  // Orders the shared memory between two phases: within the warp when both phases stay in
-  // the warp's own range, across the block otherwise.
-  auto barrier = [&](bool warp_only) {
-    if (WL && warp_only) {
-      __syncwarp();
-    } else {
-      __syncthreads();
-    }
-  };
-  auto stage_local = [&](uint32_t st) {
-    const uint32_t k = DIF ? s - 1 - st : st;
-    return WL && k + clog < local_log;
-  };
-
-  for (uint32_t e = e_first; e < e_end; e += step) {
+  for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
     const uint32_t p = base + ((e >> clog) << lo) + (e & cmask);
     sh_store(sh, E, e, apply_scale(pre, p, fe_load<FrParams>(data + p)));
   }
-  barrier(stage_local(0));
+  __syncthreads();
 
+  const uint32_t n_bfly = E >> 1;
   for (uint32_t st = 0; st < s; ++st) {
     const uint32_t k = DIF ? s - 1 - st : st;
     const uint32_t ht = 1u << k;
     const uint32_t h = 1u << (lo + k);
     const uint32_t shift = tw_log - (lo + k + 1);
-    if (MIX) {
-      // Butterfly b's two elements and its twiddle exponent.
-      auto at = [&](uint32_t b, uint32_t& e0, uint32_t& e1, uint32_t& j) {
-        const uint32_t cc = b & cmask, r = b >> clog;
-        const uint32_t tlow = r & (ht - 1);
-        e0 = ((((r >> k) << (k + 1)) | tlow) << clog) | cc;
-        e1 = e0 + (ht << clog);
-        j = (tlow << lo) | col0 | cc;
-      };
-      // (u, v) of one butterfly with the product `mul` (one product for both directions).
-      auto butterfly = [&](const Fr& x, const Fr& y, uint32_t j, Fr& u, Fr& v, auto mul) {
-        const Fr w = fe_load<FrParams>(tw + ((inverse ? h - j : j) << shift));
-        if (DIF) {
-          u = fe_add<FrParams>(x, y);
-          const Fr d = inverse ? fe_sub<FrParams>(y, x) : fe_sub<FrParams>(x, y);
-          v = j == 0 ? fe_sub<FrParams>(x, y) : mul(d, w);
-        } else if (j == 0) {
+    for (uint32_t b = threadIdx.x; b < n_bfly; b += blockDim.x) {
+      const uint32_t cc = b & cmask, r = b >> clog;
+      const uint32_t tlow = r & (ht - 1);
+      const uint32_t t0 = ((r >> k) << (k + 1)) | tlow;
+      const uint32_t e0 = (t0 << clog) | cc;
+      const uint32_t e1 = e0 + (ht << clog);
+      const uint32_t j = (tlow << lo) | col0 | cc;
+      const Fr x = sh_load(sh, E, e0);
+      const Fr y = sh_load(sh, E, e1);
+      Fr u, v;
+      if (DIF) {
+        u = fe_add<FrParams>(x, y);
+        if (j == 0) {
+          v = fe_sub<FrParams>(x, y);
+        } else if (inverse) {
+          // w^-j = -w^(h-j): (x - y) w^-j = (y - x) w^(h-j)
+          v = fr_mul(fe_sub<FrParams>(y, x), fe_load<FrParams>(tw + ((h - j) << shift)));
+        } else {
+          v = fr_mul(fe_sub<FrParams>(x, y), fe_load<FrParams>(tw + (j << shift)));
+        }
+      } else {
+        if (j == 0) {
           u = fe_add<FrParams>(x, y);
           v = fe_sub<FrParams>(x, y);
         } else {
-          const Fr t = mul(y, w);
+          const uint32_t idx = inverse ? (h - j) : j;
+          const Fr t = fr_mul(y, fe_load<FrParams>(tw + (idx << shift)));
+          // inverse: y w^-j = -t, so (x - t, x + t)
           u = inverse ? fe_sub<FrParams>(x, t) : fe_add<FrParams>(x, t);
           v = inverse ? fe_add<FrParams>(x, t) : fe_sub<FrParams>(x, t);
         }
-      };
-      auto imad = [](const Fr& a, const Fr& b) { return fr_mul(a, b); };
-      auto fp64 = [](const Fr& a, const Fr& b) { return fr_mul_f64(a, b); };
-      for (uint32_t b = b_first; b < b_end; b += 2 * step) {
-        uint32_t p0, p1, j0;
-        at(b, p0, p1, j0);
-        const Fr x0 = sh_load(sh, E, p0), y0 = sh_load(sh, E, p1);
-        Fr u0, v0;
-        if (b + step < b_end) {  // the same for every lane of the warp
-          uint32_t q0, q1, j1;
-          at(b + step, q0, q1, j1);
-          const Fr x1 = sh_load(sh, E, q0), y1 = sh_load(sh, E, q1);
-          Fr u1, v1;
-          butterfly(x0, y0, j0, u0, v0, imad);
-          butterfly(x1, y1, j1, u1, v1, fp64);
-          sh_store(sh, E, q0, u1);
-          sh_store(sh, E, q1, v1);
-        } else {
-          butterfly(x0, y0, j0, u0, v0, imad);
-        }
-        sh_store(sh, E, p0, u0);
-        sh_store(sh, E, p1, v0);
       }
-    } else {
-      for (uint32_t b = b_first; b < b_end; b += step) {
-        const uint32_t cc = b & cmask, r = b >> clog;
-        const uint32_t tlow = r & (ht - 1);
-        const uint32_t t0 = ((r >> k) << (k + 1)) | tlow;
-        const uint32_t e0 = (t0 << clog) | cc;
-        const uint32_t e1 = e0 + (ht << clog);
-        const uint32_t j = (tlow << lo) | col0 | cc;
-        const Fr x = sh_load(sh, E, e0);
-        const Fr y = sh_load(sh, E, e1);
-        Fr u, v;
-        if (DIF && WL) {
-          // One product for both directions (w^-j = -w^(h-j): (x - y) w^-j = (y - x) w^(h-j)).
-          u = fe_add<FrParams>(x, y);
-          const Fr d = inverse ? fe_sub<FrParams>(y, x) : fe_sub<FrParams>(x, y);
-          v = j == 0 ? fe_sub<FrParams>(x, y)
-                     : fr_mul(d, fe_load<FrParams>(tw + ((inverse ? h - j : j) << shift)));
-        } else if (DIF) {
-          u = fe_add<FrParams>(x, y);
-          if (j == 0) {
-            v = fe_sub<FrParams>(x, y);
-          } else if (inverse) {
-            // w^-j = -w^(h-j): (x - y) w^-j = (y - x) w^(h-j)
-            v = fr_mul(fe_sub<FrParams>(y, x), fe_load<FrParams>(tw + ((h - j) << shift)));
-          } else {
-            v = fr_mul(fe_sub<FrParams>(x, y), fe_load<FrParams>(tw + (j << shift)));
-          }
-        } else {
-          if (j == 0) {
-            u = fe_add<FrParams>(x, y);
-            v = fe_sub<FrParams>(x, y);
-          } else {
-            const uint32_t idx = inverse ? (h - j) : j;
-            const Fr t = fr_mul(y, fe_load<FrParams>(tw + (idx << shift)));
-            // inverse: y w^-j = -t, so (x - t, x + t)
-            u = inverse ? fe_sub<FrParams>(x, t) : fe_add<FrParams>(x, t);
-            v = inverse ? fe_add<FrParams>(x, t) : fe_sub<FrParams>(x, t);
-          }
-        }
-        sh_store(sh, E, e0, u);
-        sh_store(sh, E, e1, v);
-      }
+      sh_store(sh, E, e0, u);
+      sh_store(sh, E, e1, v);
     }
-    // The next phase is stage st + 1, or the stores (warp-local under WL).
-    barrier(stage_local(st) && (st + 1 == s || stage_local(st + 1)));
+    __syncthreads();
   }
 
-  for (uint32_t e = e_first; e < e_end; e += step) {
+  for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
     const uint32_t p = base + ((e >> clog) << lo) + (e & cmask);
     fe_store<FrParams>(data + p, apply_scale(post, p, sh_load(sh, E, e)));
   }
@@ -219,42 +114,13 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
 extern "C" __global__ void ntt_pass_dif(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo,
                                         uint32_t s, uint32_t clog, uint32_t inverse,
                                         ScaleArgs pre, ScaleArgs post) {
-  ntt_pass<true, false>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
+  ntt_pass<true>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
 }
 
 extern "C" __global__ void ntt_pass_dit(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo,
                                         uint32_t s, uint32_t clog, uint32_t inverse,
                                         ScaleArgs pre, ScaleArgs post) {
-  ntt_pass<false, false>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
-}
-
-// The warp-local kernels keep 48 registers (ptxas: 20 bytes of spills) so that five blocks
-// of 256 threads fit an SM (four for the block kernels at 55-58 registers).
-extern "C" __global__ void __launch_bounds__(256, 5)
-    ntt_pass_dif_wl(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo, uint32_t s,
-                    uint32_t clog, uint32_t inverse, ScaleArgs pre, ScaleArgs post) {
-  ntt_pass<true, true>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
-}
-
-// Every other butterfly of a thread on the FP64 pipe (MIX): 96 / 122 registers (DIT / DIF)
-// uncapped, two blocks an SM; capped for three, 80 registers (52 / 16 bytes of spills); for
-// four, 64 (116 / 108 bytes).
-extern "C" __global__ void __launch_bounds__(256, 3)
-    ntt_pass_dif_wlmix(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo, uint32_t s,
-                       uint32_t clog, uint32_t inverse, ScaleArgs pre, ScaleArgs post) {
-  ntt_pass<true, true, true>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
-}
-
-extern "C" __global__ void __launch_bounds__(256, 3)
-    ntt_pass_dit_wlmix(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo, uint32_t s,
-                       uint32_t clog, uint32_t inverse, ScaleArgs pre, ScaleArgs post) {
-  ntt_pass<false, true, true>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
-}
-
-extern "C" __global__ void __launch_bounds__(256, 5)
-    ntt_pass_dit_wl(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo, uint32_t s,
-                    uint32_t clog, uint32_t inverse, ScaleArgs pre, ScaleArgs post) {
-  ntt_pass<false, true>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
+  ntt_pass<false>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
 }
 
 extern "C" __global__ void ntt_twiddles(Fr* tw, const Fr* lo, const Fr* hi, uint32_t lo_bits,

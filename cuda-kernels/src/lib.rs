@@ -353,17 +353,6 @@ entries! {
     NttPassDif => (Ntt, "ntt_pass_dif"),
     /// `ntt_pass_dit(..)`: as `ntt_pass_dif`, DIT stages (bit-reversed in, natural out).
     NttPassDit => (Ntt, "ntt_pass_dit"),
-    /// `ntt_pass_dif_wl(..)`: as `ntt_pass_dif`, with warp-local stages (a stage pairing
-    /// elements inside one warp's range waits at `__syncwarp`, not at the block barrier);
-    /// blocks of 32-256 threads (a power of two), tiles of at least 64 elements.
-    NttPassDifWl => (Ntt, "ntt_pass_dif_wl"),
-    /// `ntt_pass_dit_wl(..)`: as `ntt_pass_dit`, with warp-local stages (as `ntt_pass_dif_wl`).
-    NttPassDitWl => (Ntt, "ntt_pass_dit_wl"),
-    /// `ntt_pass_dif_wlmix(..)`: as `ntt_pass_dif_wl`, every other butterfly of a thread
-    /// multiplied on the FP64 pipe (`fr_mul_f64`).
-    NttPassDifWlMix => (Ntt, "ntt_pass_dif_wlmix"),
-    /// `ntt_pass_dit_wlmix(..)`: as `ntt_pass_dit_wl`, with FP64 products as `ntt_pass_dif_wlmix`.
-    NttPassDitWlMix => (Ntt, "ntt_pass_dit_wlmix"),
     /// `ntt_twiddles(Fr* tw, const Fr* lo, const Fr* hi, u32 lo_bits, u32 count)`.
     NttTwiddles => (Ntt, "ntt_twiddles"),
     /// `ntt_scale(Fr* data, lo, hi, u32 lo_bits, u32 lo_mask, u32 hi_mask, u32 log_n,

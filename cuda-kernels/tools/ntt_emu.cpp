@@ -1,13 +1,11 @@
 // Runs ntt.cu's kernels on the CPU with the carry flag emulated (PINION_HOST_EMULATION) and
 // prints inputs and outputs as hex for tools/check_ntt_emu.py, which verifies them against
 // the kernels' documented contracts (ntt.cu, ntt.cuh) with Python integers.
-// - The pass kernels (ntt_pass_dif / ntt_pass_dit and their warp-local twins *_wl) run with
-//   the threads of a block as OS threads meeting at barriers for __syncthreads (and per warp
-//   for __syncwarp), the warp-local ones also with half their products on the FP64 pipe
-//   (*_wlmix). Pass plans are random (any split of the index bits into passes, any
-//   column count the kernel allows), as are the kernel family (one per transform), the block
-//   sizes (1-8 threads, or two or four warps), the twiddle table's size (strided reads) and
-//   the fused scalings: more than gpu.rs's own plans.
+// - The pass kernels (ntt_pass_dif / ntt_pass_dit) run with the threads of a block as OS
+//   threads meeting at barriers for __syncthreads (and per warp for __syncwarp). Pass plans
+//   are random (any split of the index bits into passes, any column count the kernel
+//   allows), as are the block sizes (1-8 threads, or two warps), the twiddle table's size
+//   (strided reads) and the fused scalings: more than gpu.rs's own plans.
 // - The elementwise kernels (bit reversal, scaling, the H step's pointwise products and its
 //   last gather, the twiddle table) run on random launch shapes after each transform.
 //   g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
@@ -37,7 +35,6 @@ inline void __syncthreads() {
 inline void __syncwarp(uint32_t = 0xffffffffu) {
   if (blockDim.x > 1) pthread_barrier_wait(&warp_barriers[threadIdx.x / 32]);
 }
-inline int __clz(uint32_t x) { return x ? __builtin_clz(x) : 32; }
 inline uint32_t __brev(uint32_t x) {
   uint32_t r = 0;
   for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
@@ -146,8 +143,7 @@ static void print_scale(const char* name, const Scale& s) {
 }
 
 // One transform: tw_log >= log_n (tw[i] = w^i, i < 2^(tw_log-1), w of order 2^tw_log).
-static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, bool wl, bool mix,
-                const Fr& root_mont) {
+static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, const Fr& root_mont) {
   const uint32_t n = 1u << log_n;
   // w = root^(2^(32 - tw_log)), root of order 2^32.
   Fr w = root_mont;
@@ -175,10 +171,7 @@ static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, bool wl
   print(w);
   printf(" plan");
   for (const auto& p : plan) printf(" %u:%u:%u", p.lo, p.s, p.clog);
-  // Warp-local kernels run the passes whose tiles hold 64 elements or more (as in gpu.rs).
-  uint32_t n_wl = 0;
-  for (const auto& p : plan) n_wl += wl && p.s + p.clog >= 6;
-  printf(" wl=%u mix=%u\n", n_wl, mix ? n_wl : 0u);
+  printf("\n");
   print_scale("pre", pre);
   print_scale("post", post);
   for (size_t i = 0; i < order.size(); ++i) {
@@ -188,29 +181,16 @@ static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, bool wl
     const uint32_t elems = 1u << (p.s + p.clog);
     const uint32_t grid = n / elems;
     const uint32_t block_max = elems / 2;
-    // Block kernels: 1-8 threads, or 64 or 128 (two or four warps) one time in three.
-    // Warp-local kernels: 1, 2 or 4 warps.
-    const bool pass_wl = wl && elems >= 64;
-    const uint32_t block = pass_wl              ? 32u << (rng() % 3)
-                           : rng() % 3 == 0     ? 64u << (rng() % 2)
-                                                : 1u << (rng() % 4);
+    // 1-8 threads, or 64 or 128 (two or four warps) one time in three.
+    const uint32_t block = rng() % 3 == 0 ? 64u << (rng() % 2) : 1u << (rng() % 4);
     const uint32_t threads = block < block_max ? block : block_max;
     Fr* d = data.data();
     const Fr* t = tw.data();
-    const uint32_t inv = inverse ? 1u : 0u;
     launch(grid, threads, [&] {
-      if (dif && pass_wl && mix) {
-        ntt_pass_dif_wlmix(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
-      } else if (dif && pass_wl) {
-        ntt_pass_dif_wl(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
-      } else if (dif) {
-        ntt_pass_dif(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
-      } else if (pass_wl && mix) {
-        ntt_pass_dit_wlmix(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
-      } else if (pass_wl) {
-        ntt_pass_dit_wl(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
+      if (dif) {
+        ntt_pass_dif(d, t, tw_log, p.lo, p.s, p.clog, inverse ? 1u : 0u, a_pre, a_post);
       } else {
-        ntt_pass_dit(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
+        ntt_pass_dit(d, t, tw_log, p.lo, p.s, p.clog, inverse ? 1u : 0u, a_pre, a_post);
       }
     });
   }
@@ -315,11 +295,9 @@ int main(int argc, char** argv) {
   FrParams::r2(r2.l);
   const Fr root_mont = fe_mul(root_c, r2);
   for (int c = 0; c < cases; ++c) {
-    // Every other transform with the warp-local kernels, whose tiles have 64 elements or more.
-    const bool wl = (c & 4) != 0;
-    const uint32_t log_n = wl ? 6 + (uint32_t)(rng() % 7) : 1 + (uint32_t)(rng() % 12);
+    const uint32_t log_n = 1 + (uint32_t)(rng() % 12);
     const uint32_t tw_log = log_n + (uint32_t)(rng() % 3);
-    run(log_n, tw_log, (c & 1) == 0, (c & 2) != 0, wl, (c & 8) != 0, root_mont);
+    run(log_n, tw_log, (c & 1) == 0, (c & 2) != 0, root_mont);
     run_elementwise(log_n);
   }
   return 0;

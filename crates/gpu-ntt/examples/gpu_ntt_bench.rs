@@ -6,11 +6,8 @@
 //! one stream, median of RUNS after WARMUP runs. Rows: forward (natural in, bit-reversed
 //! out) per size and tile configuration, inverse coset (bit-reversed in, natural out), and
 //! the whole H step (6 transforms + pointwise) from device-resident a, b, c and from pinned
-//! host memory (the three host-to-device copies included), each with the default tiles on
-//! the block, the warp-local and the warp-local FP64-half pass kernels.
-//! `PINION_NTT_TILES=11:2,10:1,10:2:wl,10:2:wlmix` compares only those tile shapes (`:wl`:
-//! warp-local kernels, `:wlmix`: with every other product on the FP64 pipe) with the
-//! default in the forward rows (`PINION_NTT_TILES=` the default alone).
+//! host memory (the three host-to-device copies included). `PINION_NTT_TILES=11:2,10:1`
+//! compares only those tile shapes with the default (`PINION_NTT_TILES=` the default alone).
 //! Prints a Markdown table, then one `PINION_BENCH {json}` line per row for `cargo xtask
 //! bench`; `PINION_BENCH_QUICK=1` stops at 2^22 (no H rows).
 
@@ -78,32 +75,16 @@ where
     Ok(median(times))
 }
 
-/// `PINION_NTT_TILES`: comma-separated `tile_log:max_clog` pairs, `:wl` appended for the
-/// warp-local pass kernels ("" for the default only).
-fn parse_tiles(list: &str) -> Res<Vec<GpuNttConfig>> {
+/// `PINION_NTT_TILES`: comma-separated `tile_log:max_clog` pairs ("" for the default only).
+fn parse_tiles(list: &str) -> Res<Vec<(u32, u32)>> {
     list.split(',')
         .filter(|t| !t.trim().is_empty())
         .map(|t| {
-            let bad = || format!("PINION_NTT_TILES: {t:?} is not tile_log:max_clog[:wl|:wlmix]");
-            let mut parts = t.trim().split(':');
-            let (Some(a), Some(b)) = (parts.next(), parts.next()) else {
-                return Err(bad().into());
-            };
-            let (warp_local, fp64_mix) = match parts.next() {
-                None => (false, false),
-                Some("wl") => (true, false),
-                Some("wlmix") => (true, true),
-                Some(_) => return Err(bad().into()),
-            };
-            if parts.next().is_some() {
-                return Err(bad().into());
-            }
-            Ok(GpuNttConfig {
-                tile_log: a.parse()?,
-                max_clog: b.parse()?,
-                warp_local,
-                fp64_mix,
-            })
+            let (a, b) = t
+                .trim()
+                .split_once(':')
+                .ok_or_else(|| format!("PINION_NTT_TILES: {t:?} is not tile_log:max_clog"))?;
+            Ok((a.parse()?, b.parse()?))
         })
         .collect()
 }
@@ -124,7 +105,7 @@ fn main() -> Res<()> {
     // Tile shapes besides the default: PINION_NTT_TILES's, or those worth comparing.
     let shapes = match std::env::var("PINION_NTT_TILES") {
         Ok(list) => parse_tiles(&list)?,
-        Err(_) => parse_tiles("10:2:wl,10:2:wlmix,11:2:wl,11:2,11:3,10:0,10:1,11:1")?,
+        Err(_) => vec![(11, 2), (11, 3), (10, 2), (10, 0), (10, 1), (11, 1)],
     };
     let gpu = Gpu::open(0)?;
     let info = gpu.info().clone();
@@ -138,16 +119,19 @@ fn main() -> Res<()> {
     let stream = gpu.new_stream()?;
     let mut rows = Vec::new();
     let fwd = NttSpec::FORWARD.with_orders(Order::Natural, Order::BitReversed);
-    // The default first, then `shapes` (duplicates dropped).
-    let configs: Vec<GpuNttConfig> =
-        std::iter::once(GpuNttConfig::default())
-            .chain(shapes)
-            .fold(Vec::new(), |mut v, c| {
-                if !v.contains(&c) {
-                    v.push(c);
-                }
-                v
-            });
+    // The default first, then the other tile shapes worth comparing.
+    let configs: Vec<GpuNttConfig> = std::iter::once(GpuNttConfig::default())
+        .chain(
+            shapes
+                .into_iter()
+                .map(|(tile_log, max_clog)| GpuNttConfig { tile_log, max_clog }),
+        )
+        .fold(Vec::new(), |mut v, c| {
+            if !v.contains(&c) {
+                v.push(c);
+            }
+            v
+        });
     let reference = [
         (20u32, 0.26),
         (22, 1.05),
@@ -177,160 +161,131 @@ fn main() -> Res<()> {
             rows.push(Row {
                 log_n,
                 what: format!(
-                    "forward N->BR (tile 2^{}, cols 2^{}{})",
-                    c.tile_log,
-                    c.max_clog,
-                    match (c.warp_local, c.fp64_mix) {
-                        (true, true) => ", warp-local, FP64 half",
-                        (true, false) => ", warp-local",
-                        _ => "",
-                    }
+                    "forward N->BR (tile 2^{}, cols 2^{})",
+                    c.tile_log, c.max_clog
                 ),
                 ms,
                 reference_ms: Some(reference_ms),
             });
         }
     }
-    // The coset transforms and the H step with the default, then with the default's tiles
-    // on the warp-local pass kernels, without and with FP64 products.
-    let warp_local = GpuNtt::with_config(
-        gpu.clone(),
-        GpuNttConfig {
-            warp_local: true,
-            ..GpuNttConfig::default()
-        },
-    );
-    let fp64_mix = GpuNtt::with_config(
-        gpu.clone(),
-        GpuNttConfig {
-            warp_local: true,
-            fp64_mix: true,
-            ..GpuNttConfig::default()
-        },
-    );
-    for (tag, ntt) in [
-        ("", &ntts[0]),
-        (" (warp-local)", &warp_local),
-        (" (warp-local, FP64 half)", &fp64_mix),
-    ] {
-        let log_big = max_log.min(27);
-        {
-            let n = 1usize << log_big;
-            let mut buf = gpu.upload(&random_words(n, seed ^ 99), "bench data")?;
-            for (label, spec, reference_ms) in [
-                (
-                    "inverse coset BR->N",
-                    NttSpec::new(Direction::Inverse, Domain::Coset)
-                        .with_orders(Order::BitReversed, Order::Natural),
-                    Some(48.9),
-                ),
-                (
-                    "inverse coset N->N",
-                    NttSpec::new(Direction::Inverse, Domain::Coset),
-                    Some(48.9),
-                ),
-                (
-                    "forward coset N->BR",
-                    NttSpec::new(Direction::Forward, Domain::Coset)
-                        .with_orders(Order::Natural, Order::BitReversed),
-                    None,
-                ),
-            ] {
-                let ms = time(
-                    &gpu,
-                    &stream,
-                    || Ok(()),
-                    || {
-                        ntt.transform_device(&mut buf, spec, &stream)?;
-                        Ok(())
-                    },
-                )?;
-                rows.push(Row {
-                    log_n: log_big,
-                    what: format!("{label}{tag}"),
-                    ms,
-                    reference_ms: if log_big == 27 { reference_ms } else { None },
-                });
-            }
-        }
-        let host_budget = Budget::fixed(64 << 30);
-        for log_m in [24u32, 27].into_iter().filter(|&l| l <= max_log) {
-            let m = 1usize << log_m;
-            let words = m * WORDS_PER_ELEMENT;
-            let masters: Vec<Vec<u64>> =
-                (0..3).map(|k| random_words(m, seed ^ (1000 + k))).collect();
-            let dev_masters: Vec<DeviceBuffer<u64>> = masters
-                .iter()
-                .map(|v| gpu.upload(v, "bench abc master"))
-                .collect::<Result<_, _>>()?;
-            // Device-resident: fresh copies of a, b, c (the step consumes them), untimed.
-            let inputs: std::cell::RefCell<Option<[DeviceBuffer<u64>; 3]>> = Default::default();
-            let ms = time(
-                &gpu,
-                &stream,
-                || {
-                    *inputs.borrow_mut() = None;
-                    let copy = |src: &DeviceBuffer<u64>| -> Res<DeviceBuffer<u64>> {
-                        let mut dst = gpu.alloc_zeros::<u64>(words, "bench abc")?;
-                        stream.memcpy_dtod(src.slice(), dst.slice_mut())?;
-                        Ok(dst)
-                    };
-                    *inputs.borrow_mut() = Some([
-                        copy(&dev_masters[0])?,
-                        copy(&dev_masters[1])?,
-                        copy(&dev_masters[2])?,
-                    ]);
-                    Ok(())
-                },
-                || {
-                    let [a, b, c] = inputs.borrow_mut().take().ok_or("inputs missing")?;
-                    let h = ntt.h_poly_device(AbcSource::Device { a, b, c }, &stream)?;
-                    drop(h);
-                    Ok(())
-                },
-            )?;
-            rows.push(Row {
-                log_n: log_m,
-                what: format!("H step, a b c on device{tag}"),
-                ms,
-                reference_ms: None,
-            });
-            drop(dev_masters);
-            let pinned: Vec<_> = masters
-                .iter()
-                .map(|v| -> Res<_> {
-                    let r = host_budget.try_reserve(
-                        words as u64 * 8,
-                        Category::PinnedPool,
-                        "bench pinned abc",
-                    )?;
-                    let mut p = gpu.alloc_pinned::<u64>(words, r)?;
-                    p.as_mut_slice()?.copy_from_slice(v);
-                    Ok(p)
-                })
-                .collect::<Result<_, _>>()?;
-            drop(masters);
+    let ntt = &ntts[0];
+    let log_big = max_log.min(27);
+    {
+        let n = 1usize << log_big;
+        let mut buf = gpu.upload(&random_words(n, seed ^ 99), "bench data")?;
+        for (label, spec, reference_ms) in [
+            (
+                "inverse coset BR->N",
+                NttSpec::new(Direction::Inverse, Domain::Coset)
+                    .with_orders(Order::BitReversed, Order::Natural),
+                Some(48.9),
+            ),
+            (
+                "inverse coset N->N",
+                NttSpec::new(Direction::Inverse, Domain::Coset),
+                Some(48.9),
+            ),
+            (
+                "forward coset N->BR",
+                NttSpec::new(Direction::Forward, Domain::Coset)
+                    .with_orders(Order::Natural, Order::BitReversed),
+                None,
+            ),
+        ] {
             let ms = time(
                 &gpu,
                 &stream,
                 || Ok(()),
                 || {
-                    let src = AbcSource::Pinned {
-                        a: &pinned[0],
-                        b: &pinned[1],
-                        c: &pinned[2],
-                    };
-                    drop(ntt.h_poly_device(src, &stream)?);
+                    ntt.transform_device(&mut buf, spec, &stream)?;
                     Ok(())
                 },
             )?;
             rows.push(Row {
-                log_n: log_m,
-                what: format!("H step, a b c from pinned host (copies included){tag}"),
+                log_n: log_big,
+                what: label.to_string(),
                 ms,
-                reference_ms: None,
+                reference_ms: if log_big == 27 { reference_ms } else { None },
             });
         }
+    }
+    let host_budget = Budget::fixed(64 << 30);
+    for log_m in [24u32, 27].into_iter().filter(|&l| l <= max_log) {
+        let m = 1usize << log_m;
+        let words = m * WORDS_PER_ELEMENT;
+        let masters: Vec<Vec<u64>> = (0..3).map(|k| random_words(m, seed ^ (1000 + k))).collect();
+        let dev_masters: Vec<DeviceBuffer<u64>> = masters
+            .iter()
+            .map(|v| gpu.upload(v, "bench abc master"))
+            .collect::<Result<_, _>>()?;
+        // Device-resident: fresh copies of a, b, c (the step consumes them), untimed.
+        let inputs: std::cell::RefCell<Option<[DeviceBuffer<u64>; 3]>> = Default::default();
+        let ms = time(
+            &gpu,
+            &stream,
+            || {
+                *inputs.borrow_mut() = None;
+                let copy = |src: &DeviceBuffer<u64>| -> Res<DeviceBuffer<u64>> {
+                    let mut dst = gpu.alloc_zeros::<u64>(words, "bench abc")?;
+                    stream.memcpy_dtod(src.slice(), dst.slice_mut())?;
+                    Ok(dst)
+                };
+                *inputs.borrow_mut() = Some([
+                    copy(&dev_masters[0])?,
+                    copy(&dev_masters[1])?,
+                    copy(&dev_masters[2])?,
+                ]);
+                Ok(())
+            },
+            || {
+                let [a, b, c] = inputs.borrow_mut().take().ok_or("inputs missing")?;
+                let h = ntt.h_poly_device(AbcSource::Device { a, b, c }, &stream)?;
+                drop(h);
+                Ok(())
+            },
+        )?;
+        rows.push(Row {
+            log_n: log_m,
+            what: "H step, a b c on device".into(),
+            ms,
+            reference_ms: None,
+        });
+        drop(dev_masters);
+        let pinned: Vec<_> = masters
+            .iter()
+            .map(|v| -> Res<_> {
+                let r = host_budget.try_reserve(
+                    words as u64 * 8,
+                    Category::PinnedPool,
+                    "bench pinned abc",
+                )?;
+                let mut p = gpu.alloc_pinned::<u64>(words, r)?;
+                p.as_mut_slice()?.copy_from_slice(v);
+                Ok(p)
+            })
+            .collect::<Result<_, _>>()?;
+        drop(masters);
+        let ms = time(
+            &gpu,
+            &stream,
+            || Ok(()),
+            || {
+                let src = AbcSource::Pinned {
+                    a: &pinned[0],
+                    b: &pinned[1],
+                    c: &pinned[2],
+                };
+                drop(ntt.h_poly_device(src, &stream)?);
+                Ok(())
+            },
+        )?;
+        rows.push(Row {
+            log_n: log_m,
+            what: "H step, a b c from pinned host (copies included)".into(),
+            ms,
+            reference_ms: None,
+        });
     }
     println!();
     println!("| what | ours ms | reference ms | ours / reference |");

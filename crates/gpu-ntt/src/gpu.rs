@@ -95,17 +95,6 @@ pub struct GpuNttConfig {
     /// log2 of the consecutive columns a tile holds in passes above bit 0 (runs of
     /// `32 << clog` bytes in global memory).
     pub max_clog: u32,
-    /// Whether passes whose tiles hold 64 elements or more run the warp-local kernels
-    /// (`ntt_pass_dif_wl` / `ntt_pass_dit_wl`: each warp owns a range of the tile, and a
-    /// stage that pairs elements inside it waits at `__syncwarp` instead of the block
-    /// barrier; registers capped for five blocks an SM). Same results; measured 5-8% slower
-    /// on the H200 (cuda-kernels/NOTES.md): off by default.
-    pub warp_local: bool,
-    /// With `warp_local`: every other butterfly of a thread multiplied on the FP64 pipe
-    /// (`ntt_pass_*_wlmix`, field_f64.cuh's `fr_mul_f64`), the integer and FP64 pipes side
-    /// by side. Same results; measured 15-30% slower on the H200 (the FP64 product is slower
-    /// than the integer one there): off by default.
-    pub fp64_mix: bool,
 }
 
 impl Default for GpuNttConfig {
@@ -116,15 +105,9 @@ impl Default for GpuNttConfig {
         Self {
             tile_log: 10,
             max_clog: 2,
-            warp_local: false,
-            fp64_mix: false,
         }
     }
 }
-
-/// Smallest tile (log2 of its elements) the warp-local pass kernels take: 32 butterflies,
-/// one warp.
-const WARP_LOCAL_MIN_TILE: u32 = 6;
 
 /// One pass: stages over index bits `[lo, lo + s)`, tiles of `2^s` rows by `2^clog` columns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -325,8 +308,6 @@ impl GpuNtt {
         let config = GpuNttConfig {
             tile_log,
             max_clog: config.max_clog.min(tile_log - 1),
-            warp_local: config.warp_local,
-            fp64_mix: config.fp64_mix,
         };
         Self {
             gpu,
@@ -479,14 +460,7 @@ impl GpuNtt {
         if *raised || shared <= DEFAULT_SHARED_BYTES {
             return Ok(());
         }
-        for entry in [
-            Entry::NttPassDif,
-            Entry::NttPassDit,
-            Entry::NttPassDifWl,
-            Entry::NttPassDitWl,
-            Entry::NttPassDifWlMix,
-            Entry::NttPassDitWlMix,
-        ] {
+        for entry in [Entry::NttPassDif, Entry::NttPassDit] {
             self.gpu
                 .function(entry)?
                 .set_attribute(
@@ -550,26 +524,11 @@ impl GpuNtt {
         }
         let tw = self.twiddles(log_n, stream)?;
         self.raise_shared_limit()?;
-        let block_kernel = self.gpu.function(if dif {
+        let f = self.gpu.function(if dif {
             Entry::NttPassDif
         } else {
             Entry::NttPassDit
         })?;
-        let warp_local_kernel = if self.config.warp_local {
-            let f = self.gpu.function(match (dif, self.config.fp64_mix) {
-                (true, false) => Entry::NttPassDifWl,
-                (false, false) => Entry::NttPassDitWl,
-                (true, true) => Entry::NttPassDifWlMix,
-                (false, true) => Entry::NttPassDitWlMix,
-            })?;
-            // Their register caps spill a few bytes a thread: local memory, inside the
-            // stack the context starts with (nothing charged then), charged if it ever is not.
-            self.gpu
-                .reserve_local_memory(&f, "gpu-ntt warp-local pass's local memory")?;
-            Some(f)
-        } else {
-            None
-        };
         let mut passes = plan_passes(log_n, self.config);
         if dif {
             passes.reverse();
@@ -589,11 +548,7 @@ impl GpuNtt {
             };
             let pre_i = if i == 0 { &pre } else { &none };
             let post_i = if i + 1 == n_pass { &post } else { &none };
-            let f = match &warp_local_kernel {
-                Some(wl) if tile >= WARP_LOCAL_MIN_TILE => wl,
-                _ => &block_kernel,
-            };
-            let mut launch = stream.launch_builder(f);
+            let mut launch = stream.launch_builder(&f);
             launch
                 .arg(data.slice_mut())
                 .arg(tw.table.slice())
@@ -606,9 +561,7 @@ impl GpuNtt {
                 .arg(post_i);
             // SAFETY: ntt_pass_*(Fr*, const Fr*, u32 tw_log, u32 lo, u32 s, u32 clog,
             // u32 inverse, ScaleArgs pre, ScaleArgs post): data holds 2^log_n elements and
-            // the grid has one block per 2^(s+clog)-element tile (the warp-local kernels'
-            // blocks are 32-256 threads, a power of two, as `tile >= 6` gives), so every
-            // index is below
+            // the grid has one block per 2^(s+clog)-element tile, so every index is below
             // 2^log_n; the table holds 2^(tw_log-1) ≥ 2^(log_n-1) twiddles and the kernel
             // reads indices below that; the dynamic shared memory is exactly the tile (32
             // bytes per element) and its limit was raised above 48 KiB when needed; the
@@ -1124,12 +1077,7 @@ mod tests {
     fn passes_cover_every_bit_once_and_fit_a_tile() {
         for tile_log in [2u32, 5, 10, 11] {
             for max_clog in [0u32, 1, 2, 3] {
-                let config = GpuNttConfig {
-                    tile_log,
-                    max_clog,
-                    warp_local: false,
-                    fp64_mix: false,
-                };
+                let config = GpuNttConfig { tile_log, max_clog };
                 for log_n in 0..=28u32 {
                     let passes = plan_passes(log_n, config);
                     let mut next = 0;
@@ -1168,8 +1116,6 @@ mod tests {
         let big = GpuNttConfig {
             tile_log: 11,
             max_clog: 2,
-            warp_local: false,
-            fp64_mix: false,
         };
         assert_eq!(plan_passes(27, big).len(), 3);
         let passes = plan_passes(27, GpuNttConfig::default());

@@ -188,18 +188,6 @@ fn abc_kernel_from_env() -> gpu_ntt::SparseKernel {
     }
 }
 
-/// The H step's transforms: the default tiles, on the warp-local pass kernels when
-/// `PINION_NTT_WARP_LOCAL` is `1`, with every other product on the FP64 pipe when it is
-/// `mix` (a benchmark's comparison in one build).
-fn ntt_config_from_env() -> gpu_ntt::GpuNttConfig {
-    let v = std::env::var("PINION_NTT_WARP_LOCAL");
-    gpu_ntt::GpuNttConfig {
-        warp_local: matches!(v.as_deref(), Ok("1" | "mix")),
-        fp64_mix: v.as_deref() == Ok("mix"),
-        ..gpu_ntt::GpuNttConfig::default()
-    }
-}
-
 /// Whether l, a and b run beside H's MSM (of `n_h` terms) under the setting `forced`
 /// ([`GpuBackend::with_side_msms`]).
 fn side_msms_on(forced: Option<bool>, n_h: usize) -> bool {
@@ -243,7 +231,7 @@ impl GpuBackend {
     /// and kept across proofs; the budget can evict its idle buffers.
     pub fn with_gpu(gpu: Gpu, budget: Budget) -> GpuBackend {
         GpuBackend {
-            ntt: GpuNtt::with_config(gpu.clone(), ntt_config_from_env()),
+            ntt: GpuNtt::new(gpu.clone()),
             msm: GpuMsm::new(gpu.clone()),
             cpu: CpuMsm::new(),
             pool: PinnedStagingPool::cuda(gpu.clone(), budget.clone(), "groth16-prover staging"),
