@@ -39,7 +39,7 @@ use gpu_msm::{
     AccumulateKernel, DeviceBases, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
     PinnedBases, ReduceKernel,
 };
-use group::{Curve, Group};
+use group::Curve;
 use memory_budget::{Budget, Category};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -427,6 +427,23 @@ fn main() -> BenchResult<()> {
 }
 
 /// Every size of one curve, then the Groth16-shaped row at the largest size.
+/// Up to 2^16 distinct random points for `n` bases (tiled by the caller): running sums
+/// of a few random points, cheap to make.
+fn point_pool<P: Curve>(rng: &mut StdRng, n: usize) -> Vec<P::Affine> {
+    let distinct = (1usize << 16).min(n).max(1);
+    let seeds: Vec<P> = (0..8).map(|_| P::random(&mut *rng)).collect();
+    let mut acc = P::random(&mut *rng);
+    let proj: Vec<P> = (0..distinct)
+        .map(|_| {
+            acc += seeds[rng.random_range(0..seeds.len())];
+            acc
+        })
+        .collect();
+    let mut pool = vec![P::identity().to_affine(); distinct];
+    P::batch_normalize(&proj, &mut pool);
+    pool
+}
+
 fn bench_curve<C: GpuCurve>(run: &mut Run, logs: &[u32]) -> BenchResult<()>
 where
     C::Projective: Curve<Affine = C::Affine>,
@@ -436,20 +453,11 @@ where
     let rng = &mut run.rng;
     let max_n = 1usize << logs.iter().max().copied().unwrap_or(16);
     let t = Instant::now();
-    let distinct = (1usize << 16).min(max_n);
-    // Running sums of a few random points: cheap distinct points.
-    let seeds: Vec<C::Projective> = (0..8).map(|_| C::Projective::random(&mut *rng)).collect();
-    let mut acc = C::Projective::random(&mut *rng);
-    let proj: Vec<C::Projective> = (0..distinct)
-        .map(|_| {
-            acc += seeds[rng.random_range(0..seeds.len())];
-            acc
-        })
+    let pool: Vec<C::Repr> = point_pool::<C::Projective>(rng, max_n)
+        .iter()
+        .map(C::to_repr)
         .collect();
-    let mut base_pool = vec![C::Projective::identity().to_affine(); distinct];
-    C::Projective::batch_normalize(&proj, &mut base_pool);
-    let pool: Vec<C::Repr> = base_pool.iter().map(C::to_repr).collect();
-    let all_bases: Vec<C::Repr> = (0..max_n).map(|i| pool[i % distinct]).collect();
+    let all_bases: Vec<C::Repr> = (0..max_n).map(|i| pool[i % pool.len()]).collect();
     eprintln!("{name} setup {:.1} s", t.elapsed().as_secs_f64());
 
     // Warm-up at the largest size: module load, clocks, memory pool.
@@ -629,21 +637,8 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
     for &log_n in logs.iter().filter(|&&l| l <= 24) {
         let n = 1usize << log_n;
         let engine = GpuMsm::new(gpu.clone());
-        let bases: Vec<G1Affine> = {
-            let seeds: Vec<G1Projective> =
-                (0..8).map(|_| G1Projective::random(&mut *rng)).collect();
-            let mut acc = G1Projective::random(&mut *rng);
-            let distinct = n.min(1 << 16);
-            let proj: Vec<G1Projective> = (0..distinct)
-                .map(|_| {
-                    acc += seeds[rng.random_range(0..seeds.len())];
-                    acc
-                })
-                .collect();
-            let mut pool = vec![G1Affine::identity(); distinct];
-            G1Projective::batch_normalize(&proj, &mut pool);
-            (0..n).map(|i| pool[i % distinct]).collect()
-        };
+        let pool = point_pool::<G1Projective>(rng, n);
+        let bases: Vec<G1Affine> = (0..n).map(|i| pool[i % pool.len()]).collect();
         let d_bases = engine.upload_bases_g1(&bases)?;
         let words = scalar_words(rng, n, false);
         let d_scalars = engine.upload_scalar_words(&words)?;
