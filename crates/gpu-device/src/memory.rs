@@ -198,6 +198,36 @@ impl Gpu {
             .map_err(GpuError::driver("cuMemcpyDtoHAsync"))
     }
 
+    /// Copies the first `dst.len()` elements of `src` into `dst` (waits for the stream):
+    /// for a reader that needs a prefix of a large buffer in memory it has charged itself.
+    /// A `dst` longer than `src` is [`GpuError::LengthMismatch`] and copies nothing.
+    ///
+    /// Waits for the stream's queued work first, as [`Gpu::download`] does and for the
+    /// same reason; a copy into pageable memory has finished when it returns.
+    pub fn copy_prefix_to_host<T: DeviceRepr>(
+        &self,
+        src: &DeviceBuffer<T>,
+        dst: &mut [T],
+    ) -> Result<(), GpuError> {
+        if dst.len() > src.len() {
+            return Err(GpuError::LengthMismatch {
+                what: "device-to-host copy (elements, at most the buffer's)",
+                expected: src.len(),
+                found: dst.len(),
+            });
+        }
+        // Nothing to copy: no driver call (and no zero-byte copy to specify).
+        if dst.is_empty() {
+            return Ok(());
+        }
+        self.stream()
+            .synchronize()
+            .map_err(GpuError::driver("cuStreamSynchronize"))?;
+        self.stream()
+            .memcpy_dtoh(&src.slice.slice(..dst.len()), dst)
+            .map_err(GpuError::driver("cuMemcpyDtoHAsync"))
+    }
+
     /// Page-locked host memory for `len` elements, zero-filled, paid for by `reservation`
     /// (taken from the host budget by the caller, normally category `PinnedPool`).
     ///

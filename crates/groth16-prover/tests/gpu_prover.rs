@@ -840,3 +840,117 @@ fn gpu_precomputed_windows_keep_the_proofs() {
     }
     assert_eq!(backend.precomputed_bytes(), 0);
 }
+
+/// `n_aux` free variables whose sum, the one public input, is enforced twice: through A
+/// (times ONE) and through B (ONE times). A wide witness on a domain of 4 points: every
+/// variable has a base in l, a and b on both groups, while the H step and H's MSM are tiny.
+#[derive(Clone, Debug)]
+struct WideSum {
+    n_aux: usize,
+    seed: u64,
+}
+
+impl WideSum {
+    fn values(&self) -> impl Iterator<Item = Scalar> {
+        let mut g = groth16_prover::testing::SplitMix::new(self.seed);
+        (0..self.n_aux).map(move |_| g.scalar())
+    }
+
+    fn sum(&self) -> Scalar {
+        self.values().sum()
+    }
+}
+
+impl Circuit<Scalar> for WideSum {
+    fn synthesize<CS: bellman::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), bellman::SynthesisError> {
+        let mut lc = bellman::LinearCombination::zero();
+        for (i, v) in self.values().enumerate() {
+            lc = lc + cs.alloc(|| format!("x{i}"), || Ok(v))?;
+        }
+        let sum = cs.alloc_input(|| "sum", || Ok(self.sum()))?;
+        cs.enforce(
+            || "sum in a",
+            |_| lc.clone(),
+            |l| l + CS::one(),
+            |l| l + sum,
+        );
+        cs.enforce(|| "sum in b", |l| l + CS::one(), |_| lc, |l| l + sum);
+        Ok(())
+    }
+}
+
+/// A key whose bases are on the device tier still proves when the VRAM budget refuses the
+/// MSMs: the CPU sums the refused queries over a host copy of the bases they use (it used
+/// to refuse device bases, failing the proof). The budget is cut to what the first proof
+/// left in use plus half the witness's device bytes: room for the H step and H's MSM (a
+/// domain of 4), none for the witness on the device, so l, a and b on G1 and B on G2 go to
+/// the CPU every time, and the proofs keep the reference's bytes.
+#[test]
+fn gpu_device_tier_bases_of_refused_msms_are_summed_on_the_cpu() {
+    // A handle of its own, whose VRAM budget is cut below.
+    let Some(tight) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let mut rng = rng(seed());
+    let circuit = WideSum {
+        n_aux: 1 << 18,
+        seed: rng.random(),
+    };
+    let params = generate(circuit.clone(), &mut rng);
+    let inputs = [circuit.sum()];
+    let rs = pairs(&mut rng, 1);
+    let budget = big_budget();
+    let store = SrsStore::new(budget.clone(), StoreConfig::default());
+    let (_cache, pce) = record(&budget, "gpu-refused-device-tier", circuit.clone());
+    let (_d, key) = key_via_store(&params, &store, "refused-device-tier");
+    // a, b and c are evaluated on the host: with the circuit's PCE on the device, a
+    // witness without room there fails the H step, which is not what this test is about.
+    let backend = GpuBackend::with_gpu(tight.clone(), budget.clone()).with_device_abc(false);
+    let config = ProverConfig {
+        self_check: SelfCheck::Always,
+        ..ProverConfig::default()
+    };
+    let prover = Prover::with_backend(Arc::new(key), budget.clone(), config, Box::new(backend));
+    let prove = |r: &Randomness, what: &str| -> Vec<(&'static str, BasesKind)> {
+        let want =
+            bytes(&groth16::create_proof(circuit.clone(), &params, r.r, r.s).expect("reference"));
+        let got = prover
+            .prove(Synthesis::Pce(&pce), circuit.clone(), *r)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(bytes(&got.proof), want, "{what}");
+        assert!(verifies(prover.key(), &got.proof, &inputs), "{what}");
+        assert_eq!(prover.key().tier(), Some(Tier::Device), "{what}");
+        got.bases.iter().map(|p| (p.query, p.kind)).collect()
+    };
+    // Room for everything: the key moves to the device tier, every sum runs there.
+    let placed = prove(&rs[0], "room for the msms");
+    assert!(
+        placed.len() == 5 && placed.iter().all(|(_, k)| *k == BasesKind::Resident),
+        "{placed:?}"
+    );
+    let used = tight.vram_budget().snapshot().used_bytes;
+    let witness_bytes = 32 * (inputs.len() + 1 + circuit.n_aux) as u64;
+    eprintln!("vram budget cut to {used} + {} bytes", witness_bytes / 2);
+    tight
+        .vram_budget()
+        .set_total_bytes(used + witness_bytes / 2);
+    for (i, r) in rs.iter().enumerate() {
+        let placed = prove(r, &format!("pair {i}, msms refused"));
+        for (query, kind) in &placed {
+            let want = match *query {
+                "h_query" => BasesKind::Resident,
+                _ => BasesKind::Cpu,
+            };
+            assert_eq!(*kind, want, "pair {i}: {query} in {placed:?}");
+        }
+        assert_eq!(placed.len(), 5, "{placed:?}");
+    }
+    assert_eq!(
+        budget.snapshot().used_in(Category::Transient),
+        0,
+        "the cpu fallbacks' host copies returned"
+    );
+}

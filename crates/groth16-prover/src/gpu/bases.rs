@@ -2,20 +2,22 @@
 //! on this device are summed in place (a prefix of the store's device-tier buffer),
 //! bases in host memory (the store's pinned or host tier) are streamed to the device in
 //! chunks, `bls12_381` points (in-memory `groth16::Parameters`) are converted once per
-//! proof into a charged host copy and streamed. The backend keeps no bases of its own.
+//! proof into a charged host copy and streamed. A query the device refuses is summed on
+//! the CPU: over host bases where they are, over device-tier bases from a charged host
+//! copy of the prefix it uses. The backend keeps no bases of its own.
 
 use std::sync::Arc;
 
-use gpu_device::GpuError;
+use gpu_device::{Gpu, GpuError};
 use gpu_msm::{
-    DeviceBasesView, DeviceScalars, G1Curve, GpuCurve, GpuMsm, GpuMsmError, PrecomputedBases,
-    PrecomputedBasesG1,
+    DeviceBasesView, DeviceScalars, G1Curve, GpuCurve, GpuMsm, GpuMsmError, MsmBase,
+    PrecomputedBases, PrecomputedBasesG1,
 };
 use memory_budget::Reservation;
 use rayon::prelude::*;
 
-use super::GpuBackend;
-use crate::backend::BasesKind;
+use super::{gpu_msm_err, GpuBackend};
+use crate::backend::{cpu_sum, BasesKind, Part};
 use crate::key::{G1Query, QueryBases};
 use crate::ProverError;
 
@@ -47,7 +49,7 @@ pub(super) enum GpuBases<'a, C: GpuCurve> {
 pub(super) enum Placed<'a, C: GpuCurve> {
     /// On the device.
     Gpu(GpuBases<'a, C>),
-    /// On the CPU, reading the bases where they are (the device could not take them).
+    /// On the CPU (the device could not take them): [`GpuBackend::cpu_fallback_sum`].
     Cpu,
 }
 
@@ -126,6 +128,74 @@ impl GpuBackend {
                 }
             }
         })
+    }
+}
+
+impl GpuBackend {
+    /// `Σ scalars·bases` over the first `n` of `bases` on the CPU, for a query the device
+    /// refused (`parts` as [`cpu_sum`] takes them), its host memory charged first
+    /// (`cpu_fallback_charge`: `scratch_bytes` plus, for device bases, their copy). Host
+    /// bases are read where they are. The CPU cannot read VRAM, so bases on this device
+    /// (the store's device tier) are copied back first, the `n` points only, through
+    /// `through`'s stream (the caller's, so the copy does not wait for other streams'
+    /// MSMs): slower than the device, but the proof completes. Bases on another device
+    /// are refused, as [`GpuBackend::place`] refuses them.
+    pub(super) fn cpu_fallback_sum<C: GpuCurve>(
+        &self,
+        through: &Gpu,
+        query: &'static str,
+        bases: &QueryBases<'_, C>,
+        n: usize,
+        scratch_bytes: u64,
+        parts: &[Part<'_>],
+    ) -> Result<C::Projective, ProverError>
+    where
+        C::Affine: MsmBase<Curve = C::Projective>,
+        C::Repr: MsmBase<Curve = C::Projective>,
+    {
+        let QueryBases::Device {
+            limbs,
+            n_points,
+            ordinal,
+        } = bases
+        else {
+            let _charge = self.cpu_fallback_charge(n, scratch_bytes)?;
+            return cpu_sum(&self.cpu, query, bases, parts);
+        };
+        if *ordinal != through.info().ordinal {
+            return Err(ProverError::BackendUnavailable {
+                backend: "gpu",
+                reason: "the parameter bases are on another device",
+            });
+        }
+        if *n_points < n {
+            return Err(ProverError::KeyTooSmall {
+                query,
+                needed: n,
+                found: *n_points,
+            });
+        }
+        // bls-repr's layout as u64 limbs, as `DeviceBasesView::from_limbs` reads them.
+        let bad_bases = || {
+            gpu_msm_err(query)(GpuMsmError::BadDeviceBases {
+                n_points: n,
+                n_limbs: limbs.len(),
+                words_per_point: C::AFFINE_WORDS,
+            })
+        };
+        let n_limbs = n
+            .checked_mul(C::AFFINE_WORDS)
+            .map(|words| words.div_ceil(2))
+            .filter(|&l| l <= limbs.len())
+            .ok_or_else(bad_bases)?;
+        let copy_bytes = 8 * n_limbs as u64;
+        let _charge = self.cpu_fallback_charge(n, scratch_bytes + copy_bytes)?;
+        let mut copy = vec![0u64; n_limbs];
+        through
+            .copy_prefix_to_host(limbs, &mut copy)
+            .map_err(|e| gpu_msm_err(query)(GpuMsmError::Gpu(e)))?;
+        let host: &[C::Repr] = bytemuck::try_cast_slice(&copy).map_err(|_| bad_bases())?;
+        cpu_sum(&self.cpu, query, &QueryBases::<C>::Host(host), parts)
     }
 }
 

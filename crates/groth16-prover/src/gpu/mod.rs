@@ -63,8 +63,8 @@ use h_step::DeviceH;
 use staging::{staging_err, take_held_abc, PinnedAbc, StagedB, WitnessNeeds, SCALAR_LIMBS};
 
 use crate::backend::{
-    cpu_sum, BackendKind, BasesKind, HOutput, HPoly, MsmInputs, MsmOutputs, MsmTimings, Part,
-    ProverBackend, QueryPlacement, StagedAbc, WitnessAbc,
+    BackendKind, BasesKind, HOutput, HPoly, MsmInputs, MsmOutputs, MsmTimings, Part, ProverBackend,
+    QueryPlacement, StagedAbc, WitnessAbc,
 };
 use crate::key::{G1Query, GpuPlacement, KeyView, QueryLens};
 use crate::{ProverError, ProvingKey};
@@ -461,7 +461,8 @@ impl GpuBackend {
     /// B on G2: one MSM over `b_g2_query[..|b_in| + |b_aux|]` with the scalars
     /// `inputs[b_in] ++ aux[b_aux]` (groth16's two sums added) on the device, in place or
     /// streamed, over the scalars the witness staging sends on `staged` (the ones B on G1
-    /// sums); on the CPU when the device cannot take it.
+    /// sums); on the CPU when the device cannot take it (device-tier bases copied back
+    /// through the G2 engine's stream: [`GpuBackend::cpu_fallback_sum`]).
     fn msm_b_g2(
         &self,
         view: &KeyView<'_>,
@@ -503,17 +504,25 @@ impl GpuBackend {
             }
         }
         metrics::counter!("pinion_groth16_prover_gpu_query_on_cpu_total").increment(1);
-        let _scratch = self.cpu_fallback_charge(n, self.cpu.scratch_bytes_g2(n))?;
-        Ok((cpu_sum(&self.cpu, query, &bases, &parts)?, BasesKind::Cpu))
+        // Device bases come back through the G2 engine's stream, so that the copy does
+        // not wait for the G1 MSMs running meanwhile on the device's.
+        let through = match bases {
+            crate::key::QueryBases::Device { .. } => self.g2_engine()?.gpu().clone(),
+            _ => self.gpu.clone(),
+        };
+        let scratch = self.cpu.scratch_bytes_g2(n);
+        let sum = self.cpu_fallback_sum(&through, query, &bases, n, scratch, &parts)?;
+        Ok((sum, BasesKind::Cpu))
     }
 
-    /// Host scratch of a CPU fallback sum of `n` terms, charged as transient; a refusal
-    /// is reported as the device being unusable for this proof.
-    fn cpu_fallback_charge(&self, n: usize, scratch: u64) -> Result<Reservation, ProverError> {
-        let bytes = GPU_TERM_BYTES * n as u64 + scratch;
+    /// Host memory of a CPU fallback sum of `n` terms (`extra_bytes`: its scratch, and
+    /// the host copy of device bases it reads), charged as transient; a refusal is
+    /// reported as the device being unusable for this proof.
+    fn cpu_fallback_charge(&self, n: usize, extra_bytes: u64) -> Result<Reservation, ProverError> {
+        let bytes = GPU_TERM_BYTES * n as u64 + extra_bytes;
         self.budget
             .request(bytes, Category::Transient)
-            .label("groth16-prover gpu: cpu fallback scratch")
+            .label("groth16-prover gpu: cpu fallback scratch and bases copy")
             .reserve(Some(Duration::ZERO))
             .map_err(|_| ProverError::BackendUnavailable {
                 backend: "gpu",
@@ -1037,19 +1046,22 @@ impl GpuBackend {
                 None => cpu_queries.push(q),
             }
         }
-        // Queries the device could not take: the CPU reads the bases where they are, its
-        // scratch charged now (a refusal is a device-side failure: an engine retries the
-        // proof on a CPU backend, whose working set includes it).
+        // Queries the device could not take: the CPU reads host bases where they are and
+        // device-tier bases from a copy, its memory charged now (a refusal is a
+        // device-side failure: an engine retries the proof on a CPU backend, whose
+        // working set includes it).
         for q in cpu_queries {
             let t = Instant::now();
             metrics::counter!("pinion_groth16_prover_gpu_query_on_cpu_total").increment(1);
             let n = used_terms(q, n_h, x);
-            let _scratch = self.cpu_fallback_charge(n, self.cpu.scratch_bytes_g1(n))?;
             let parts: Vec<Part<'_>> = match q {
                 G1Query::H => vec![(h_host_or_err(&h_host)?, None)],
                 _ => jobs_parts(&others, q),
             };
-            out[q as usize] = cpu_sum(&self.cpu, q.name(), &all_bases[q as usize], &parts)?;
+            let bases = &all_bases[q as usize];
+            let scratch = self.cpu.scratch_bytes_g1(n);
+            out[q as usize] =
+                self.cpu_fallback_sum(&self.gpu, q.name(), bases, n, scratch, &parts)?;
             kinds[q as usize] = BasesKind::Cpu;
             *query_time(&mut timings, q) = t.elapsed();
         }
