@@ -13,6 +13,10 @@
 //       grid n / 2^(s+clog) blocks, dynamic shared memory 32 * 2^(s+clog) bytes; `pre`
 //       scales each element as it is loaded, `post` as it is stored (ntt.cuh), which
 //       saves the memory pass of a separate coset or 1/n scaling.
+//   ntt_pass_dif_bit0 / ntt_pass_dit_bit0(same arguments, lo = 0 and clog = 0)
+//       the same for the pass over bits [0, s): the butterflies of a stage that share
+//       a twiddle exponent in whole warps run together, so that the warps of exponent 0
+//       skip the product (see ntt_pass), on a swizzled tile (ntt.cuh, sh_slot).
 //   ntt_twiddles(Fr* tw, const Fr* lo, const Fr* hi, u32 lo_bits, u32 count)
 //       tw[i] = lo[i & (2^lo_bits - 1)] * hi[i >> lo_bits] for i < count.
 //   ntt_scale(Fr* data, const Fr* lo, const Fr* hi, u32 lo_bits, u32 lo_mask, u32 hi_mask,
@@ -40,7 +44,11 @@ using namespace pinion::ntt;
 // in the array: span * 2^(lo+s) + t * 2^lo + cg * C + cc; its butterfly partner at stage
 // k is t +- 2^k, and its twiddle exponent within the 2h-span (h = 2^(lo+k)) is
 // j = (t mod 2^k) * 2^lo + column.
-template <bool DIF>
+//
+// BIT0 (the kernels for the pass over bits [0, s), lo = 0 and clog = 0 only): stages whose
+// butterflies share twiddles in whole warps run twiddle-major (below), on the swizzled tile
+// (sh_slot).
+template <bool DIF, bool BIT0>
 __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict__ tw,
                                          uint32_t tw_log, uint32_t lo, uint32_t s,
                                          uint32_t clog, uint32_t inverse,
@@ -57,7 +65,7 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
 
   for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
     const uint32_t p = base + ((e >> clog) << lo) + (e & cmask);
-    sh_store(sh, E, e, apply_scale(pre, p, fe_load<FrParams>(data + p)));
+    sh_store<BIT0>(sh, E, e, apply_scale(pre, p, fe_load<FrParams>(data + p)));
   }
   __syncthreads();
 
@@ -67,15 +75,27 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
     const uint32_t ht = 1u << k;
     const uint32_t h = 1u << (lo + k);
     const uint32_t shift = tw_log - (lo + k + 1);
+    // In the bit-0 pass (lo = 0, one column) stage k's twiddle exponent is t mod 2^k, so
+    // with butterflies numbered group-major a warp's 32 lanes alternate between 2^k
+    // exponents, and the j = 0 ones (no product) save nothing: the warp multiplies for
+    // its other lanes. Numbered twiddle-major instead (r = group + exponent * groups,
+    // when the 2^(s-1-k) groups fill whole warps), every warp shares one exponent and the
+    // 1 / 2^k of warps with j = 0 skip the product. sh_slot keeps those strided accesses
+    // free of bank conflicts.
+    const uint32_t glog = s - 1 - k;  // log2 of the stage's butterfly groups
+    const bool by_twiddle = BIT0 && lo == 0 && clog == 0 && k != 0 && glog >= 5;
     for (uint32_t b = threadIdx.x; b < n_bfly; b += blockDim.x) {
-      const uint32_t cc = b & cmask, r = b >> clog;
+      const uint32_t cc = b & cmask;
+      const uint32_t r = by_twiddle
+                             ? ((b & ((1u << glog) - 1)) << k) | (b >> glog)
+                             : b >> clog;
       const uint32_t tlow = r & (ht - 1);
       const uint32_t t0 = ((r >> k) << (k + 1)) | tlow;
       const uint32_t e0 = (t0 << clog) | cc;
       const uint32_t e1 = e0 + (ht << clog);
       const uint32_t j = (tlow << lo) | col0 | cc;
-      const Fr x = sh_load(sh, E, e0);
-      const Fr y = sh_load(sh, E, e1);
+      const Fr x = sh_load<BIT0>(sh, E, e0);
+      const Fr y = sh_load<BIT0>(sh, E, e1);
       Fr u, v;
       if (DIF) {
         u = fe_add<FrParams>(x, y);
@@ -99,28 +119,40 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
           v = inverse ? fe_add<FrParams>(x, t) : fe_sub<FrParams>(x, t);
         }
       }
-      sh_store(sh, E, e0, u);
-      sh_store(sh, E, e1, v);
+      sh_store<BIT0>(sh, E, e0, u);
+      sh_store<BIT0>(sh, E, e1, v);
     }
     __syncthreads();
   }
 
   for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
     const uint32_t p = base + ((e >> clog) << lo) + (e & cmask);
-    fe_store<FrParams>(data + p, apply_scale(post, p, sh_load(sh, E, e)));
+    fe_store<FrParams>(data + p, apply_scale(post, p, sh_load<BIT0>(sh, E, e)));
   }
 }
 
 extern "C" __global__ void ntt_pass_dif(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo,
                                         uint32_t s, uint32_t clog, uint32_t inverse,
                                         ScaleArgs pre, ScaleArgs post) {
-  ntt_pass<true>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
+  ntt_pass<true, false>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
 }
 
 extern "C" __global__ void ntt_pass_dit(Fr* data, const Fr* tw, uint32_t tw_log, uint32_t lo,
                                         uint32_t s, uint32_t clog, uint32_t inverse,
                                         ScaleArgs pre, ScaleArgs post) {
-  ntt_pass<false>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
+  ntt_pass<false, false>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
+}
+
+extern "C" __global__ void ntt_pass_dif_bit0(Fr* data, const Fr* tw, uint32_t tw_log,
+                                             uint32_t lo, uint32_t s, uint32_t clog,
+                                             uint32_t inverse, ScaleArgs pre, ScaleArgs post) {
+  ntt_pass<true, true>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
+}
+
+extern "C" __global__ void ntt_pass_dit_bit0(Fr* data, const Fr* tw, uint32_t tw_log,
+                                             uint32_t lo, uint32_t s, uint32_t clog,
+                                             uint32_t inverse, ScaleArgs pre, ScaleArgs post) {
+  ntt_pass<false, true>(data, tw, tw_log, lo, s, clog, inverse, pre, post);
 }
 
 extern "C" __global__ void ntt_twiddles(Fr* tw, const Fr* lo, const Fr* hi, uint32_t lo_bits,

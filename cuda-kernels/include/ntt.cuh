@@ -22,10 +22,21 @@ __device__ __forceinline__ uint32_t bit_reverse(uint32_t i, uint32_t log_n) {
   return __brev(i) >> (32 - log_n);
 }
 
-// Shared-memory tile: the two 16-byte halves of element e at sh[e] and sh[E + e]
+// Shared-memory tile: the two 16-byte halves of element e at sh[q] and sh[E + q]
 // (structure of arrays), so a warp touching consecutive elements reads consecutive
-// 16-byte words, two vector accesses per element.
+// 16-byte words, two vector accesses per element. q = e, or with SWZ (the bit-0 pass,
+// ntt.cu) q = sh_slot(e): e with its low three bits XORed with bits 3-5 and 6-8 (a
+// permutation of each aligned run of 8 slots), so that eight lanes' 16-byte accesses (one
+// shared-memory wavefront) fall in distinct banks both for consecutive elements and for
+// elements 2, 4, 8, 16 or 32 apart.
+template <bool SWZ>
+__device__ __forceinline__ uint32_t sh_slot(uint32_t e) {
+  return SWZ ? e ^ (((e >> 3) ^ (e >> 6)) & 7u) : e;
+}
+
+template <bool SWZ>
 __device__ __forceinline__ Fr sh_load(const uint4* sh, uint32_t E, uint32_t e) {
+  e = sh_slot<SWZ>(e);
   const uint4 a = sh[e], b = sh[E + e];
   Fr x;
   x.l[0] = a.x; x.l[1] = a.y; x.l[2] = a.z; x.l[3] = a.w;
@@ -33,7 +44,9 @@ __device__ __forceinline__ Fr sh_load(const uint4* sh, uint32_t E, uint32_t e) {
   return x;
 }
 
+template <bool SWZ>
 __device__ __forceinline__ void sh_store(uint4* sh, uint32_t E, uint32_t e, const Fr& x) {
+  e = sh_slot<SWZ>(e);
   sh[e] = make_uint4(x.l[0], x.l[1], x.l[2], x.l[3]);
   sh[E + e] = make_uint4(x.l[4], x.l[5], x.l[6], x.l[7]);
 }

@@ -353,6 +353,12 @@ entries! {
     NttPassDif => (Ntt, "ntt_pass_dif"),
     /// `ntt_pass_dit(..)`: as `ntt_pass_dif`, DIT stages (bit-reversed in, natural out).
     NttPassDit => (Ntt, "ntt_pass_dit"),
+    /// `ntt_pass_dif_bit0(..)`: as `ntt_pass_dif` for the pass over bits `[0, s)` (`lo = 0`,
+    /// `clog = 0`): butterflies sharing a twiddle run in the same warps (those of exponent 0
+    /// skip the product), on a swizzled tile.
+    NttPassDifBit0 => (Ntt, "ntt_pass_dif_bit0"),
+    /// `ntt_pass_dit_bit0(..)`: as `ntt_pass_dit`, for the bit-0 pass as `ntt_pass_dif_bit0`.
+    NttPassDitBit0 => (Ntt, "ntt_pass_dit_bit0"),
     /// `ntt_twiddles(Fr* tw, const Fr* lo, const Fr* hi, u32 lo_bits, u32 count)`.
     NttTwiddles => (Ntt, "ntt_twiddles"),
     /// `ntt_scale(Fr* data, lo, hi, u32 lo_bits, u32 lo_mask, u32 hi_mask, u32 log_n,

@@ -1,11 +1,12 @@
 // Runs ntt.cu's kernels on the CPU with the carry flag emulated (PINION_HOST_EMULATION) and
 // prints inputs and outputs as hex for tools/check_ntt_emu.py, which verifies them against
 // the kernels' documented contracts (ntt.cu, ntt.cuh) with Python integers.
-// - The pass kernels (ntt_pass_dif / ntt_pass_dit) run with the threads of a block as OS
-//   threads meeting at barriers for __syncthreads (and per warp for __syncwarp). Pass plans
-//   are random (any split of the index bits into passes, any column count the kernel
-//   allows), as are the block sizes (1-8 threads, or two warps), the twiddle table's size
-//   (strided reads) and the fused scalings: more than gpu.rs's own plans.
+// - The pass kernels (ntt_pass_dif / ntt_pass_dit, and *_bit0 for a pass over bits [0, s))
+//   run with the threads of a block as OS threads meeting at barriers for __syncthreads
+//   (and per warp for __syncwarp). Pass plans are random (any split of the index bits into
+//   passes, any column count the kernel allows), as are the block sizes (1-8 threads, or
+//   two or four warps), the twiddle table's size (strided reads) and the fused scalings:
+//   more than gpu.rs's own plans.
 // - The elementwise kernels (bit reversal, scaling, the H step's pointwise products and its
 //   last gather, the twiddle table) run on random launch shapes after each transform.
 //   g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
@@ -184,13 +185,21 @@ static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, const F
     // 1-8 threads, or 64 or 128 (two or four warps) one time in three.
     const uint32_t block = rng() % 3 == 0 ? 64u << (rng() % 2) : 1u << (rng() % 4);
     const uint32_t threads = block < block_max ? block : block_max;
+    const bool bit0 = p.lo == 0 && p.clog == 0 && rng() % 4 != 0;
     Fr* d = data.data();
     const Fr* t = tw.data();
     launch(grid, threads, [&] {
-      if (dif) {
-        ntt_pass_dif(d, t, tw_log, p.lo, p.s, p.clog, inverse ? 1u : 0u, a_pre, a_post);
+      // The bit-0 pass on its own kernels three times in four (as gpu.rs launches it),
+      // else on the general ones, which take it too.
+      const uint32_t inv = inverse ? 1u : 0u;
+      if (bit0 && dif) {
+        ntt_pass_dif_bit0(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
+      } else if (bit0) {
+        ntt_pass_dit_bit0(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
+      } else if (dif) {
+        ntt_pass_dif(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
       } else {
-        ntt_pass_dit(d, t, tw_log, p.lo, p.s, p.clog, inverse ? 1u : 0u, a_pre, a_post);
+        ntt_pass_dit(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
       }
     });
   }

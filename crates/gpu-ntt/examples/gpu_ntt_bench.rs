@@ -6,8 +6,9 @@
 //! one stream, median of RUNS after WARMUP runs. Rows: forward (natural in, bit-reversed
 //! out) per size and tile configuration, inverse coset (bit-reversed in, natural out), and
 //! the whole H step (6 transforms + pointwise) from device-resident a, b, c and from pinned
-//! host memory (the three host-to-device copies included). `PINION_NTT_TILES=11:2,10:1`
-//! compares only those tile shapes with the default (`PINION_NTT_TILES=` the default alone).
+//! host memory (the three host-to-device copies included). The default (`GpuNtt::new`, tuned
+//! for each size) comes first; `PINION_NTT_TILES=11:2,10:1` compares only those tile shapes,
+//! each on every size, with it (`PINION_NTT_TILES=` the default alone).
 //! Prints a Markdown table, then one `PINION_BENCH {json}` line per row for `cargo xtask
 //! bench`; `PINION_BENCH_QUICK=1` stops at 2^22 (no H rows).
 
@@ -119,13 +120,10 @@ fn main() -> Res<()> {
     let stream = gpu.new_stream()?;
     let mut rows = Vec::new();
     let fwd = NttSpec::FORWARD.with_orders(Order::Natural, Order::BitReversed);
-    // The default first, then the other tile shapes worth comparing.
-    let configs: Vec<GpuNttConfig> = std::iter::once(GpuNttConfig::default())
-        .chain(
-            shapes
-                .into_iter()
-                .map(|(tile_log, max_clog)| GpuNttConfig { tile_log, max_clog }),
-        )
+    // The other tile shapes worth comparing, each on every size (duplicates dropped).
+    let configs: Vec<GpuNttConfig> = shapes
+        .into_iter()
+        .map(|(tile_log, max_clog)| GpuNttConfig { tile_log, max_clog })
         .fold(Vec::new(), |mut v, c| {
             if !v.contains(&c) {
                 v.push(c);
@@ -139,14 +137,14 @@ fn main() -> Res<()> {
         (26, 20.9),
         (27, 42.3),
     ];
-    let ntts: Vec<GpuNtt> = configs
-        .iter()
-        .map(|&c| GpuNtt::with_config(gpu.clone(), c))
+    // The default first (`GpuNtt::new`: tuned for each size), then those shapes.
+    let ntts: Vec<GpuNtt> = std::iter::once(GpuNtt::new(gpu.clone()))
+        .chain(configs.iter().map(|&c| GpuNtt::with_config(gpu.clone(), c)))
         .collect();
     for &(log_n, reference_ms) in reference.iter().filter(|r| r.0 <= max_log) {
         let n = 1usize << log_n;
         let mut buf = gpu.upload(&random_words(n, seed ^ u64::from(log_n)), "bench data")?;
-        for ntt in &ntts {
+        for (i, ntt) in ntts.iter().enumerate() {
             ntt.prepare(log_n, &stream)?;
             let ms = time(
                 &gpu,
@@ -157,12 +155,14 @@ fn main() -> Res<()> {
                     Ok(())
                 },
             )?;
-            let c = ntt.config();
+            let c = ntt.config_for(log_n);
             rows.push(Row {
                 log_n,
                 what: format!(
-                    "forward N->BR (tile 2^{}, cols 2^{})",
-                    c.tile_log, c.max_clog
+                    "forward N->BR ({}tile 2^{}, cols 2^{})",
+                    if i == 0 { "default: " } else { "" },
+                    c.tile_log,
+                    c.max_clog
                 ),
                 ms,
                 reference_ms: Some(reference_ms),

@@ -109,6 +109,25 @@ impl Default for GpuNttConfig {
     }
 }
 
+impl GpuNttConfig {
+    /// The tuning [`GpuNtt::new`] uses for a 2^`log_n` transform: the default, with
+    /// 2-column runs at 2^24 and single columns at 2^26, each measured faster there on the
+    /// H200 in two sessions' sweeps beside the default (docs/benchmarks.md, "Session 27":
+    /// 2^24 4.52 against 4.69 ms, 2^26 19.79 against 19.97 ms; 4.54 / 4.72 and 19.92 /
+    /// 20.10 in session 26). Sizes not measured keep the default.
+    pub fn for_size(log_n: u32) -> Self {
+        let max_clog = match log_n {
+            24 => 1,
+            26 => 0,
+            _ => Self::default().max_clog,
+        };
+        Self {
+            max_clog,
+            ..Self::default()
+        }
+    }
+}
+
 /// One pass: stages over index bits `[lo, lo + s)`, tiles of `2^s` rows by `2^clog` columns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pass {
@@ -202,6 +221,8 @@ type PowerKey = (u32, [u64; 4], [u64; 4]);
 pub struct GpuNtt {
     gpu: Gpu,
     config: GpuNttConfig,
+    /// Tuned for each size ([`GpuNttConfig::for_size`]) instead of `config` everywhere.
+    per_size: bool,
     twiddles: Mutex<Option<Arc<Twiddles>>>,
     powers: Mutex<HashMap<PowerKey, Arc<PowerTable>>>,
     shared_raised: Mutex<bool>,
@@ -213,6 +234,7 @@ impl std::fmt::Debug for GpuNtt {
         f.debug_struct("GpuNtt")
             .field("gpu", &self.gpu)
             .field("config", &self.config)
+            .field("per_size", &self.per_size)
             .finish_non_exhaustive()
     }
 }
@@ -296,13 +318,16 @@ pub enum AbcSource<'a> {
 }
 
 impl GpuNtt {
-    /// A backend on `gpu` with the default [`GpuNttConfig`].
+    /// A backend on `gpu` tuned for each size ([`GpuNttConfig::for_size`]).
     pub fn new(gpu: Gpu) -> Self {
-        Self::with_config(gpu, GpuNttConfig::default())
+        Self {
+            per_size: true,
+            ..Self::with_config(gpu, GpuNttConfig::default())
+        }
     }
 
-    /// A backend with explicit tuning (`tile_log` clamped to 1..=11, `max_clog` to
-    /// `tile_log - 1`).
+    /// A backend with explicit tuning for every size (`tile_log` clamped to 1..=11,
+    /// `max_clog` to `tile_log - 1`).
     pub fn with_config(gpu: Gpu, config: GpuNttConfig) -> Self {
         let tile_log = config.tile_log.clamp(1, 11);
         let config = GpuNttConfig {
@@ -312,6 +337,7 @@ impl GpuNtt {
         Self {
             gpu,
             config,
+            per_size: false,
             twiddles: Mutex::new(None),
             powers: Mutex::new(HashMap::new()),
             shared_raised: Mutex::new(false),
@@ -324,9 +350,19 @@ impl GpuNtt {
         &self.gpu
     }
 
-    /// The tuning in use.
+    /// The tuning in use (the default's for a backend tuned for each size: its tile size
+    /// is the one every size uses).
     pub fn config(&self) -> GpuNttConfig {
         self.config
+    }
+
+    /// The tuning a 2^`log_n` transform runs with.
+    pub fn config_for(&self, log_n: u32) -> GpuNttConfig {
+        if self.per_size {
+            GpuNttConfig::for_size(log_n)
+        } else {
+            self.config
+        }
     }
 
     /// Bytes of VRAM the twiddle table holds now (32 · N/2 for the largest N seen).
@@ -460,7 +496,12 @@ impl GpuNtt {
         if *raised || shared <= DEFAULT_SHARED_BYTES {
             return Ok(());
         }
-        for entry in [Entry::NttPassDif, Entry::NttPassDit] {
+        for entry in [
+            Entry::NttPassDif,
+            Entry::NttPassDit,
+            Entry::NttPassDifBit0,
+            Entry::NttPassDitBit0,
+        ] {
             self.gpu
                 .function(entry)?
                 .set_attribute(
@@ -524,12 +565,13 @@ impl GpuNtt {
         }
         let tw = self.twiddles(log_n, stream)?;
         self.raise_shared_limit()?;
-        let f = self.gpu.function(if dif {
-            Entry::NttPassDif
+        let (f, f_bit0) = if dif {
+            (Entry::NttPassDif, Entry::NttPassDifBit0)
         } else {
-            Entry::NttPassDit
-        })?;
-        let mut passes = plan_passes(log_n, self.config);
+            (Entry::NttPassDit, Entry::NttPassDitBit0)
+        };
+        let (f, f_bit0) = (self.gpu.function(f)?, self.gpu.function(f_bit0)?);
+        let mut passes = plan_passes(log_n, self.config_for(log_n));
         if dif {
             passes.reverse();
         }
@@ -548,7 +590,12 @@ impl GpuNtt {
             };
             let pre_i = if i == 0 { &pre } else { &none };
             let post_i = if i + 1 == n_pass { &post } else { &none };
-            let mut launch = stream.launch_builder(&f);
+            // The pass over bits [0, s) (one column) has kernels of its own.
+            let mut launch = stream.launch_builder(if p.lo == 0 && p.clog == 0 {
+                &f_bit0
+            } else {
+                &f
+            });
             launch
                 .arg(data.slice_mut())
                 .arg(tw.table.slice())
@@ -560,7 +607,8 @@ impl GpuNtt {
                 .arg(pre_i)
                 .arg(post_i);
             // SAFETY: ntt_pass_*(Fr*, const Fr*, u32 tw_log, u32 lo, u32 s, u32 clog,
-            // u32 inverse, ScaleArgs pre, ScaleArgs post): data holds 2^log_n elements and
+            // u32 inverse, ScaleArgs pre, ScaleArgs post) (the *_bit0 kernels only with lo = 0
+            // and clog = 0): data holds 2^log_n elements and
             // the grid has one block per 2^(s+clog)-element tile, so every index is below
             // 2^log_n; the table holds 2^(tw_log-1) ≥ 2^(log_n-1) twiddles and the kernel
             // reads indices below that; the dynamic shared memory is exactly the tile (32
@@ -1108,6 +1156,24 @@ mod tests {
             reprs_to_scalars(&r),
             Err(GpuNttError::NotReduced { index: 4321 })
         ));
+    }
+
+    #[test]
+    fn size_tuning_changes_only_the_columns_at_2_24_and_2_26() {
+        for log_n in 1..=28u32 {
+            let c = GpuNttConfig::for_size(log_n);
+            let want = match log_n {
+                24 => 1,
+                26 => 0,
+                _ => GpuNttConfig::default().max_clog,
+            };
+            assert_eq!(c.tile_log, GpuNttConfig::default().tile_log, "2^{log_n}");
+            assert_eq!(c.max_clog, want, "2^{log_n}");
+        }
+        // 2^24: 10 + 7 + 7 bits, two columns above bit 0 (tiles of 2^8).
+        let plan = plan_passes(24, GpuNttConfig::for_size(24));
+        let shape: Vec<(u32, u32, u32)> = plan.iter().map(|p| (p.lo, p.s, p.clog)).collect();
+        assert_eq!(shape, [(0, 10, 0), (10, 7, 1), (17, 7, 1)]);
     }
 
     #[test]

@@ -49,11 +49,14 @@ fn max_log() -> u32 {
     20
 }
 
-/// The tile configurations under test: the default, and small tiles so that sizes up to
-/// 2^20 run through many passes with column tiles (exercises every pass shape).
-fn configs() -> [GpuNttConfig; 3] {
+/// The tile configurations under test: the default, those `GpuNtt::new` picks at 2^24
+/// and 2^26 (2 and 1 columns), and small tiles so that sizes up to 2^20 run through many
+/// passes with column tiles (exercises every pass shape).
+fn configs() -> [GpuNttConfig; 5] {
     [
         GpuNttConfig::default(),
+        GpuNttConfig::for_size(24),
+        GpuNttConfig::for_size(26),
         GpuNttConfig {
             tile_log: 11,
             max_clog: 2,
