@@ -10,7 +10,10 @@
 //! `tile_log` radix-2 stages on a tile in shared memory (see [`plan_passes`]): 2^27 is
 //! three passes of 11, 8 and 8 stages. Natural in → bit-reversed out is DIF,
 //! bit-reversed in → natural out is DIT; the other two order pairs add an in-place
-//! bit-reversal pass. Twiddles: one table of w^i (i < N/2) for the largest N seen, on the
+//! bit-reversal pass. The pass over bits [0, s) runs on kernels of its own that group the
+//! butterflies sharing a twiddle in whole warps (the warps of w^0 skip the product), and
+//! [`GpuNtt::new`] picks the column runs of the other passes by size
+//! ([`GpuNttConfig::for_size`]). Twiddles: one table of w^i (i < N/2) for the largest N seen, on the
 //! device and charged to the VRAM budget (16·N bytes: 2 GiB at 2^27), read with a stride
 //! by every smaller size, so no butterfly computes its twiddle. Coset and 1/n scalings are
 //! applied as the first pass loads or the last pass stores (two table reads and two
