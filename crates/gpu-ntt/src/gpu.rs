@@ -8,7 +8,7 @@
 //! # Design
 //! A transform of 2^L points runs as passes over the array; each pass does up to
 //! `tile_log` radix-2 stages on a tile in shared memory (see [`plan_passes`]): 2^27 is
-//! three passes of 11, 8 and 8 stages. Natural in → bit-reversed out is DIF,
+//! four passes of 10, 6, 6 and 5 stages with the default 2^10 tiles. Natural in → bit-reversed out is DIF,
 //! bit-reversed in → natural out is DIT; the other two order pairs add an in-place
 //! bit-reversal pass. The pass over bits [0, s) runs on kernels of its own that group the
 //! butterflies sharing a twiddle in whole warps (the warps of w^0 skip the product), and
