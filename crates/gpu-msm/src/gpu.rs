@@ -2000,8 +2000,8 @@ impl GpuMsm {
         let n_entries = n_others * (n_windows as usize) + n_ones;
         let reduce = self.config.reduce.resolve::<C>();
         let n_segments = match shared {
-            // Two groups of buckets: as many segments as fill the device in one wave.
-            Some(_) => plan.n_buckets.min(SHARED_SEGMENTS),
+            // Two groups of buckets: the plan's segments fill the device in one wave.
+            Some(_) => plan.n_segments,
             None => reduce.segments(plan.n_buckets),
         };
         let seg_threads = n_groups * n_segments;
