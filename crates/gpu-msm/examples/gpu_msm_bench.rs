@@ -426,7 +426,6 @@ fn main() -> BenchResult<()> {
     Ok(())
 }
 
-/// Every size of one curve, then the Groth16-shaped row at the largest size.
 /// Up to 2^16 distinct random points for `n` bases (tiled by the caller): running sums
 /// of a few random points, cheap to make.
 fn point_pool<P: Curve>(rng: &mut StdRng, n: usize) -> Vec<P::Affine> {
@@ -444,6 +443,7 @@ fn point_pool<P: Curve>(rng: &mut StdRng, n: usize) -> Vec<P::Affine> {
     pool
 }
 
+/// Every size of one curve, then the Groth16-shaped row at the largest size.
 fn bench_curve<C: GpuCurve>(run: &mut Run, logs: &[u32]) -> BenchResult<()>
 where
     C::Projective: Curve<Affine = C::Affine>,
