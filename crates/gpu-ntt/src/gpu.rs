@@ -8,16 +8,16 @@
 //! # Design
 //! A transform of 2^L points runs as passes over the array; each pass does up to
 //! `tile_log` radix-2 stages on a tile in shared memory (see [`plan_passes`]): 2^27 is
-//! four passes of 10, 6, 6 and 5 stages with the default 2^10 tiles. Natural in → bit-reversed out is DIF,
-//! bit-reversed in → natural out is DIT; the other two order pairs add an in-place
-//! bit-reversal pass. The pass over bits [0, s) runs on kernels of its own that group the
-//! butterflies sharing a twiddle in whole warps (the warps of w^0 skip the product), and
-//! [`GpuNtt::new`] picks the column runs of the other passes by size
-//! ([`GpuNttConfig::for_size`]). Twiddles: one table of w^i (i < N/2) for the largest N seen, on the
-//! device and charged to the VRAM budget (16·N bytes: 2 GiB at 2^27), read with a stride
-//! by every smaller size, so no butterfly computes its twiddle. Coset and 1/n scalings are
-//! applied as the first pass loads or the last pass stores (two table reads and two
-//! multiplications per element, no extra memory pass).
+//! four passes of 10, 6, 6 and 5 stages with the default 2^10 tiles. Natural in →
+//! bit-reversed out is DIF, bit-reversed in → natural out is DIT; the other two order
+//! pairs add an in-place bit-reversal pass. The pass over bits [0, s) runs on kernels of
+//! its own that group the butterflies sharing a twiddle in whole warps (the warps of w^0
+//! skip the product), and [`GpuNtt::new`] picks the column runs of the other passes by
+//! size ([`GpuNttConfig::for_size`]). Twiddles: one table of w^i (i < N/2) for the largest
+//! N seen, on the device and charged to the VRAM budget (16·N bytes: 2 GiB at 2^27), read
+//! with a stride by every smaller size, so no butterfly computes its twiddle. Coset and 1/n
+//! scalings are applied as the first pass loads or the last pass stores (two table reads
+//! and two multiplications per element, no extra memory pass).
 //!
 //! The H step keeps the orders so that only the result is permuted: for a and b, inverse
 //! DIF (natural → bit-reversed) storing × g^j/m, then forward DIT (→ natural coset
@@ -611,12 +611,12 @@ impl GpuNtt {
                 .arg(post_i);
             // SAFETY: ntt_pass_*(Fr*, const Fr*, u32 tw_log, u32 lo, u32 s, u32 clog,
             // u32 inverse, ScaleArgs pre, ScaleArgs post) (the *_bit0 kernels only with lo = 0
-            // and clog = 0): data holds 2^log_n elements and
-            // the grid has one block per 2^(s+clog)-element tile, so every index is below
-            // 2^log_n; the table holds 2^(tw_log-1) ≥ 2^(log_n-1) twiddles and the kernel
-            // reads indices below that; the dynamic shared memory is exactly the tile (32
-            // bytes per element) and its limit was raised above 48 KiB when needed; the
-            // scale tables (see `scale_args`) are read only through masked indices.
+            // and clog = 0): data holds 2^log_n elements and the grid has one block per
+            // 2^(s+clog)-element tile, so every index is below 2^log_n; the table holds
+            // 2^(tw_log-1) ≥ 2^(log_n-1) twiddles and the kernel reads indices below that;
+            // the dynamic shared memory is exactly the tile (32 bytes per element) and its
+            // limit was raised above 48 KiB when needed; the scale tables (see
+            // `scale_args`) are read only through masked indices.
             unsafe { launch.launch(cfg) }.map_err(driver("cuLaunchKernel"))?;
         }
         Ok(())
