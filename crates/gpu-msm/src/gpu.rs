@@ -262,6 +262,12 @@ pub enum GpuMsmError {
         /// Requested bases per chunk.
         chunk_len: usize,
     },
+    /// A scalar read back from the device is not reduced below r ([`scalars_from_words`]).
+    #[error("scalar {index} read back from the gpu is not reduced below r")]
+    NotReduced {
+        /// Index of the scalar.
+        index: usize,
+    },
     /// A window sum read back from the device is not a point in XYZZ coordinates (a
     /// kernel bug).
     #[error("window sum {index} read back from the gpu is invalid: {what}")]
@@ -979,6 +985,24 @@ pub fn scalars_to_words(scalars: &[Scalar]) -> Vec<u32> {
     let mut words = vec![0u32; scalars.len() * SCALAR_WORDS];
     select_scalar_words_into(&mut words, scalars, None);
     words
+}
+
+/// Scalars from their canonical little-endian words (8 per scalar, the layout of
+/// [`DeviceScalars`], e.g. read back with `Gpu::copy_prefix_to_host`), in parallel: the
+/// inverse of [`scalars_to_words`]. A value not reduced below r is
+/// [`GpuMsmError::NotReduced`] naming the first such index.
+pub fn scalars_from_words(words: &[[u32; SCALAR_WORDS]]) -> Result<Vec<Scalar>, GpuMsmError> {
+    words
+        .par_iter()
+        .enumerate()
+        .map(|(index, w)| {
+            let limbs: [u64; 4] =
+                std::array::from_fn(|i| u64::from(w[2 * i]) | (u64::from(w[2 * i + 1]) << 32));
+            FrRepr::from_canonical_limbs(limbs)
+                .and_then(|r| r.to_scalar())
+                .map_err(|_| GpuMsmError::NotReduced { index })
+        })
+        .collect()
 }
 
 /// Writes into the start of `out` the canonical little-endian words (8 per scalar, the
@@ -2641,8 +2665,8 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn select_scalar_words_matches_per_element_filter() {
+    /// A generator of test data from a fresh seed (or `PINION_SEED`), printed.
+    fn seeded_u64s() -> impl FnMut() -> u64 {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64);
@@ -2652,13 +2676,18 @@ mod tests {
             .unwrap_or(seed);
         eprintln!("seed = {seed}");
         let mut x = seed | 1;
-        let mut next = move || {
+        move || {
             // xorshift64*: enough for test data.
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    #[test]
+    fn select_scalar_words_matches_per_element_filter() {
+        let mut next = seeded_u64s();
         let lens = [
             0usize,
             1,
@@ -2724,5 +2753,32 @@ mod tests {
         let r_minus_1 = bls_repr::FR_MODULUS_U32;
         assert_eq!(w[8], r_minus_1[0] - 1);
         assert_eq!(&w[9..16], &r_minus_1[1..8]);
+    }
+
+    #[test]
+    fn scalars_come_back_from_their_words_and_unreduced_words_are_named() {
+        let mut next = seeded_u64s();
+        let mut s: Vec<Scalar> = (0..1000)
+            .map(|_| {
+                let mut wide = [0u8; 64];
+                for chunk in wide.chunks_exact_mut(8) {
+                    chunk.copy_from_slice(&next().to_le_bytes());
+                }
+                Scalar::from_bytes_wide(&wide)
+            })
+            .collect();
+        s.extend([Scalar::zero(), Scalar::one(), -Scalar::one()]);
+        let words = scalars_to_words(&s);
+        let back = scalars_from_words(bytemuck::cast_slice(&words)).expect("reduced words");
+        assert_eq!(back, s);
+        assert!(scalars_from_words(&[]).expect("no words").is_empty());
+        // r itself, then all ones: the first index not below r is the one named.
+        let mut bad: Vec<[u32; SCALAR_WORDS]> = bytemuck::cast_slice(&words[..40]).to_vec();
+        bad[3] = bls_repr::FR_MODULUS_U32;
+        bad[4] = [u32::MAX; SCALAR_WORDS];
+        match scalars_from_words(&bad) {
+            Err(GpuMsmError::NotReduced { index }) => assert_eq!(index, 3),
+            other => panic!("expected NotReduced at 3, got {other:?}"),
+        }
     }
 }

@@ -954,3 +954,125 @@ fn gpu_device_tier_bases_of_refused_msms_are_summed_on_the_cpu() {
         "the cpu fallbacks' host copies returned"
     );
 }
+
+/// `y = x²` enforced `k` times over two variables: a domain of about `k` points whose H
+/// query is long while l, a and b have a term or two, so the H step and H's MSM are nearly
+/// all of a proof's device memory.
+#[derive(Clone, Debug)]
+struct RepeatedSquare {
+    k: usize,
+    x: Scalar,
+}
+
+impl Circuit<Scalar> for RepeatedSquare {
+    fn synthesize<CS: bellman::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), bellman::SynthesisError> {
+        let x = cs.alloc(|| "x", || Ok(self.x))?;
+        let y = cs.alloc_input(|| "y", || Ok(self.x.square()))?;
+        for i in 0..self.k {
+            cs.enforce(|| format!("square {i}"), |l| l + x, |l| l + x, |l| l + y);
+        }
+        Ok(())
+    }
+}
+
+/// h stays on the device after the H step, and H's MSM reads it in place: when the VRAM
+/// budget then refuses that MSM, h is read back (charged to the host budget) and the CPU
+/// sums it, instead of the proof failing ("the device refused the h MSM after h was
+/// adopted on it"). The VRAM budget is cut to what the first proof left in use plus a
+/// growing margin: too small for the H step (a typed error, no proof), then room for the
+/// H step but not for H's MSM (h read back: the case under test), then room for both.
+/// Every proof that completes keeps the reference's bytes; once one has, none fails.
+#[test]
+fn gpu_h_of_a_refused_h_msm_is_read_back_and_summed_on_the_cpu() {
+    let Some(tight) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let mut rng = rng(seed());
+    let circuit = RepeatedSquare {
+        k: 60_000,
+        x: groth16_prover::testing::SplitMix::new(rng.random()).scalar(),
+    };
+    let m: u64 = 1 << 16;
+    let params = generate(circuit.clone(), &mut rng);
+    let inputs = [circuit.x.square()];
+    let rs = pairs(&mut rng, 1);
+    let budget = big_budget();
+    let store = SrsStore::new(budget.clone(), StoreConfig::default());
+    let (_cache, pce) = record(&budget, "gpu-refused-h", circuit.clone());
+    let (_d, key) = key_via_store(&params, &store, "refused-h");
+    // a, b and c evaluated on the host (the device-PCE path needs room for the witness
+    // too), and l, a and b after H's MSM on one stream, so that the cut decides alone
+    // which MSM is refused.
+    let backend = GpuBackend::with_gpu(tight.clone(), budget.clone())
+        .with_device_abc(false)
+        .with_side_msms(Some(false));
+    let config = ProverConfig {
+        self_check: SelfCheck::Always,
+        ..ProverConfig::default()
+    };
+    let prover = Prover::with_backend(Arc::new(key), budget.clone(), config, Box::new(backend));
+    let want: Vec<Vec<u8>> = rs
+        .iter()
+        .map(|r| bytes(&groth16::create_proof(circuit.clone(), &params, r.r, r.s).expect("ref")))
+        .collect();
+    let h_kind = |got: &groth16_prover::ProofOutput, what: &str| -> BasesKind {
+        assert!(verifies(prover.key(), &got.proof, &inputs), "{what}");
+        got.bases
+            .iter()
+            .find(|p| p.query == "h_query")
+            .map(|p| p.kind)
+            .unwrap_or_else(|| panic!("{what}: no h_query in {:?}", got.bases))
+    };
+    // Room for everything: the key moves to the device tier, every sum runs there.
+    let first = prover
+        .prove(Synthesis::Pce(&pce), circuit.clone(), rs[0])
+        .expect("room for everything");
+    assert_eq!(bytes(&first.proof), want[0]);
+    assert_eq!(h_kind(&first, "room"), BasesKind::Resident);
+    assert_eq!(prover.key().tier(), Some(Tier::Device));
+    let used = tight.vram_budget().snapshot().used_bytes;
+    let (mut extra, mut completed, mut h_on_cpu) = (32 * m, 0usize, 0usize);
+    loop {
+        tight.vram_budget().set_total_bytes(used + extra);
+        let r = rs[completed % rs.len()];
+        let what = format!("vram budget {used} + {extra} bytes");
+        match prover.prove(Synthesis::Pce(&pce), circuit.clone(), r) {
+            Err(e) => {
+                eprintln!("{what}: {e}");
+                assert_eq!(
+                    completed, 0,
+                    "{what}: failed after a smaller cut proved: {e}"
+                );
+            }
+            Ok(got) => {
+                assert_eq!(bytes(&got.proof), want[completed % rs.len()], "{what}");
+                let kind = h_kind(&got, &what);
+                eprintln!("{what}: proved, h_query {kind:?}");
+                completed += 1;
+                match kind {
+                    BasesKind::Cpu => h_on_cpu += 1,
+                    BasesKind::Resident => break,
+                    other => panic!("{what}: h_query summed over {other:?} bases"),
+                }
+            }
+        }
+        assert_eq!(
+            budget.snapshot().used_in(Category::Transient),
+            0,
+            "{what}: the read-back h and the fallback's copies returned"
+        );
+        extra = extra * 5 / 4;
+        assert!(
+            extra < 1 << 30,
+            "no cut up to 1 GiB let H's msm run on the device"
+        );
+    }
+    assert!(
+        h_on_cpu > 0,
+        "no cut gave the H step room without room for H's msm (step 5/4 from {} bytes)",
+        32 * m
+    );
+}

@@ -134,7 +134,8 @@ impl GpuBackend {
 impl GpuBackend {
     /// `Σ scalars·bases` over the first `n` of `bases` on the CPU, for a query the device
     /// refused (`parts` as [`cpu_sum`] takes them), its host memory charged first
-    /// (`cpu_fallback_charge`: `scratch_bytes` plus, for device bases, their copy). Host
+    /// (`cpu_fallback_charge`: `host_bytes`, the scalars' and scratch's, plus, for device
+    /// bases, their copy). Host
     /// bases are read where they are. The CPU cannot read VRAM, so bases on this device
     /// (the store's device tier) are copied back first, the `n` points only, through
     /// `through`'s stream (the caller's, so the copy does not wait for other streams'
@@ -146,7 +147,7 @@ impl GpuBackend {
         query: &'static str,
         bases: &QueryBases<'_, C>,
         n: usize,
-        scratch_bytes: u64,
+        host_bytes: u64,
         parts: &[Part<'_>],
     ) -> Result<C::Projective, ProverError>
     where
@@ -159,7 +160,7 @@ impl GpuBackend {
             ordinal,
         } = bases
         else {
-            let _charge = self.cpu_fallback_charge(n, scratch_bytes)?;
+            let _charge = self.cpu_fallback_charge(host_bytes)?;
             return cpu_sum(&self.cpu, query, bases, parts);
         };
         if *ordinal != through.info().ordinal {
@@ -189,7 +190,7 @@ impl GpuBackend {
             .filter(|&l| l <= limbs.len())
             .ok_or_else(bad_bases)?;
         let copy_bytes = 8 * n_limbs as u64;
-        let _charge = self.cpu_fallback_charge(n, scratch_bytes + copy_bytes)?;
+        let _charge = self.cpu_fallback_charge(host_bytes + copy_bytes)?;
         let mut copy = vec![0u64; n_limbs];
         through
             .copy_prefix_to_host(limbs, &mut copy)

@@ -69,8 +69,9 @@ use crate::backend::{
 use crate::key::{G1Query, GpuPlacement, KeyView, QueryLens};
 use crate::{ProverError, ProvingKey};
 
-/// Host bytes per term of a query computed on the CPU although the H step left h on the
-/// device: h copied back in the device layout, then as scalars.
+/// Host bytes per term a CPU fallback sum charges for its scalars: h left on the device
+/// by the H step is read back in the device layout, then converted to scalars
+/// ([`GpuBackend::scalars_back`]); the witness's queries are charged as much.
 const GPU_TERM_BYTES: u64 = 64;
 
 /// Pooled staging bytes for `n` scalars (one size class of u64 limbs).
@@ -448,14 +449,55 @@ impl GpuBackend {
                     .map_err(|c| driver_err("cuStreamWaitEvent", c))?;
             }
             let sum = job.bases.msm(engine, &job.scalars, STREAM_CHUNK_G1);
+            // Scalars the device holds the only copy of (h, adopted in place) come back to
+            // the host for the CPU's sum when the device refuses it.
+            let back = match &sum {
+                Err(e) if out_of_vram(e) && job.only_copy => {
+                    Some(self.scalars_back(engine, job.q, &job.scalars)?)
+                }
+                _ => None,
+            };
             drop(job.scalars);
-            match sum {
-                Ok(p) => sums.push((job.q, Some(p), job.bases.kind(), t.elapsed())),
-                Err(e) if out_of_vram(&e) => sums.push((job.q, None, BasesKind::Cpu, t.elapsed())),
+            let (sum, kind) = match sum {
+                Ok(p) => (Some(p), job.bases.kind()),
+                Err(e) if out_of_vram(&e) => (None, BasesKind::Cpu),
                 Err(e) => return Err(gpu_msm_err(job.q.name())(e)),
-            }
+            };
+            sums.push(DeviceSum {
+                q: job.q,
+                sum,
+                kind,
+                time: t.elapsed(),
+                back,
+            });
         }
         Ok((sums, waited))
+    }
+
+    /// The scalars of a refused MSM read back from the device, as scalars for the CPU's
+    /// sum: canonical words copied back through `engine`'s stream, then converted. Both
+    /// are charged first ([`GPU_TERM_BYTES`] a term, as transient; no wait), and the
+    /// charge is kept for the fallback's sum (the words' half of it until then).
+    fn scalars_back(
+        &self,
+        engine: &GpuMsm,
+        q: G1Query,
+        scalars: &DeviceScalars,
+    ) -> Result<ScalarsBack, ProverError> {
+        let n = scalars.len();
+        let charge = self.cpu_fallback_charge(GPU_TERM_BYTES * n as u64)?;
+        let mut words = vec![0u32; 8 * n];
+        engine
+            .gpu()
+            .copy_prefix_to_host(scalars.words(), &mut words)
+            .map_err(|e| gpu_msm_err(q.name())(GpuMsmError::Gpu(e)))?;
+        // 8n words: a whole number of scalars (`cast_slice` cannot fail on it).
+        let scalars = gpu_msm::scalars_from_words(bytemuck::cast_slice(&words))
+            .map_err(gpu_msm_err(q.name()))?;
+        Ok(ScalarsBack {
+            scalars,
+            _charge: charge,
+        })
     }
 
     /// B on G2: one MSM over `b_g2_query[..|b_in| + |b_aux|]` with the scalars
@@ -510,19 +552,18 @@ impl GpuBackend {
             crate::key::QueryBases::Device { .. } => self.g2_engine()?.gpu().clone(),
             _ => self.gpu.clone(),
         };
-        let scratch = self.cpu.scratch_bytes_g2(n);
-        let sum = self.cpu_fallback_sum(&through, query, &bases, n, scratch, &parts)?;
+        let host_bytes = GPU_TERM_BYTES * n as u64 + self.cpu.scratch_bytes_g2(n);
+        let sum = self.cpu_fallback_sum(&through, query, &bases, n, host_bytes, &parts)?;
         Ok((sum, BasesKind::Cpu))
     }
 
-    /// Host memory of a CPU fallback sum of `n` terms (`extra_bytes`: its scratch, and
-    /// the host copy of device bases it reads), charged as transient; a refusal is
+    /// `bytes` of host memory for a CPU fallback sum (its scalars, scratch, the host copy
+    /// of device bases it reads), charged as transient without waiting; a refusal is
     /// reported as the device being unusable for this proof.
-    fn cpu_fallback_charge(&self, n: usize, extra_bytes: u64) -> Result<Reservation, ProverError> {
-        let bytes = GPU_TERM_BYTES * n as u64 + extra_bytes;
+    fn cpu_fallback_charge(&self, bytes: u64) -> Result<Reservation, ProverError> {
         self.budget
             .request(bytes, Category::Transient)
-            .label("groth16-prover gpu: cpu fallback scratch and bases copy")
+            .label("groth16-prover gpu: cpu fallback (scalars read back, scratch, bases copy)")
             .reserve(Some(Duration::ZERO))
             .map_err(|_| ProverError::BackendUnavailable {
                 backend: "gpu",
@@ -531,9 +572,27 @@ impl GpuBackend {
     }
 }
 
-/// Each device MSM's query, its sum (`None`: refused for lack of VRAM), where its bases
-/// were and how long it took.
-type DeviceSums = Vec<(G1Query, Option<G1Projective>, BasesKind, Duration)>;
+/// One device MSM's outcome.
+struct DeviceSum {
+    q: G1Query,
+    /// `None`: refused for lack of VRAM (the CPU takes it).
+    sum: Option<G1Projective>,
+    /// Where its bases were.
+    kind: BasesKind,
+    /// How long it took.
+    time: Duration,
+    /// A refused MSM's scalars read back, when the device held their only copy.
+    back: Option<ScalarsBack>,
+}
+
+type DeviceSums = Vec<DeviceSum>;
+
+/// Scalars read back from the device for a CPU fallback (`GpuBackend::scalars_back`),
+/// charged while they live.
+struct ScalarsBack {
+    scalars: Vec<Scalar>,
+    _charge: Reservation,
+}
 
 /// Largest H (in terms) for which l, a and b on G1 run beside H's MSM by default
 /// ([`GpuBackend::with_side_msms`]). H200, session 24, same calls, beside / after H: SHA-256
@@ -549,6 +608,8 @@ struct DeviceJob<'a> {
     bases: GpuBases<'a, G1Curve>,
     scalars: Arc<DeviceScalars>,
     copied: Option<CudaEvent>,
+    /// Whether `scalars` are the only copy (h adopted in place): read back if refused.
+    only_copy: bool,
 }
 
 impl ProverBackend for GpuBackend {
@@ -918,6 +979,7 @@ impl GpuBackend {
                 // H first, so that the device starts on it at once: in place, or its host
                 // scalars staged (rare: h left on the host).
                 let mut h_job = None;
+                let only_copy = h_adopted.is_some();
                 if let Some(d) = h_adopted.take() {
                     h_job = Some((d, None));
                 } else if let (Some(v), Some(mut dst)) = (&h_host, h_staged.take()) {
@@ -940,6 +1002,7 @@ impl GpuBackend {
                             bases,
                             scalars: Arc::new(scalars),
                             copied,
+                            only_copy,
                         };
                         // A closed channel: the device thread failed; its error wins.
                         if tx.send(job).is_err() {
@@ -993,6 +1056,7 @@ impl GpuBackend {
                                 bases,
                                 scalars,
                                 copied: first.take(),
+                                only_copy: false,
                             };
                             if side_tx.as_ref().unwrap_or(&tx).send(job).is_err() {
                                 return Ok(());
@@ -1036,14 +1100,28 @@ impl GpuBackend {
         if let Some(check) = check {
             check.verify(&self.gpu)?;
         }
-        for (q, sum, kind, d) in sums {
+        // h read back from the device when its MSM was refused there.
+        let mut h_back = None;
+        for DeviceSum {
+            q,
+            sum,
+            kind,
+            time,
+            back,
+        } in sums
+        {
             match sum {
                 Some(p) => {
                     out[q as usize] = p;
                     kinds[q as usize] = kind;
-                    *query_time(&mut timings, q) = d;
+                    *query_time(&mut timings, q) = time;
                 }
-                None => cpu_queries.push(q),
+                None => {
+                    if q == G1Query::H {
+                        h_back = back;
+                    }
+                    cpu_queries.push(q);
+                }
             }
         }
         // Queries the device could not take: the CPU reads host bases where they are and
@@ -1054,14 +1132,18 @@ impl GpuBackend {
             let t = Instant::now();
             metrics::counter!("pinion_groth16_prover_gpu_query_on_cpu_total").increment(1);
             let n = used_terms(q, n_h, x);
-            let parts: Vec<Part<'_>> = match q {
-                G1Query::H => vec![(h_host_or_err(&h_host)?, None)],
-                _ => jobs_parts(&others, q),
+            // The scalars' host bytes (h read back is charged already), then the scratch.
+            let terms = GPU_TERM_BYTES * n as u64;
+            let (parts, scalar_bytes): (Vec<Part<'_>>, u64) = match (q, &h_host, &h_back) {
+                (G1Query::H, Some(h), _) => (vec![(&h[..], None)], terms),
+                (G1Query::H, None, Some(back)) => (vec![(&back.scalars[..], None)], 0),
+                (G1Query::H, None, None) => return Err(h_nowhere()),
+                _ => (jobs_parts(&others, q), terms),
             };
             let bases = &all_bases[q as usize];
-            let scratch = self.cpu.scratch_bytes_g1(n);
+            let host_bytes = scalar_bytes + self.cpu.scratch_bytes_g1(n);
             out[q as usize] =
-                self.cpu_fallback_sum(&self.gpu, q.name(), bases, n, scratch, &parts)?;
+                self.cpu_fallback_sum(&self.gpu, q.name(), bases, n, host_bytes, &parts)?;
             kinds[q as usize] = BasesKind::Cpu;
             *query_time(&mut timings, q) = t.elapsed();
         }
@@ -1130,14 +1212,13 @@ fn jobs_parts<'a>(jobs: &[(G1Query, usize, Vec<Part<'a>>)], q: G1Query) -> Vec<P
         .unwrap_or_default()
 }
 
-/// h on the host for a CPU fallback of the H query. The H query reaches the CPU fallback
-/// only after its device MSM was refused, which for adopted (device) h means the
-/// coefficients were consumed; the prover then reports the refusal.
-fn h_host_or_err(h: &Option<Vec<bls12_381::Scalar>>) -> Result<&[bls12_381::Scalar], ProverError> {
-    h.as_deref().ok_or(ProverError::BackendUnavailable {
+/// The H query on the CPU with h neither on the host nor read back from the device (not
+/// reached: h adopted on the device is read back when its MSM is refused).
+fn h_nowhere() -> ProverError {
+    ProverError::BackendUnavailable {
         backend: "gpu",
-        reason: "the device refused the h MSM after h was adopted on it",
-    })
+        reason: "h for the cpu fallback of its msm is neither on the host nor read back",
+    }
 }
 
 /// The timing slot of a G1 query.
