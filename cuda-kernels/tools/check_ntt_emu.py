@@ -3,11 +3,14 @@
 
 Each elementwise record is `elt NAME log_n ints...` followed by `arr LABEL hex...` lines (see
 check_elementwise). Each transform is five lines: `ntt log_n tw_log dif inverse w plan ...`, `pre ...`, `post ...`,
-`in ...`, `out ...` (raw Montgomery words as hex). DIF takes natural order to bit-reversed, DIT
+`in ...`, `out ...` (raw Montgomery words as hex); the plan's passes are `lo:s:clog:k`, k = 1
+when the pass ran on the bit-0 kernels. DIF takes natural order to bit-reversed, DIT
 bit-reversed to natural; `inverse` uses w^-1 (no 1/n); `pre` scales each element as the first
 pass loads it and `post` as the last pass stores it: position p times
 lo[j & lo_mask] * hi[(j >> lo_bits) & hi_mask] (Montgomery products), j = p (mode 1) or
-bit_reverse(p) (mode 2). Prints a summary; exit 1 on any mismatch or on no input.
+bit_reverse(p) (mode 2). Prints a summary; exit 1 on any mismatch, on no input, or when no
+transform of a direction ran the bit-0 kernels' twiddle-major stages (a pass over bits [0, s >=
+7) on them).
 """
 import sys
 
@@ -111,11 +114,14 @@ def check_elementwise(head, arrays):
 
 def main():
     lines = [l.split() for l in sys.stdin if l.strip()]
-    counts, bad, i = {}, 0, 0
+    counts, bad, i, wide_bit0 = {}, 0, 0, {}
     while i < len(lines):
         head = lines[i]
         if head[0] == "ntt":
             ok, what = check_transform(head, *lines[i + 1:i + 5])
+            passes = [tuple(int(v) for v in e.split(":")) for e in head[7:]]
+            if ok and any(lo == 0 and s >= 7 and clog == 0 and k == 1 for lo, s, clog, k in passes):
+                wide_bit0[head[3]] = wide_bit0.get(head[3], 0) + 1
             kind, i = "transform", i + 5
         elif head[0] == "elt":
             j = i + 1
@@ -132,9 +138,17 @@ def main():
             bad += 1
             if bad <= 3:
                 print("MISMATCH", kind, what)
+    # The bit-0 kernels' twiddle-major stages (k >= 1 with 2^(s-1-k) >= 32 groups) run in a
+    # pass over bits [0, s >= 7) on those kernels (plan entries lo:s:clog:k, k = 1): both
+    # directions must have had one.
+    for dif in ("1", "0"):
+        if not wide_bit0.get(dif):
+            bad += 1
+            print("MISSING a twiddle-major bit-0 pass,", "DIF" if dif == "1" else "DIT")
     total = sum(counts.values())
-    print("checked", counts.get("transform", 0), "transforms and", total - counts.get("transform", 0),
-          "elementwise kernel runs;", bad, "mismatches")
+    print("checked", counts.get("transform", 0), "transforms (" +
+          str(sum(wide_bit0.values())), "with twiddle-major bit-0 passes) and",
+          total - counts.get("transform", 0), "elementwise kernel runs;", bad, "mismatches")
     sys.exit(1 if bad or not counts.get("transform") else 0)
 
 

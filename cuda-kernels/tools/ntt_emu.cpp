@@ -97,12 +97,15 @@ struct Pass { uint32_t lo, s, clog; };
 
 // A random plan over bits [0, log_n): bit 0's pass has one column; a pass above takes up to
 // 2^lo columns and fits 2^12 elements in a tile.
-static std::vector<Pass> random_plan(uint32_t log_n) {
+// A random split of the log_n bits into passes; with `wide_bit0` (log_n >= 7) the pass
+// over bits [0, s) has s >= 7, so that the bit-0 kernels' twiddle-major stages run.
+static std::vector<Pass> random_plan(uint32_t log_n, bool wide_bit0) {
   std::vector<Pass> plan;
   uint32_t lo = 0;
   while (lo < log_n) {
     const uint32_t left = log_n - lo;
-    const uint32_t s = 1 + (uint32_t)(rng() % (left < 8 ? left : 8));
+    uint32_t s = 1 + (uint32_t)(rng() % (left < 8 ? left : 8));
+    if (lo == 0 && wide_bit0) s = log_n == 7 ? 7 : 7 + (uint32_t)(rng() % 2);
     uint32_t clog = 0;
     if (lo > 0) clog = (uint32_t)(rng() % ((lo < 3 ? lo : 3) + 1));
     if (s + clog > 12) clog = 12 - s;
@@ -144,7 +147,9 @@ static void print_scale(const char* name, const Scale& s) {
 }
 
 // One transform: tw_log >= log_n (tw[i] = w^i, i < 2^(tw_log-1), w of order 2^tw_log).
-static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, const Fr& root_mont) {
+// `wide_bit0`: a pass over bits [0, s >= 7) on the bit-0 kernel (log_n >= 7).
+static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, const Fr& root_mont,
+                bool wide_bit0) {
   const uint32_t n = 1u << log_n;
   // w = root^(2^(32 - tw_log)), root of order 2^32.
   Fr w = root_mont;
@@ -155,7 +160,13 @@ static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, const F
   std::vector<Fr> data(n);
   for (auto& x : data) x = random_fr();
   const std::vector<Fr> input = data;
-  const std::vector<Pass> plan = random_plan(log_n);
+  const std::vector<Pass> plan = random_plan(log_n, wide_bit0);
+  // The pass over bits [0, s) runs on the bit-0 kernels three times in four (as gpu.rs
+  // launches it), else on the general ones, which take it too; always with `wide_bit0`.
+  std::vector<bool> on_bit0(plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) {
+    on_bit0[i] = plan[i].lo == 0 && plan[i].clog == 0 && (wide_bit0 || rng() % 4 != 0);
+  }
   const uint32_t r = (uint32_t)(rng() % 3);
   Scale pre = random_scale(r == 0 ? 0 : (uint32_t)(1 + rng() % 2), log_n);
   Scale post = random_scale((uint32_t)(rng() % 3), log_n);
@@ -166,12 +177,19 @@ static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, const F
   // DIF runs the passes from the top bits down, DIT from bit 0 up; the pre scaling applies
   // at the first pass's loads, the post scaling at the last pass's stores.
   std::vector<Pass> order = plan;
-  if (dif) std::reverse(order.begin(), order.end());
+  std::vector<bool> order_bit0 = on_bit0;
+  if (dif) {
+    std::reverse(order.begin(), order.end());
+    std::reverse(order_bit0.begin(), order_bit0.end());
+  }
   ScaleArgs none{};
   printf("ntt %u %u %u %u", log_n, tw_log, dif ? 1u : 0u, inverse ? 1u : 0u);
   print(w);
   printf(" plan");
-  for (const auto& p : plan) printf(" %u:%u:%u", p.lo, p.s, p.clog);
+  // lo:s:clog:k, k = 1 when the pass ran on the bit-0 kernel.
+  for (size_t i = 0; i < plan.size(); ++i) {
+    printf(" %u:%u:%u:%u", plan[i].lo, plan[i].s, plan[i].clog, on_bit0[i] ? 1u : 0u);
+  }
   printf("\n");
   print_scale("pre", pre);
   print_scale("post", post);
@@ -185,12 +203,10 @@ static void run(uint32_t log_n, uint32_t tw_log, bool dif, bool inverse, const F
     // 1-8 threads, or 64 or 128 (two or four warps) one time in three.
     const uint32_t block = rng() % 3 == 0 ? 64u << (rng() % 2) : 1u << (rng() % 4);
     const uint32_t threads = block < block_max ? block : block_max;
-    const bool bit0 = p.lo == 0 && p.clog == 0 && rng() % 4 != 0;
+    const bool bit0 = order_bit0[i];
     Fr* d = data.data();
     const Fr* t = tw.data();
     launch(grid, threads, [&] {
-      // The bit-0 pass on its own kernels three times in four (as gpu.rs launches it),
-      // else on the general ones, which take it too.
       const uint32_t inv = inverse ? 1u : 0u;
       if (bit0 && dif) {
         ntt_pass_dif_bit0(d, t, tw_log, p.lo, p.s, p.clog, inv, a_pre, a_post);
@@ -304,9 +320,12 @@ int main(int argc, char** argv) {
   FrParams::r2(r2.l);
   const Fr root_mont = fe_mul(root_c, r2);
   for (int c = 0; c < cases; ++c) {
-    const uint32_t log_n = 1 + (uint32_t)(rng() % 12);
+    // The first four (DIF and DIT, forward and inverse) always run the bit-0 kernels'
+    // twiddle-major stages: 2^7-2^12 points, a first pass of 7 or 8 bits.
+    const bool wide_bit0 = c < 4;
+    const uint32_t log_n = wide_bit0 ? 7 + (uint32_t)(rng() % 6) : 1 + (uint32_t)(rng() % 12);
     const uint32_t tw_log = log_n + (uint32_t)(rng() % 3);
-    run(log_n, tw_log, (c & 1) == 0, (c & 2) != 0, root_mont);
+    run(log_n, tw_log, (c & 1) == 0, (c & 2) != 0, root_mont, wide_bit0);
     run_elementwise(log_n);
   }
   return 0;
