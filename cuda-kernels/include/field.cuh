@@ -27,6 +27,8 @@ struct FpParams {
   static constexpr int N = 12;
   // -m^-1 mod 2^32
   static constexpr uint32_t INV = 0xfffcfffdu;
+  // Whether m's two low words are 1 and 2^32 - 1 (see detail::redc_low).
+  static constexpr bool LOW_WORDS_1_FFFFFFFF = false;
   __device__ static __forceinline__ void modulus(uint32_t (&m)[N]) {
     m[0] = 0xffffaaabu; m[1] = 0xb9feffffu; m[2] = 0xb153ffffu; m[3] = 0x1eabfffeu;
     m[4] = 0xf6b0f624u; m[5] = 0x6730d2a0u; m[6] = 0xf38512bfu; m[7] = 0x64774b84u;
@@ -49,6 +51,14 @@ struct FpParams {
 struct FrParams {
   static constexpr int N = 8;
   static constexpr uint32_t INV = 0xffffffffu;
+  // r = ... 0xffffffff 0x00000001: the reduction rows' two low products are adds
+  // (detail::redc_low). Off unless PINION_FR_SPARSE_REDC is defined (an experiment, not
+  // yet timed on a device: cuda-kernels/NOTES.md).
+#ifdef PINION_FR_SPARSE_REDC
+  static constexpr bool LOW_WORDS_1_FFFFFFFF = true;
+#else
+  static constexpr bool LOW_WORDS_1_FFFFFFFF = false;
+#endif
   __device__ static __forceinline__ void modulus(uint32_t (&m)[N]) {
     m[0] = 0x00000001u; m[1] = 0xffffffffu; m[2] = 0xfffe5bfeu; m[3] = 0x53bda402u;
     m[4] = 0x09a1d805u; m[5] = 0x3339d808u; m[6] = 0x299d7d48u; m[7] = 0x73eda753u;
@@ -85,6 +95,63 @@ __device__ __forceinline__ void mul_add_row(uint32_t (&t)[N + 1], const uint32_t
   for (int j = PAR + 2; j < N; j += 2) {
     t[j] = cc::madc_lo_cc(x[j], y, t[j]);
     t[j + 1] = cc::madc_hi_cc(x[j], y, t[j + 1]);
+  }
+}
+
+// One CIOS reduction step's rows for a modulus whose two low words are 1 and 2^32 - 1
+// (Fr; INV = 2^32 - 1, so q = -a0 for the accumulator's low word a0). The products of
+// those two words need no multiplier:
+//   m0 * q = q:                      lo q, hi 0; a0 + q = c0 * 2^32, c0 = (a0 != 0);
+//   m1 * q = q * 2^32 - q:           lo -q = a0, hi q - c0.
+// Even row: E[0 .. N] += m_even * q, E[0] = a0 (left as it is: the step drops that word;
+// E[N] takes the carry). Odd row: O[OFF .. OFF + N) += m_odd * q, O[OFF] being word 1
+// (OFF = 1 for one accumulator, 0 for fe_mul_ab's B), the carry left in the flag as
+// mul_add_row leaves it. Same values as mul_add_row<N, 0> and <N, 1> over m, but for E[0].
+__device__ __forceinline__ uint32_t redc_low_c0(uint32_t a0, uint32_t q) {
+  (void)cc::add_cc(a0, q);
+  return cc::addc(0, 0);
+}
+
+template <int N>
+__device__ __forceinline__ void redc_low_even(uint32_t (&E)[N + 1], const uint32_t (&m)[N],
+                                              uint32_t q, uint32_t c0) {
+  E[1] = cc::add_cc(E[1], c0);
+#pragma unroll
+  for (int j = 2; j < N; j += 2) {
+    E[j] = cc::madc_lo_cc(m[j], q, E[j]);
+    E[j + 1] = cc::madc_hi_cc(m[j], q, E[j + 1]);
+  }
+}
+
+template <int N, int OFF, int W>
+__device__ __forceinline__ void redc_low_odd(uint32_t (&O)[W], const uint32_t (&m)[N],
+                                             uint32_t q, uint32_t a0, uint32_t c0) {
+  static_assert(OFF + N <= W, "the odd row ends inside the accumulator");
+  O[OFF] = cc::add_cc(O[OFF], a0);
+  O[OFF + 1] = cc::addc_cc(O[OFF + 1], q - c0);
+#pragma unroll
+  for (int j = 3; j < N; j += 2) {
+    O[OFF + j - 1] = cc::madc_lo_cc(m[j], q, O[OFF + j - 1]);
+    O[OFF + j] = cc::madc_hi_cc(m[j], q, O[OFF + j]);
+  }
+}
+
+// One reduction step of a single accumulator t (N + 1 words): t += m * q, q = t[0] * INV,
+// leaving t[0] to be shifted out (zero, or a0 under LOW_WORDS_1_FFFFFFFF).
+template <class P>
+__device__ __forceinline__ void redc_step(uint32_t (&t)[P::N + 1], const uint32_t (&m)[P::N]) {
+  constexpr int N = P::N;
+  const uint32_t q = t[0] * P::INV;
+  if constexpr (P::LOW_WORDS_1_FFFFFFFF) {
+    const uint32_t a0 = t[0];
+    const uint32_t c0 = redc_low_c0(a0, q);
+    redc_low_even<N>(t, m, q, c0);
+    t[N] = cc::addc(t[N], 0);
+    redc_low_odd<N, 1>(t, m, q, a0, c0);
+  } else {
+    mul_add_row<N, 0>(t, m, q);
+    t[N] = cc::addc(t[N], 0);
+    mul_add_row<N, 1>(t, m, q);
   }
 }
 
@@ -198,11 +265,8 @@ __device__ __forceinline__ Fe<P> fe_mul(const Fe<P>& a, const Fe<P>& b) {
     t[N] = cc::addc(0, 0);
     detail::mul_add_row<N, 1>(t, a.l, bi);  // ends at t[N]; no carry out (bound above)
 
-    const uint32_t q = t[0] * P::INV;
-    detail::mul_add_row<N, 0>(t, m, q);
-    t[N] = cc::addc(t[N], 0);
-    detail::mul_add_row<N, 1>(t, m, q);
-    // t[0] is now 0: shift down one word.
+    detail::redc_step<P>(t, m);
+    // t[0] is now 0 (or dropped): shift down one word.
 #pragma unroll
     for (int j = 0; j < N; ++j) t[j] = t[j + 1];
     t[N] = 0;
@@ -247,14 +311,22 @@ __device__ __forceinline__ Fe<P> fe_mul_ab(const Fe<P>& a, const Fe<P>& b) {
       B[j] = cc::mul_hi(a.l[j], bi);
     }
     const uint32_t q = A[0] * P::INV;
-    detail::mul_add_row<N, 0>(A, m, q);
-    A[N] = cc::addc(A[N], 0);
-    B[0] = cc::mad_lo_cc(m[1], q, B[0]);
-    B[1] = cc::madc_hi_cc(m[1], q, B[1]);
+    if constexpr (P::LOW_WORDS_1_FFFFFFFF) {
+      const uint32_t a0 = A[0];
+      const uint32_t c0 = detail::redc_low_c0(a0, q);
+      detail::redc_low_even<N>(A, m, q, c0);
+      A[N] = cc::addc(A[N], 0);
+      detail::redc_low_odd<N, 0>(B, m, q, a0, c0);
+    } else {
+      detail::mul_add_row<N, 0>(A, m, q);
+      A[N] = cc::addc(A[N], 0);
+      B[0] = cc::mad_lo_cc(m[1], q, B[0]);
+      B[1] = cc::madc_hi_cc(m[1], q, B[1]);
 #pragma unroll
-    for (int j = 3; j < N; j += 2) {
-      B[j - 1] = cc::madc_lo_cc(m[j], q, B[j - 1]);
-      B[j] = cc::madc_hi_cc(m[j], q, B[j]);
+      for (int j = 3; j < N; j += 2) {
+        B[j - 1] = cc::madc_lo_cc(m[j], q, B[j - 1]);
+        B[j] = cc::madc_hi_cc(m[j], q, B[j]);
+      }
     }
     // A = B + A / 2^32 (A[0] is zero)
     A[0] = cc::add_cc(B[0], A[1]);
@@ -336,10 +408,7 @@ __device__ __forceinline__ Fe<P> fe_sqr(const Fe<P>& a) {
   r[N] = 0;
 #pragma unroll
   for (int i = 0; i < N; ++i) {
-    const uint32_t q = r[0] * P::INV;
-    detail::mul_add_row<N, 0>(r, m, q);
-    r[N] = cc::addc(r[N], 0);
-    detail::mul_add_row<N, 1>(r, m, q);
+    detail::redc_step<P>(r, m);
 #pragma unroll
     for (int k = 0; k < N; ++k) r[k] = r[k + 1];
     r[N] = 0;

@@ -36,6 +36,10 @@ static Fe<P> random_fe(int kind) {
     case 0: for (int j = 0; j < P::N; ++j) r.l[j] = 0; return r;
     case 1: for (int j = 0; j < P::N; ++j) r.l[j] = m[j]; r.l[0] -= 1; return r;  // m - 1
     case 2: return fe_one<P>();
+    case 4:  // random with a zero low word: a product's first reduction step has q = 0
+      r = random_fe<P>(3);
+      r.l[0] = 0;
+      return r;
     default: break;
   }
   // random below m: random words with the top word below m's top word
@@ -53,7 +57,9 @@ static void print(const Fe<P>& a) {
 template <class P>
 static void run(const char* name, int n) {
   for (int i = 0; i < n; ++i) {
-    Fe<P> a = random_fe<P>(i < 9 ? i / 3 : 3), b = random_fe<P>(i < 9 ? i % 3 : 3);
+    // Edge values first, then random ones, every fifth with a zero low word.
+    const int kind = i < 9 ? -1 : i % 5 == 0 ? 4 : 3;
+    Fe<P> a = random_fe<P>(kind < 0 ? i / 3 : kind), b = random_fe<P>(kind < 0 ? i % 3 : 3);
     printf("%s add", name); print(a); print(b); print(fe_add(a, b)); printf("\n");
     printf("%s sub", name); print(a); print(b); print(fe_sub(a, b)); printf("\n");
     printf("%s mul", name); print(a); print(b); print(fe_mul(a, b)); printf("\n");
