@@ -1076,3 +1076,88 @@ fn gpu_h_of_a_refused_h_msm_is_read_back_and_summed_on_the_cpu() {
         32 * m
     );
 }
+
+/// A backend's device PCEs are LRU-evicted residents: when a proof's H step finds no VRAM
+/// for its witness and a, b and c, the PCEs of other circuits that no proof holds give
+/// theirs (it used to fail: "no device memory for the witness and a, b, c"). Circuit A
+/// (a long PCE) and circuit B (a short one) are proved once each through one backend, so
+/// both PCEs are on the device; then the VRAM budget is cut below what is in use by A's
+/// PCE, plus a growing margin: B's next proof can only have its H step on the device by
+/// dropping A's PCE, and every margin below A's PCE's bytes proves that.
+#[test]
+fn gpu_idle_device_pces_give_their_vram_to_a_proof_that_needs_it() {
+    let Some(tight) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let mut rng = rng(seed());
+    let long = RepeatedSquare {
+        k: 60_000,
+        x: groth16_prover::testing::SplitMix::new(rng.random()).scalar(),
+    };
+    let short = MimcChain::new(400, rng.random());
+    let (params_a, params_b) = (
+        generate(long.clone(), &mut rng),
+        generate(short.clone(), &mut rng),
+    );
+    let rs = pairs(&mut rng, 1);
+    let budget = big_budget();
+    let store = SrsStore::new(budget.clone(), StoreConfig::default());
+    let (_cache_a, pce_a) = record(&budget, "gpu-pce-evict-a", long.clone());
+    let (_cache_b, pce_b) = record(&budget, "gpu-pce-evict-b", short.clone());
+    let (_da, key_a) = key_via_store(&params_a, &store, "pce-evict-a");
+    let (_db, key_b) = key_via_store(&params_b, &store, "pce-evict-b");
+    let backend = Arc::new(GpuBackend::with_gpu(tight.clone(), budget.clone()));
+    let config = ProverConfig {
+        self_check: SelfCheck::Always,
+        ..ProverConfig::default()
+    };
+    let prover_a =
+        Prover::with_shared_backend(Arc::new(key_a), budget.clone(), config, backend.clone());
+    let prover_b =
+        Prover::with_shared_backend(Arc::new(key_b), budget.clone(), config, backend.clone());
+    let want_b =
+        bytes(&groth16::create_proof(short.clone(), &params_b, rs[0].r, rs[0].s).expect("ref"));
+    let got = prover_a
+        .prove(Synthesis::Pce(&pce_a), long.clone(), rs[0])
+        .expect("circuit A with room");
+    assert!(verifies(prover_a.key(), &got.proof, &[long.x.square()]));
+    let a_bytes = backend.device_pce_bytes();
+    let got = prover_b
+        .prove(Synthesis::Pce(&pce_b), short.clone(), rs[0])
+        .expect("circuit B with room");
+    assert_eq!(bytes(&got.proof), want_b);
+    let b_bytes = backend.device_pce_bytes() - a_bytes;
+    assert!(
+        a_bytes > 0 && b_bytes > 0,
+        "both PCEs on the device: {a_bytes}, {b_bytes}"
+    );
+    let used = tight.vram_budget().snapshot().used_bytes;
+    eprintln!("device PCEs: A {a_bytes} bytes, B {b_bytes} bytes; vram in use {used}");
+    let mut extra = 16 << 10;
+    loop {
+        assert!(
+            extra < a_bytes,
+            "no margin below A's PCE ({a_bytes} bytes) let B's H step run on the device"
+        );
+        let what = format!("vram budget {used} - {a_bytes} + {extra} bytes");
+        tight.vram_budget().set_total_bytes(used - a_bytes + extra);
+        match prover_b.prove(Synthesis::Pce(&pce_b), short.clone(), rs[0]) {
+            Err(e) => eprintln!("{what}: {e}"),
+            Ok(got) => {
+                assert_eq!(bytes(&got.proof), want_b, "{what}");
+                assert!(
+                    verifies(prover_b.key(), &got.proof, &[short.output()]),
+                    "{what}"
+                );
+                assert_eq!(
+                    backend.device_pce_bytes(),
+                    b_bytes,
+                    "{what}: only B's PCE is left"
+                );
+                eprintln!("{what}: proved with A's PCE dropped");
+                break;
+            }
+        }
+        extra = extra * 5 / 4;
+    }
+}

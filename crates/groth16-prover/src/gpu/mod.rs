@@ -41,6 +41,7 @@
 mod bases;
 mod h_step;
 mod pce;
+mod resident;
 mod staging;
 
 pub use pce::sparse_parts;
@@ -124,6 +125,8 @@ pub struct GpuBackend {
     device_abc: bool,
     /// The circuits' PCEs on the device.
     pces: pce::ResidentPces,
+    /// Keeps their evictor registered with the device's VRAM budget.
+    _pce_evictor: memory_budget::EvictorRegistration,
     /// The kernel that evaluates them (`with_abc_kernel`).
     abc_kernel: gpu_ntt::SparseKernel,
     /// Whether a proof whose witness is copied ahead has a, b and c evaluated ahead too
@@ -231,6 +234,8 @@ impl GpuBackend {
     /// on their way to the device) is charged to `budget` under `Category::PinnedPool`
     /// and kept across proofs; the budget can evict its idle buffers.
     pub fn with_gpu(gpu: Gpu, budget: Budget) -> GpuBackend {
+        let pces = pce::ResidentPces::default();
+        let _pce_evictor = gpu.vram_budget().register_evictor(pces.evictor());
         GpuBackend {
             ntt: GpuNtt::new(gpu.clone()),
             msm: GpuMsm::new(gpu.clone()),
@@ -249,7 +254,8 @@ impl GpuBackend {
             budget,
             placement: GpuPlacement::Auto,
             device_abc: true,
-            pces: pce::ResidentPces::default(),
+            pces,
+            _pce_evictor,
             abc_kernel: abc_kernel_from_env(),
             abc_ahead: std::env::var("PINION_ABC_AHEAD").as_deref() != Ok("0"),
             precomputed_bits: std::env::var("PINION_PRECOMPUTED_WINDOWS")
@@ -320,7 +326,9 @@ impl GpuBackend {
 
     /// Whether this backend evaluates a proof's a, b and c on the device (default true):
     /// the circuit's PCE is uploaded to VRAM once (charged to the device's VRAM budget,
-    /// the few least recently used kept), each proof's witness goes to the device once,
+    /// the few least recently used kept; those no proof holds give their VRAM back when
+    /// the budget runs short after 30 s unused, or at once when a proof of this backend
+    /// needs the room), each proof's witness goes to the device once,
     /// and the three sparse mat-vecs and the witness check run there; the host computes
     /// only the witness. Off: the host evaluates a, b and c into pinned buffers, which
     /// are copied to the device (what a backend that keeps its bases in pinned memory does:

@@ -15,6 +15,7 @@ use gpu_device::{DeviceBuffer, Gpu, GpuError};
 use gpu_ntt::{AbcSource, DeviceR1cs, GpuNttError, SparseParts};
 use pce_cache::{Fingerprint, MatrixId, Pce};
 
+use super::resident::{DeviceBytes, IdleEvictor, Resident, DEVICE_PCE_MIN_IDLE};
 use super::staging::{write_montgomery, PinnedBuf, SCALAR_LIMBS};
 use super::{driver_err, ntt_err, GpuBackend};
 use crate::backend::{BackendOwned, HOutput};
@@ -76,15 +77,46 @@ impl DevicePce {
     }
 }
 
-/// The device PCEs a backend keeps, most recently used last.
-#[derive(Default)]
-pub(super) struct ResidentPces(Mutex<Vec<Arc<DevicePce>>>);
+impl DeviceBytes for DevicePce {
+    fn device_bytes(&self) -> u64 {
+        self.r1cs.bytes()
+    }
+}
+
+/// The device PCEs a backend keeps (at most [`MAX_RESIDENT`], least recently used first):
+/// LRU-evicted residents ([`super::resident`]).
+pub(super) struct ResidentPces(Arc<Mutex<Resident<DevicePce>>>);
+
+impl Default for ResidentPces {
+    fn default() -> ResidentPces {
+        ResidentPces(Arc::new(Mutex::new(Resident::new(MAX_RESIDENT))))
+    }
+}
 
 impl ResidentPces {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Resident<DevicePce>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Bytes of VRAM they hold.
     pub(super) fn bytes(&self) -> u64 {
-        let list = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        list.iter().map(|p| p.r1cs.bytes()).sum()
+        self.lock().bytes()
+    }
+
+    /// An evictor for the device's VRAM budget: it drops the PCEs no proof holds that have
+    /// been idle for [`DEVICE_PCE_MIN_IDLE`] (another key's promotion to the device, say,
+    /// can take their room).
+    pub(super) fn evictor(&self) -> Arc<dyn memory_budget::Evictor> {
+        Arc::new(IdleEvictor {
+            list: Arc::downgrade(&self.0),
+            min_idle: DEVICE_PCE_MIN_IDLE,
+        })
+    }
+
+    /// Drops every PCE no proof holds, now; returns the device bytes freed.
+    pub(super) fn drop_idle(&self) -> u64 {
+        self.lock()
+            .evict_idle(u64::MAX, std::time::Duration::ZERO, Instant::now())
     }
 }
 
@@ -162,10 +194,8 @@ impl GpuBackend {
     /// evaluates a, b and c then.
     pub(super) fn device_pce(&self, pce: &Pce) -> Result<Option<Arc<DevicePce>>, ProverError> {
         let fp = pce.fingerprint();
-        let mut list = self.pces.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = list.iter().position(|p| p.fingerprint == fp) {
-            let p = list.remove(i);
-            list.push(p.clone());
+        let mut list = self.pces.lock();
+        if let Some(p) = list.take(|p| p.fingerprint == fp, Instant::now()) {
             return Ok(Some(p));
         }
         for attempt in 0..2 {
@@ -175,18 +205,15 @@ impl GpuBackend {
                     metrics::histogram!("pinion_groth16_prover_pce_upload_seconds")
                         .record(t.elapsed().as_secs_f64());
                     let p = Arc::new(p);
-                    list.push(p.clone());
-                    if list.len() > MAX_RESIDENT {
-                        list.remove(0);
-                    }
+                    list.push(p.clone(), Instant::now());
                     return Ok(Some(p));
                 }
+                // Room from the others no proof holds (one a proof holds stays listed,
+                // so the next proof of its circuit finds it instead of uploading another).
                 Err(GpuNttError::Gpu(GpuError::Budget { .. } | GpuError::OutOfMemory { .. }))
-                    if attempt == 0 && !list.is_empty() =>
-                {
-                    // Room from the others not in use (a proof holding one keeps it).
-                    list.clear();
-                }
+                    if attempt == 0
+                        && list.evict_idle(u64::MAX, std::time::Duration::ZERO, Instant::now())
+                            > 0 => {}
                 Err(GpuNttError::Gpu(GpuError::Budget { .. } | GpuError::OutOfMemory { .. })) => {
                     return Ok(None)
                 }
@@ -333,13 +360,20 @@ impl GpuBackend {
                 // On the prefetch stream the pool could hand back memory freed there (or,
                 // through a cross-stream dependency, elsewhere) behind work still queued,
                 // which the copy below would not wait for.
-                let Some((mut witness, abc)) = alloc_inputs(
-                    &self.gpu,
-                    words,
-                    SCALAR_LIMBS * w.m,
-                    "(a, b, c on the device)",
-                )?
-                else {
+                let alloc = || {
+                    alloc_inputs(
+                        &self.gpu,
+                        words,
+                        SCALAR_LIMBS * w.m,
+                        "(a, b, c on the device)",
+                    )
+                };
+                // Without room: the other circuits' PCEs no proof holds give theirs, once.
+                let inputs = match alloc()? {
+                    None if self.pces.drop_idle() > 0 => alloc()?,
+                    got => got,
+                };
+                let Some((mut witness, abc)) = inputs else {
                     return Err(ProverError::BackendUnavailable {
                         backend: "gpu",
                         reason: "no device memory for the witness and a, b, c",
