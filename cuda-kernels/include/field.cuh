@@ -27,7 +27,7 @@ struct FpParams {
   static constexpr int N = 12;
   // -m^-1 mod 2^32
   static constexpr uint32_t INV = 0xfffcfffdu;
-  // Whether m's two low words are 1 and 2^32 - 1 (see detail::redc_low).
+  // Whether m's two low words are 1 and 2^32 - 1 (see detail::redc_step).
   static constexpr bool LOW_WORDS_1_FFFFFFFF = false;
   __device__ static __forceinline__ void modulus(uint32_t (&m)[N]) {
     m[0] = 0xffffaaabu; m[1] = 0xb9feffffu; m[2] = 0xb153ffffu; m[3] = 0x1eabfffeu;
@@ -52,7 +52,7 @@ struct FrParams {
   static constexpr int N = 8;
   static constexpr uint32_t INV = 0xffffffffu;
   // r = ... 0xffffffff 0x00000001: the reduction rows' two low products are adds
-  // (detail::redc_low). Off unless PINION_FR_SPARSE_REDC is defined (an experiment, not
+  // (detail::redc_step). Off unless PINION_FR_SPARSE_REDC is defined (an experiment, not
   // yet timed on a device: cuda-kernels/NOTES.md).
 #ifdef PINION_FR_SPARSE_REDC
   static constexpr bool LOW_WORDS_1_FFFFFFFF = true;
@@ -328,7 +328,7 @@ __device__ __forceinline__ Fe<P> fe_mul_ab(const Fe<P>& a, const Fe<P>& b) {
         B[j] = cc::madc_hi_cc(m[j], q, B[j]);
       }
     }
-    // A = B + A / 2^32 (A[0] is zero)
+    // A = B + A / 2^32 (A[0] is zero, or a0 and dropped)
     A[0] = cc::add_cc(B[0], A[1]);
 #pragma unroll
     for (int k = 1; k < N - 1; ++k) A[k] = cc::addc_cc(B[k], A[k + 1]);
