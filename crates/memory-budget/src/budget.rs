@@ -427,7 +427,8 @@ impl Inner {
         measured.map(|_| ())
     }
 
-    /// Asks evictors to free the queue's shortfall, with no budget lock held. Only one thread
+    /// Asks evictors (cheapest to refill first, `Evictor::refill_cost`) to free the queue's
+    /// shortfall, with no budget lock held. Only one thread
     /// evicts at a time; a request that arrives meanwhile makes that thread run another round.
     fn run_eviction(&self) {
         {
@@ -445,13 +446,15 @@ impl Inner {
                 (st.used + st.waiting_bytes).saturating_sub(st.cap)
             };
             if shortfall > 0 {
-                let evictors: Vec<(Arc<dyn Evictor>, crate::metrics_names::EvictorMetrics)> = self
-                    .evictors
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .iter()
-                    .map(|e| (Arc::clone(&e.evictor), e.metrics.clone()))
-                    .collect();
+                let mut evictors: Vec<(Arc<dyn Evictor>, crate::metrics_names::EvictorMetrics)> =
+                    self.evictors
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .iter()
+                        .map(|e| (Arc::clone(&e.evictor), e.metrics.clone()))
+                        .collect();
+                // Cheapest to refill first; registration order among equals (a stable sort).
+                evictors.sort_by_key(|(ev, _)| ev.refill_cost());
                 let mut freed = 0u64;
                 for (ev, m) in evictors {
                     if freed >= shortfall {

@@ -9,6 +9,21 @@ use crate::budget::{unregister_evictor, Budget, Inner};
 /// Default minimum idle time before a cache entry may be evicted.
 pub const DEFAULT_MIN_IDLE: Duration = Duration::from_secs(5 * 60);
 
+/// What bringing an evicted entry back costs, next to a budget's other caches. A budget asks
+/// its evictors cheapest first (in registration order among equals), so a request is served
+/// from what is cheapest to refill: say a device copy of data the host still holds
+/// ([`RefillCost::Cheap`]) before parameters read again from a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum RefillCost {
+    /// A copy from memory that stays (seconds at most).
+    Cheap,
+    /// The default.
+    #[default]
+    Normal,
+    /// A read from disk or a recomputation.
+    Costly,
+}
+
 /// A cache that can give bytes back. Called by the budget with no budget lock held, from the
 /// thread (or task) of a request that does not fit.
 ///
@@ -20,6 +35,11 @@ pub trait Evictor: Send + Sync {
     fn name(&self) -> &str;
     /// Frees at least `at_least_bytes` if it can; returns the bytes freed.
     fn evict(&self, at_least_bytes: u64) -> u64;
+    /// What refilling an evicted entry costs (default [`RefillCost::Normal`]): the budget
+    /// asks cheaper evictors first.
+    fn refill_cost(&self) -> RefillCost {
+        RefillCost::Normal
+    }
 }
 
 /// Keeps an evictor registered; unregisters it when dropped.

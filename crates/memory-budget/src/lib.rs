@@ -31,9 +31,10 @@
 //!   (release, shrink, drop, timeout, cancellation, ceiling change); wakers are called after
 //!   the lock is released.
 //! - **Eviction**: a request that must wait asks the registered [`Evictor`]s for the queue's
-//!   shortfall, with no budget lock held, one evicting thread at a time. Evictors only give
-//!   up entries nobody holds and idle for a minimum time ([`EntryUse`], default 5 minutes);
-//!   [`Budget::notify_eligible`] makes waiters try again when such an entry appears.
+//!   shortfall (cheapest to refill first: [`RefillCost`]), with no budget lock held, one
+//!   evicting thread at a time. Evictors only give up entries nobody holds and idle for a
+//!   minimum time ([`EntryUse`], default 5 minutes); [`Budget::notify_eligible`] makes
+//!   waiters try again when such an entry appears.
 //! - **Drift check**: budgets from [`Budget::detect`] read what the kernel charges (cgroup
 //!   `memory.current` + `memory.stat`, v1 `usage_in_bytes`, or the host's meminfo) and lower
 //!   the ceiling to `limit − margin − untracked`, where `untracked` is `hard − charged` at the
@@ -147,7 +148,7 @@ pub use detect::{
     DetectOptions, Detection, LimitSource, Limits, OwnCgroups, SourceKind, SourceStatus,
 };
 pub use error::BudgetError;
-pub use evict::{EntryHold, EntryUse, Evictor, EvictorRegistration, DEFAULT_MIN_IDLE};
+pub use evict::{EntryHold, EntryUse, Evictor, EvictorRegistration, RefillCost, DEFAULT_MIN_IDLE};
 pub use procfs::V1_UNLIMITED;
 pub use report::{scope_text, MemoryReport};
 pub use rlimit::{ProcessLimits, Rlimit};

@@ -8,7 +8,9 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::seeded_rng;
-use memory_budget::{Budget, BudgetError, Category, EntryHold, EntryUse, Evictor, Reservation};
+use memory_budget::{
+    Budget, BudgetError, Category, EntryHold, EntryUse, Evictor, RefillCost, Reservation,
+};
 use rand::RngExt;
 
 struct Entry {
@@ -23,16 +25,22 @@ struct TestCache {
     calls: AtomicUsize,
     asked: Mutex<Vec<u64>>,
     freed: AtomicU64,
+    cost: RefillCost,
 }
 
 impl TestCache {
     fn new(budget: &Budget) -> Arc<TestCache> {
+        TestCache::with_cost(budget, RefillCost::Normal)
+    }
+
+    fn with_cost(budget: &Budget, cost: RefillCost) -> Arc<TestCache> {
         Arc::new(TestCache {
             budget: budget.clone(),
             entries: Mutex::new(Vec::new()),
             calls: AtomicUsize::new(0),
             asked: Mutex::new(Vec::new()),
             freed: AtomicU64::new(0),
+            cost,
         })
     }
 
@@ -78,6 +86,10 @@ impl Evictor for TestCache {
         }
         self.freed.fetch_add(freed, Ordering::SeqCst);
         freed
+    }
+
+    fn refill_cost(&self) -> RefillCost {
+        self.cost
     }
 }
 
@@ -344,5 +356,50 @@ fn parked_waiter_learns_of_a_later_eligibility_deadline() {
         );
         assert!(waited < Duration::from_secs(20), "woken late: {waited:?}");
         assert_eq!((r.bytes(), cache.len()), (100, 9));
+    });
+}
+
+#[test]
+fn evictors_are_asked_cheapest_to_refill_first() {
+    with_watchdog(60, || {
+        let b = Budget::fixed(600);
+        // Registered costliest first: the order asked must not follow registration.
+        let costly = TestCache::with_cost(&b, RefillCost::Costly);
+        let normal = TestCache::new(&b);
+        let cheap = TestCache::with_cost(&b, RefillCost::Cheap);
+        let cheap_too = TestCache::with_cost(&b, RefillCost::Cheap);
+        let _regs: Vec<_> = [&costly, &normal, &cheap, &cheap_too]
+            .into_iter()
+            .map(|c| b.register_evictor((*c).clone()))
+            .collect();
+        for c in [&costly, &normal, &cheap, &cheap_too] {
+            c.insert(100, Duration::ZERO);
+        }
+        costly.insert(100, Duration::ZERO);
+        normal.insert(100, Duration::ZERO);
+        // 100 bytes: the first cheap cache (registration order among equals) alone.
+        let r1 = b
+            .reserve(100, Category::Transient, "a", Some(Duration::ZERO))
+            .expect("a cheap entry evicted");
+        assert_eq!(
+            [costly.len(), normal.len(), cheap.len(), cheap_too.len()],
+            [2, 2, 0, 1]
+        );
+        assert_eq!(costly.calls.load(Ordering::SeqCst), 0);
+        // 300 more: the other cheap entry, then the normal cache's two; the costly one last.
+        let r2 = b
+            .reserve(300, Category::Transient, "b", Some(Duration::ZERO))
+            .expect("cheap and normal entries evicted");
+        assert_eq!(
+            [costly.len(), normal.len(), cheap.len(), cheap_too.len()],
+            [2, 0, 0, 0]
+        );
+        assert_eq!(costly.calls.load(Ordering::SeqCst), 0);
+        // Only the costly cache is left to give.
+        let _r3 = b
+            .reserve(100, Category::Transient, "c", Some(Duration::ZERO))
+            .expect("a costly entry evicted");
+        assert_eq!(costly.len(), 1);
+        drop((r1, r2));
     });
 }

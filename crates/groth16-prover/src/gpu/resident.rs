@@ -94,6 +94,12 @@ impl<T: DeviceBytes + Send + Sync> Evictor for IdleEvictor<T> {
         "groth16-prover-device-pce"
     }
 
+    /// A device PCE comes back by a copy of the host's PCE: the VRAM budget asks this
+    /// evictor before srs-store's, whose keys come back from their files.
+    fn refill_cost(&self) -> memory_budget::RefillCost {
+        memory_budget::RefillCost::Cheap
+    }
+
     fn evict(&self, at_least_bytes: u64) -> u64 {
         let Some(list) = self.list.upgrade() else {
             return 0;
@@ -194,6 +200,7 @@ mod tests {
         assert_eq!(ev.evict(1), 64);
         assert_eq!(ev.evict(u64::MAX), 32);
         assert_eq!(ev.evict(u64::MAX), 0);
+        assert_eq!(ev.refill_cost(), memory_budget::RefillCost::Cheap);
         drop(list);
         assert_eq!(ev.evict(1), 0, "the backend is gone");
     }
