@@ -96,8 +96,7 @@ static void launch(uint32_t grid, uint32_t block, F body) {
 struct Pass { uint32_t lo, s, clog; };
 
 // A random plan over bits [0, log_n): bit 0's pass has one column; a pass above takes up to
-// 2^lo columns and fits 2^12 elements in a tile.
-// A random split of the log_n bits into passes; with `wide_bit0` (log_n >= 7) the pass
+// 2^lo columns and fits 2^12 elements in a tile. With `wide_bit0` (log_n >= 7) the pass
 // over bits [0, s) has s >= 7, so that the bit-0 kernels' twiddle-major stages run.
 static std::vector<Pass> random_plan(uint32_t log_n, bool wide_bit0) {
   std::vector<Pass> plan;

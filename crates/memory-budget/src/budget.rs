@@ -428,8 +428,8 @@ impl Inner {
     }
 
     /// Asks evictors (cheapest to refill first, `Evictor::refill_cost`) to free the queue's
-    /// shortfall, with no budget lock held. Only one thread
-    /// evicts at a time; a request that arrives meanwhile makes that thread run another round.
+    /// shortfall, with no budget lock held. Only one thread evicts at a time; a request that
+    /// arrives meanwhile makes that thread run another round.
     fn run_eviction(&self) {
         {
             let mut st = self.lock();
