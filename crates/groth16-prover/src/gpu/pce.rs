@@ -115,8 +115,7 @@ impl ResidentPces {
 
     /// Drops every PCE no proof holds, now; returns the device bytes freed.
     pub(super) fn drop_idle(&self) -> u64 {
-        self.lock()
-            .evict_idle(u64::MAX, std::time::Duration::ZERO, Instant::now())
+        self.lock().drop_idle()
     }
 }
 
@@ -211,9 +210,7 @@ impl GpuBackend {
                 // Room from the others no proof holds (one a proof holds stays listed,
                 // so the next proof of its circuit finds it instead of uploading another).
                 Err(GpuNttError::Gpu(GpuError::Budget { .. } | GpuError::OutOfMemory { .. }))
-                    if attempt == 0
-                        && list.evict_idle(u64::MAX, std::time::Duration::ZERO, Instant::now())
-                            > 0 => {}
+                    if attempt == 0 && list.drop_idle() > 0 => {}
                 Err(GpuNttError::Gpu(GpuError::Budget { .. } | GpuError::OutOfMemory { .. })) => {
                     return Ok(None)
                 }
