@@ -964,6 +964,16 @@ struct RepeatedSquare {
     x: Scalar,
 }
 
+impl RepeatedSquare {
+    /// `k` constraints over a random `x` from `seed`.
+    fn new(k: usize, seed: u64) -> RepeatedSquare {
+        RepeatedSquare {
+            k,
+            x: groth16_prover::testing::SplitMix::new(seed).scalar(),
+        }
+    }
+}
+
 impl Circuit<Scalar> for RepeatedSquare {
     fn synthesize<CS: bellman::ConstraintSystem<Scalar>>(
         self,
@@ -991,10 +1001,7 @@ fn gpu_h_of_a_refused_h_msm_is_read_back_and_summed_on_the_cpu() {
         return;
     };
     let mut rng = rng(seed());
-    let circuit = RepeatedSquare {
-        k: 60_000,
-        x: groth16_prover::testing::SplitMix::new(rng.random()).scalar(),
-    };
+    let circuit = RepeatedSquare::new(60_000, rng.random());
     let m: u64 = 1 << 16;
     let params = generate(circuit.clone(), &mut rng);
     let inputs = [circuit.x.square()];
@@ -1090,10 +1097,7 @@ fn gpu_idle_device_pces_give_their_vram_to_a_proof_that_needs_it() {
         return;
     };
     let mut rng = rng(seed());
-    let long = RepeatedSquare {
-        k: 60_000,
-        x: groth16_prover::testing::SplitMix::new(rng.random()).scalar(),
-    };
+    let long = RepeatedSquare::new(60_000, rng.random());
     let short = MimcChain::new(400, rng.random());
     let (params_a, params_b) = (
         generate(long.clone(), &mut rng),

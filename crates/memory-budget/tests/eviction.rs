@@ -377,23 +377,18 @@ fn evictors_are_asked_cheapest_to_refill_first() {
         }
         costly.insert(100, Duration::ZERO);
         normal.insert(100, Duration::ZERO);
+        let lens = || [costly.len(), normal.len(), cheap.len(), cheap_too.len()];
         // 100 bytes: the first cheap cache (registration order among equals) alone.
         let r1 = b
             .reserve(100, Category::Transient, "a", Some(Duration::ZERO))
             .expect("a cheap entry evicted");
-        assert_eq!(
-            [costly.len(), normal.len(), cheap.len(), cheap_too.len()],
-            [2, 2, 0, 1]
-        );
+        assert_eq!(lens(), [2, 2, 0, 1]);
         assert_eq!(costly.calls.load(Ordering::SeqCst), 0);
         // 300 more: the other cheap entry, then the normal cache's two; the costly one last.
         let r2 = b
             .reserve(300, Category::Transient, "b", Some(Duration::ZERO))
             .expect("cheap and normal entries evicted");
-        assert_eq!(
-            [costly.len(), normal.len(), cheap.len(), cheap_too.len()],
-            [2, 0, 0, 0]
-        );
+        assert_eq!(lens(), [2, 0, 0, 0]);
         assert_eq!(costly.calls.load(Ordering::SeqCst), 0);
         // Only the costly cache is left to give.
         let _r3 = b
