@@ -456,21 +456,21 @@ impl GpuBackend {
                     .wait(copied)
                     .map_err(|c| driver_err("cuStreamWaitEvent", c))?;
             }
-            let sum = job.bases.msm(engine, &job.scalars, STREAM_CHUNK_G1);
-            // Scalars the device holds the only copy of (h, adopted in place) come back to
-            // the host for the CPU's sum when the device refuses it.
-            let back = match &sum {
-                Err(e) if out_of_vram(e) && job.only_copy => {
-                    Some(self.scalars_back(engine, job.q, &job.scalars)?)
+            let (sum, kind, back) = match job.bases.msm(engine, &job.scalars, STREAM_CHUNK_G1) {
+                Ok(p) => (Some(p), job.bases.kind(), None),
+                // Scalars the device holds the only copy of (h, adopted in place) come back
+                // to the host for the CPU's sum.
+                Err(e) if out_of_vram(&e) => {
+                    let back = if job.only_copy {
+                        Some(self.scalars_back(engine, job.q, &job.scalars)?)
+                    } else {
+                        None
+                    };
+                    (None, BasesKind::Cpu, back)
                 }
-                _ => None,
-            };
-            drop(job.scalars);
-            let (sum, kind) = match sum {
-                Ok(p) => (Some(p), job.bases.kind()),
-                Err(e) if out_of_vram(&e) => (None, BasesKind::Cpu),
                 Err(e) => return Err(gpu_msm_err(job.q.name())(e)),
             };
+            drop(job.scalars);
             sums.push(DeviceSum {
                 q: job.q,
                 sum,
