@@ -376,6 +376,12 @@ impl Inner {
     /// Reads the kernel (outside the lock) when the last reading is older than the refresh
     /// interval, or unconditionally with `force`.
     fn refresh(&self, force: bool) -> Result<(), BudgetError> {
+        self.read_kernel(force, false)
+    }
+
+    /// [`Inner::refresh`]; `settled` replaces the untracked estimate with this reading
+    /// instead of keeping a larger decayed one (see [`Budget::refresh_settled`]).
+    fn read_kernel(&self, force: bool, settled: bool) -> Result<(), BudgetError> {
         let Some(drift) = &self.drift else {
             return Ok(());
         };
@@ -404,12 +410,16 @@ impl Inner {
                     // memory from a reading, so the estimate keeps recent larger readings.
                     let reading = m.hard_bytes.saturating_sub(st.used);
                     st.untracked_reading_bytes = reading;
-                    st.untracked_bytes = reading.max(decayed(
-                        st.untracked_bytes,
-                        st.untracked_at
-                            .map_or(Duration::MAX, |t| now.saturating_duration_since(t)),
-                        drift.untracked_half_life,
-                    ));
+                    st.untracked_bytes = if settled {
+                        reading
+                    } else {
+                        reading.max(decayed(
+                            st.untracked_bytes,
+                            st.untracked_at
+                                .map_or(Duration::MAX, |t| now.saturating_duration_since(t)),
+                            drift.untracked_half_life,
+                        ))
+                    };
                     st.untracked_at = Some(now);
                     let own = m.own_hard_bytes();
                     self.metrics
@@ -708,6 +718,34 @@ impl Budget {
     /// budgets without a drift check.
     pub fn refresh_usage(&self) -> Result<(), BudgetError> {
         self.inner.refresh(true)
+    }
+
+    /// Reads the kernel now and takes that reading as the whole untracked estimate,
+    /// dropping the larger recent readings the ceiling otherwise keeps while they decay
+    /// (`DriftConfig::untracked_half_life`). Those are kept because a reservation charged
+    /// but not yet touched hides untracked memory from a reading; a caller that knows no
+    /// such reservation exists (nothing is being built, every charged byte is resident)
+    /// calls this so the ceiling reflects the memory in use now rather than a peak that
+    /// has passed. A no-op for budgets without a drift check.
+    pub fn refresh_settled(&self) -> Result<(), BudgetError> {
+        self.inner.read_kernel(true, true)
+    }
+
+    /// What the registered evictors could free if asked, now or once their idle rules
+    /// allow ([`Evictor::reclaimable_bytes`]): charged bytes that need not stay. A caller
+    /// deciding that a request can never fit counts `used − reclaimable` as fixed.
+    pub fn reclaimable_bytes(&self) -> u64 {
+        let evictors: Vec<Arc<dyn Evictor>> = self
+            .inner
+            .evictors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|e| Arc::clone(&e.evictor))
+            .collect();
+        evictors
+            .iter()
+            .fold(0u64, |sum, ev| sum.saturating_add(ev.reclaimable_bytes()))
     }
 
     /// Starts a request with options (priority, static label, eviction).

@@ -40,6 +40,13 @@ pub trait Evictor: Send + Sync {
     fn refill_cost(&self) -> RefillCost {
         RefillCost::Normal
     }
+    /// Bytes it could free if asked, now or once its idle rules allow (entries nobody
+    /// holds), for callers judging whether a request can ever fit
+    /// ([`Budget::reclaimable_bytes`](crate::Budget::reclaimable_bytes)). The default, 0,
+    /// claims nothing: a caller then treats everything it holds as staying.
+    fn reclaimable_bytes(&self) -> u64 {
+        0
+    }
 }
 
 /// Keeps an evictor registered; unregisters it when dropped.

@@ -651,6 +651,53 @@ fn untracked_memory_hidden_by_untouched_charges_still_lowers_the_ceiling() {
 }
 
 #[test]
+fn a_settled_reading_replaces_the_decaying_estimate() {
+    let mut rng = seeded_rng("a_settled_reading_replaces_the_decaying_estimate");
+    const MIB: u64 = 1 << 20;
+    let limit = rng.random_range(256..1024) * MIB;
+    let margin = 8 * MIB;
+    let high = rng.random_range(32..64) * MIB;
+    let low = rng.random_range(1..16) * MIB;
+    let probe = Arc::new(FakeProbe {
+        hard: AtomicU64::new(high),
+        reads: AtomicUsize::new(0),
+    });
+    let b = Budget::new(BudgetConfig {
+        name: "settle".into(),
+        total_bytes: limit - margin,
+        drift: Some(DriftConfig {
+            limit_bytes: limit,
+            safety_margin_bytes: margin,
+            probe: probe.clone(),
+            refresh_interval: Duration::ZERO,
+            // Far longer than the test: only a settled reading can drop the peak.
+            untracked_half_life: Duration::from_secs(3600),
+        }),
+    });
+    let held = rng.random_range(1..8) * MIB;
+    let r = b.try_reserve(held, Category::Other, "held").expect("fits");
+    // The untracked memory falls: an ordinary reading keeps the earlier, larger one.
+    probe.hard.store(held + low, Ordering::SeqCst);
+    b.refresh_usage().expect("fake probe");
+    let s = b.snapshot();
+    assert_eq!(s.untracked_reading_bytes, low);
+    assert!(s.untracked_bytes > high - MIB, "{s:?}");
+    // A settled reading is taken as it is, and the ceiling follows it.
+    b.refresh_settled().expect("fake probe");
+    let s = b.snapshot();
+    assert_eq!(s.untracked_bytes, low, "{s:?}");
+    assert_eq!(s.cap_bytes, limit - margin - low);
+    // Later ordinary readings decay from the settled one, not the old peak.
+    b.refresh_usage().expect("fake probe");
+    assert_eq!(b.snapshot().untracked_bytes, low);
+    drop(r);
+    // Without a drift check it is a no-op.
+    let fixed = Budget::fixed(1000);
+    fixed.refresh_settled().expect("no-op");
+    assert_eq!(fixed.snapshot().cap_bytes, 1000);
+}
+
+#[test]
 fn blocked_by_drift_waiter_is_admitted_when_the_kernel_frees() {
     let (b, probe) = drift_budget(1000, 1100, 100, 900, Duration::from_millis(10));
     assert_eq!(b.snapshot().cap_bytes, 100);

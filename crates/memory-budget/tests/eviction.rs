@@ -91,6 +91,29 @@ impl Evictor for TestCache {
     fn refill_cost(&self) -> RefillCost {
         self.cost
     }
+
+    fn reclaimable_bytes(&self) -> u64 {
+        self.entries
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.use_.n_holders() == 0)
+            .map(|e| e._res.bytes())
+            .sum()
+    }
+}
+
+/// An evictor that frees nothing and claims nothing (the trait's default).
+struct Silent;
+
+impl Evictor for Silent {
+    fn name(&self) -> &str {
+        "silent"
+    }
+
+    fn evict(&self, _at_least_bytes: u64) -> u64 {
+        0
+    }
 }
 
 /// Runs `f` on a thread and fails (instead of hanging) if it does not finish in time.
@@ -397,4 +420,37 @@ fn evictors_are_asked_cheapest_to_refill_first() {
         assert_eq!(costly.len(), 1);
         drop((r1, r2));
     });
+}
+
+#[test]
+fn reclaimable_bytes_count_unheld_entries_idle_or_not() {
+    let mut rng = seeded_rng("reclaimable_bytes_count_unheld_entries_idle_or_not");
+    let b = Budget::fixed(1 << 20);
+    let a = TestCache::new(&b);
+    let c = TestCache::new(&b);
+    let _regs = [
+        b.register_evictor(a.clone()),
+        b.register_evictor(c.clone()),
+        b.register_evictor(Arc::new(Silent)),
+    ];
+    assert_eq!(b.reclaimable_bytes(), 0);
+    let (x, y, z) = (
+        rng.random_range(1..1000u64),
+        rng.random_range(1..1000u64),
+        rng.random_range(1..1000u64),
+    );
+    // Unheld but not idle long enough: not evictable yet, yet it does not stay.
+    let ux = a.insert(x, Duration::from_secs(3600));
+    let _uy = a.insert(y, Duration::ZERO);
+    let uz = c.insert(z, Duration::ZERO);
+    assert_eq!(b.reclaimable_bytes(), x + y + z);
+    let hz = uz.hold();
+    let hx = ux.hold();
+    assert_eq!(b.reclaimable_bytes(), y);
+    drop((hx, hz));
+    assert_eq!(b.reclaimable_bytes(), x + y + z);
+    // Asking for all of it frees what is evictable now; the rest is still claimed.
+    assert_eq!(c.evict(u64::MAX) + a.evict(u64::MAX), y + z);
+    assert_eq!(b.reclaimable_bytes(), x);
+    assert_eq!(b.used_bytes(), x);
 }
