@@ -202,6 +202,10 @@ impl<A: StagingAllocator> Evictor for Shared<A> {
         let taken = self.take_idle(at_least_bytes);
         self.free(taken)
     }
+
+    fn reclaimable_bytes(&self) -> u64 {
+        self.lock().stats.idle_bytes
+    }
 }
 
 /// A pool of pinned staging buffers (see the module docs). Dropping the pool frees its

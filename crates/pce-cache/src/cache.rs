@@ -158,6 +158,17 @@ impl Inner {
         metrics::gauge!("pinion_pce_cached_bytes").set(bytes as f64);
     }
 
+    /// Bytes of the ready entries nobody holds: evictable now or once idle long enough.
+    fn unheld_bytes(&self) -> u64 {
+        self.lock()
+            .values()
+            .map(|s| match s {
+                Slot::Ready(e) if e.use_.n_holders() == 0 => e.reservation.bytes(),
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// Drops evictable entries, oldest idle first, until `at_least` bytes are freed. The
     /// reservations are dropped after the lock is released.
     fn evict(&self, at_least: u64) -> u64 {
@@ -214,6 +225,10 @@ impl Evictor for CacheEvictor {
 
     fn evict(&self, at_least_bytes: u64) -> u64 {
         self.inner.upgrade().map_or(0, |i| i.evict(at_least_bytes))
+    }
+
+    fn reclaimable_bytes(&self) -> u64 {
+        self.inner.upgrade().map_or(0, |i| i.unheld_bytes())
     }
 }
 

@@ -105,8 +105,13 @@ fn evicted_entries_reload_from_disk_and_held_ones_stay() {
     assert_eq!(cache.evict(u64::MAX), 0);
     let h = h2;
     assert_eq!(pce_used(&budget), h.charged_bytes());
+    // Held: the budget cannot count on it.
+    assert_eq!(budget.reclaimable_bytes(), 0);
+    let charged = h.charged_bytes();
     drop(h);
+    assert_eq!(budget.reclaimable_bytes(), charged);
     assert!(cache.evict(1) > 0);
+    assert_eq!(budget.reclaimable_bytes(), 0);
     assert!(!cache.contains("mimc"));
     assert_eq!(pce_used(&budget), 0, "eviction returns the bytes");
     let key = CircuitKey {

@@ -358,6 +358,30 @@ impl Evictor for StoreEvictor {
             None => 0,
         }
     }
+
+    fn reclaimable_bytes(&self) -> u64 {
+        self.inner.upgrade().map_or(0, |inner| {
+            unheld_bytes(&inner, &HOST_TIERS, LoadedParams::charged_bytes)
+        })
+    }
+}
+
+/// Bytes (as measured by `bytes_of`) of the resident entries of `tiers` that
+/// [`evict_idle`] could demote once idle long enough: nobody holds them and they have a
+/// file to come back from.
+fn unheld_bytes(inner: &Inner, tiers: &[Tier], bytes_of: fn(&LoadedParams) -> u64) -> u64 {
+    let st = inner.lock();
+    st.entries
+        .values()
+        .filter_map(|entry| match &entry.slot {
+            Slot::Resident(r)
+                if tiers.contains(&r.tier) && r.usage.n_holders() == 0 && r.file.is_some() =>
+            {
+                Some(bytes_of(&r.params))
+            }
+            _ => None,
+        })
+        .sum()
 }
 
 /// Demotes idle, unheld resident entries of `tiers` (least recently used first) to

@@ -107,6 +107,8 @@ fn in_memory_entry_is_charged_served_and_never_demoted() {
     // Idle and unheld, yet never demoted: there is no file to bring it back from.
     assert_eq!(store.evict_idle(u64::MAX), 0);
     assert_eq!(store.tier_of("synthetic"), Some(Tier::Host));
+    // So the budget cannot count on its bytes.
+    assert_eq!(budget.reclaimable_bytes(), 0);
     // The id is taken.
     let (g1, g2) = fill();
     let again = LoadedParams::in_memory(

@@ -162,6 +162,11 @@ fn idle_minimum_protects_recent_entries() {
     let store = SrsStore::new(budget.clone(), cfg(Duration::from_secs(3600)));
     store.preload(&a).unwrap();
     assert_eq!(store.evict_idle(u64::MAX), 0, "not idle long enough");
+    // Not evictable yet, but unheld: the budget may count on it going.
+    assert_eq!(budget.reclaimable_bytes(), steady);
+    let ha = store.get_or_load(&a).unwrap();
+    assert_eq!(budget.reclaimable_bytes(), 0, "held");
+    drop(ha);
     let err = store.get_or_load(&b).unwrap_err();
     assert!(matches!(err, SrsError::Budget { .. }), "{err}");
     assert_eq!(store.tier_of("a"), Some(Tier::Host));
