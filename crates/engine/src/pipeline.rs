@@ -476,10 +476,12 @@ fn poll_budget<T>(
 
 /// Why `need` more bytes can never be admitted now, or `None` while they might be: no
 /// other partition is anywhere in the pipeline (so none will release memory), and what
-/// stays charged (resident keys that a partition holds, PCEs, backend tables, this
-/// partition's own key; idle store entries are left out, the budget evicts those) plus
+/// stays charged (keys and PCEs that a partition holds, backend tables, this partition's
+/// own key; what the budget's evictors could free is left out, see
+/// [`memory_budget::Budget::reclaimable_bytes`]) plus
 /// `need` is above the budget's ceiling (its total, lowered by what the kernel charges
-/// beyond the charges). Only the kernel's untracked usage falling could change that.
+/// beyond the charges, read afresh: see [`memory_budget::Budget::refresh_settled`]). Only
+/// the kernel's untracked usage falling could change that.
 fn never_fits(shared: &Shared, need: u64, what: &str) -> Option<String> {
     let busy = [
         Stage::Synthesizing,
@@ -492,24 +494,31 @@ fn never_fits(shared: &Shared, need: u64, what: &str) -> Option<String> {
     if busy {
         return None;
     }
-    let snap = shared.budget.snapshot();
-    let idle: u64 = shared
-        .store
-        .entries()
-        .iter()
-        .filter(|e| {
-            e.n_holders == 0 && matches!(e.tier, srs_store::Tier::Host | srs_store::Tier::Pinned)
-        })
-        .map(|e| e.bytes)
-        .sum();
-    let fixed = snap.used_bytes.saturating_sub(idle);
-    if fixed.saturating_add(need) <= snap.cap_bytes {
+    // Idle keys, PCEs nobody holds, free staging buffers: the budget's evictors free
+    // them when a request waits, so they do not stay.
+    let idle = shared.budget.reclaimable_bytes();
+    let fits = |snap: &memory_budget::BudgetSnapshot| {
+        snap.used_bytes.saturating_sub(idle).saturating_add(need) <= snap.cap_bytes
+    };
+    let mut snap = shared.budget.snapshot();
+    if fits(&snap) {
         return None;
     }
+    // The ceiling keeps recent larger readings of untracked memory while they decay, in
+    // case a charged working set not yet touched hides some; with nothing in the pipeline
+    // none is, so the kernel's reading now is the whole truth. Without this, a peak that
+    // has passed would hold the ceiling down for minutes and fail a partition that fits.
+    if shared.budget.refresh_settled().is_ok() {
+        snap = shared.budget.snapshot();
+        if fits(&snap) {
+            return None;
+        }
+    }
+    let fixed = snap.used_bytes.saturating_sub(idle);
     let lowered = snap.total_bytes.saturating_sub(snap.cap_bytes);
     Some(format!(
         "can never be admitted: it needs {need} bytes for {what} while {fixed} bytes stay \
-         charged (keys held, PCEs, backend tables), under a ceiling of {} bytes (the \
+         charged (keys and PCEs held, backend tables), under a ceiling of {} bytes (the \
          budget's {} bytes lowered by {lowered} for what the kernel charges beyond the \
          charges), and no other partition is running to free memory",
         snap.cap_bytes, snap.total_bytes

@@ -239,6 +239,103 @@ fn bad_jobs_are_refused_or_fail_with_the_reason() {
     assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
 }
 
+/// A PCE nobody holds is memory that can go, even before it has idled long enough to be
+/// evicted: a partition that fits only once another circuit's idle PCE is evicted waits
+/// for that (the PCE cache's `min_idle`, longer than the engine's `never_fits_after`)
+/// and proves, instead of being judged never to fit.
+#[test]
+fn an_idle_pce_of_another_circuit_is_waited_for_not_counted_as_staying() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let budget = Budget::fixed(1 << 30);
+    let mut cfg = config(
+        &budget,
+        vec![device("sim0", Arc::new(TestDevice::new(&budget, seed)))],
+    );
+    let never_fits_after = Duration::from_millis(200);
+    cfg.never_fits_after = never_fits_after;
+    let engine = Engine::start(cfg).unwrap();
+    let dir = TempDir::new("idle-pce");
+    let min_idle = never_fits_after * 8;
+    let pces = Arc::new(
+        pce_cache::PceCache::new(
+            budget.clone(),
+            pce_cache::CacheConfig {
+                min_idle,
+                ..pce_cache::CacheConfig::in_memory()
+            },
+        )
+        .unwrap(),
+    );
+    let small = MimcChain::new(rng.random_range(20..40), rng.random());
+    let large = MimcChain::new(rng.random_range(300..400), rng.random());
+    let reg_a = register_on_demand(&engine, &pces, &dir, "a", small.clone(), &mut rng);
+    let reg_b = register_on_demand(&engine, &pces, &dir, "b", large.clone(), &mut rng);
+    // Both proved once with room: both keys and both PCEs resident, the tables charged.
+    for (id, base) in [("b", &large), ("a", &small)] {
+        let job = engine
+            .submit(JobSpec::single(
+                id,
+                Partition::circuit(chain_like(base, &mut rng)),
+            ))
+            .unwrap();
+        let out = engine
+            .await_job(job, Some(Duration::from_secs(60)))
+            .unwrap();
+        assert_eq!(out.status, JobStatus::Completed, "seed {seed}");
+    }
+    let pce_b = pces
+        .get_or_extract(&pce_cache::CircuitKey::new("b"), || large.clone())
+        .unwrap();
+    let pce_b_bytes = pce_b.charged_bytes();
+    let pce_a = pces
+        .get_or_extract(&pce_cache::CircuitKey::new("a"), || small.clone())
+        .unwrap();
+    let ws = working_set(&budget, &engine, &reg_a, &pce_a);
+    drop((pce_a, pce_b));
+    assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
+    // b's key is held, so b's PCE (just used: not evictable for `min_idle`) is all that
+    // can make room; room for a's working set once half of it is gone.
+    let _key_b = engine
+        .store()
+        .get_or_load(&srs_store::SrsSpec::new(&reg_b.id, &reg_b.path))
+        .unwrap();
+    budget.set_total_bytes(budget.used_bytes() + ws - pce_b_bytes / 2);
+    let t = std::time::Instant::now();
+    let c = chain_like(&small, &mut rng);
+    let rs = Randomness::random(&mut rng);
+    let job = engine
+        .submit(JobSpec {
+            circuit: "a".into(),
+            partitions: vec![Partition::circuit(c.clone())],
+            priority: Priority::Normal,
+            randomness: Some(vec![rs]),
+        })
+        .unwrap();
+    let out = engine
+        .await_job(job, Some(Duration::from_secs(60)))
+        .unwrap();
+    assert_eq!(
+        out.status,
+        JobStatus::Completed,
+        "seed {seed}: {:?}",
+        out.status
+    );
+    assert!(!pces.contains("b"), "b's PCE made the room");
+    assert!(
+        t.elapsed() > never_fits_after,
+        "it waited past never_fits_after ({:?})",
+        t.elapsed()
+    );
+    let want = groth16::create_proof(c, &reg_a.params, rs.r, rs.s).unwrap();
+    assert_eq!(
+        proof_bytes(&out.proofs[0]),
+        proof_bytes(&want),
+        "seed {seed}"
+    );
+    engine.shutdown(Shutdown::Graceful);
+}
+
 /// A partition whose key and working set fit the budget each alone but never together,
 /// with no other partition running to free memory, fails after the engine's
 /// `never_fits_after` with the sizes, instead of waiting for good; the engine is not

@@ -68,20 +68,47 @@ pub fn register<C: Circuit<Scalar> + Clone>(
     circuit: C,
     rng: &mut StdRng,
 ) -> Registered {
-    let params =
-        groth16::generate_random_parameters::<Bls12, _, _>(circuit.clone(), rng).expect("setup");
+    let pce = pces
+        .get_or_extract(&CircuitKey::new(id), || circuit.clone())
+        .expect("record pce");
+    register_with(engine, dir, id, circuit, PceSource::Held(pce), rng)
+}
+
+/// [`register`], the PCE fetched from `pces` for each partition (`PceSource::OnDemand`),
+/// held only while one runs.
+pub fn register_on_demand<C: Circuit<Scalar> + Clone + Send + Sync + 'static>(
+    engine: &Engine,
+    pces: &Arc<PceCache>,
+    dir: &TempDir,
+    id: &str,
+    circuit: C,
+    rng: &mut StdRng,
+) -> Registered {
+    let (cache, key, shape) = (Arc::clone(pces), CircuitKey::new(id), circuit.clone());
+    let source = PceSource::OnDemand(Arc::new(move || {
+        cache.get_or_extract(&key, || shape.clone())
+    }));
+    register_with(engine, dir, id, circuit, source, rng)
+}
+
+fn register_with<C: Circuit<Scalar> + Clone>(
+    engine: &Engine,
+    dir: &TempDir,
+    id: &str,
+    circuit: C,
+    pce: PceSource,
+    rng: &mut StdRng,
+) -> Registered {
+    let params = groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng).expect("setup");
     let path = dir.0.join(format!("{id}.params"));
     let mut bytes = Vec::new();
     params.write(&mut bytes).expect("write params");
     std::fs::write(&path, &bytes).expect("write params file");
-    let pce = pces
-        .get_or_extract(&CircuitKey::new(id), || circuit.clone())
-        .expect("record pce");
     engine
         .register(CircuitSpec {
             id: id.to_string(),
             params: srs_store::SrsSpec::new(id, &path),
-            pce: PceSource::Held(pce),
+            pce,
         })
         .expect("register");
     Registered {
