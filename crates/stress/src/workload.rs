@@ -134,6 +134,12 @@ impl CircuitDef {
     pub fn params_path(&self, dir: &Path) -> PathBuf {
         dir.join(self.file_name())
     }
+
+    /// Its PCE's key in the cache: the parameter file's name, which names the shape.
+    fn pce_key(&self) -> CircuitKey {
+        let name = self.file_name();
+        CircuitKey::new(name.strip_suffix(".params").unwrap_or(&name))
+    }
 }
 
 /// The workload's size.
@@ -448,18 +454,30 @@ pub fn run(config: &RunConfig, counters: &Counters) -> Result<RunReport> {
         config.samples_csv.clone(),
     )?;
 
-    // PCEs, held for the whole run (charged as `pce`).
-    let pces = PceCache::new(budget.clone(), CacheConfig::in_memory()).map_err(|e| {
-        StressError::Setup {
+    // PCEs: shared residents like the keys. Files beside the parameters, under the
+    // parameter file's name (which names the shape), so a PCE the budget evicts is loaded
+    // again rather than recorded; the engine fetches one per partition and holds it only
+    // while the partition runs, and idle ones may go at once. Held here while the working
+    // sets are sized, let go before the run.
+    let pce_dir = config.params_dir.join("pce");
+    let pces = Arc::new(
+        PceCache::new(
+            budget.clone(),
+            CacheConfig {
+                min_idle: Duration::ZERO,
+                ..CacheConfig::with_dir(&pce_dir)
+            },
+        )
+        .map_err(|e| StressError::Setup {
             circuit: "(all)".into(),
-            reason: format!("pce cache: {e}"),
-        }
-    })?;
+            reason: format!("pce cache in {}: {e}", pce_dir.display()),
+        })?,
+    );
     let mut held: Vec<PceHandle> = Vec::new();
     for c in &config.circuits {
         let shape = c.instance(&mut SplitMix::new(SHAPE_SEED));
         let pce = pces
-            .get_or_extract(&CircuitKey::new(c.id.clone()), || shape)
+            .get_or_extract(&c.pce_key(), || shape)
             .map_err(|e| StressError::Setup {
                 circuit: c.id.clone(),
                 reason: format!("pce: {e}"),
@@ -500,12 +518,15 @@ pub fn run(config: &RunConfig, counters: &Counters) -> Result<RunReport> {
             Err(e) => eprintln!("stress: no GPU ({e}); CPU devices only"),
         }
     }
+    // One CPU backend behind every CPU device (and the working sets' sizing): it is shared
+    // like the engine's CPU fallback, so its NTT twiddle table is built and charged once.
+    let cpu: Arc<dyn ProverBackend> = Arc::new(CpuBackend::new(budget.clone()));
     for i in 0..config.cpu_devices {
         let name = format!("cpu{i}");
         device_names.push(name.clone());
         devices.push(DeviceConfig::Backend {
             name,
-            backend: Arc::new(CpuBackend::new(budget.clone())),
+            backend: Arc::clone(&cpu),
         });
     }
     let mut engine_config = EngineConfig::new(budget.clone(), devices);
@@ -516,7 +537,7 @@ pub fn run(config: &RunConfig, counters: &Counters) -> Result<RunReport> {
     let mut key_bytes = BTreeMap::new();
     let mut working_set_bytes = BTreeMap::new();
     let mut vks = BTreeMap::new();
-    let sizing_backend: Arc<dyn ProverBackend> = Arc::new(CpuBackend::new(budget.clone()));
+    let sizing_backend = cpu;
     for (c, pce) in config.circuits.iter().zip(&held) {
         let path = c.params_path(&config.params_dir);
         let mut spec = SrsSpec::new(c.id.clone(), &path);
@@ -549,10 +570,23 @@ pub fn run(config: &RunConfig, counters: &Counters) -> Result<RunReport> {
         engine.register(CircuitSpec {
             id: c.id.clone(),
             params: spec,
-            pce: PceSource::Held(pce.clone()),
+            pce: {
+                let (pces, def) = (Arc::clone(&pces), c.clone());
+                // Pinned to the fingerprint recorded above: a file of another shape under
+                // this name is a typed error, never used.
+                let key = CircuitKey {
+                    fingerprint: Some(pce.fingerprint()),
+                    ..def.pce_key()
+                };
+                PceSource::OnDemand(Arc::new(move || {
+                    pces.get_or_extract(&key, || def.instance(&mut SplitMix::new(SHAPE_SEED)))
+                }))
+            },
         })?;
     }
     drop(sizing_backend);
+    // From here the engine holds each PCE only while a partition of its circuit runs.
+    drop(held);
 
     budget.reset_peaks();
 
@@ -657,7 +691,6 @@ pub fn run(config: &RunConfig, counters: &Counters) -> Result<RunReport> {
     if let Ok(e) = Arc::try_unwrap(engine) {
         e.shutdown(engine::Shutdown::Graceful);
     }
-    drop(held);
     let report = snapshot(true, sampler.finish());
     write(&report)?;
     Ok(report)
