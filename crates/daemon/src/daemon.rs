@@ -253,6 +253,8 @@ impl Daemon {
                 budget.clone(),
                 CacheConfig {
                     min_idle: config.eviction_min_idle,
+                    // Fetched in the engine's admission, which polls.
+                    admission_timeout: Some(engine::KEY_LOAD_WAIT),
                     ..CacheConfig::with_dir(state_dir.path.join("pce"))
                 },
             )

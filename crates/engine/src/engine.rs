@@ -55,9 +55,10 @@ pub enum Shutdown {
     Abort,
 }
 
-/// How long one attempt to load a key in admission should wait for the budget (the
-/// `reserve_timeout` to give an [`SrsStore`] shared with an engine): admission polls
-/// between attempts.
+/// How long one attempt to load a key or a PCE in admission should wait for the budget
+/// (the `reserve_timeout` to give an [`SrsStore`] shared with an engine, and the
+/// `admission_timeout` to give a `pce_cache::PceCache` behind a [`PceSource::OnDemand`]):
+/// admission polls between attempts.
 pub const KEY_LOAD_WAIT: Duration = Duration::from_millis(20);
 
 /// Engine settings.
@@ -133,7 +134,9 @@ pub enum PceSource {
     /// A PCE the caller holds (kept as long as the circuit is registered).
     Held(PceHandle),
     /// Fetched per partition from a `pce_cache::PceCache` (recorded or loaded on demand,
-    /// evicted when idle).
+    /// evicted when idle). Admission tries again at each poll when the budget refused a
+    /// fetch, so give the cache `admission_timeout: Some(KEY_LOAD_WAIT)`: with `None` a
+    /// load that does not fit waits inside the cache, holding up admission.
     OnDemand(Arc<dyn Fn() -> Result<PceHandle, PceError> + Send + Sync>),
 }
 

@@ -285,9 +285,39 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
         Ok(h) => h,
         Err(outcome) => return not_admitted(shared, key, q, "its key", outcome),
     };
-    let pce = match circuit.pce() {
+    // The PCE next, polled like the key: one fetched on demand may load (or be recorded)
+    // under the budget, and a cache whose `admission_timeout` is short lets each attempt
+    // give up, so the partition can still step back, leave, or be found never to fit.
+    let pce_need = std::cell::Cell::new(0);
+    let pce = poll_budget(
+        shared,
+        &key,
+        &job,
+        &pce_need,
+        "its PCE",
+        |_| match circuit.pce() {
+            Ok(p) => Ok(p),
+            Err(pce_cache::PceError::Budget {
+                source,
+                requested_bytes,
+                ..
+            }) if matches!(
+                source,
+                BudgetError::Timeout { .. } | BudgetError::WouldBlock { .. }
+            ) =>
+            {
+                pce_need.set(requested_bytes);
+                Err(Polled::Budget(source))
+            }
+            Err(e) => Err(Polled::Other(format!("pce: {e}"))),
+        },
+    );
+    let pce = match pce {
         Ok(p) => p,
-        Err(e) => return shared.fail(&job, format!("partition {}: pce: {e}", q.index)),
+        Err(outcome) => {
+            drop(hold);
+            return not_admitted(shared, key, q, "its PCE", outcome);
+        }
     };
     let bytes = match prover.working_set_bytes(&pce) {
         Ok(b) => b,

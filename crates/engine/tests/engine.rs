@@ -336,6 +336,99 @@ fn an_idle_pce_of_another_circuit_is_waited_for_not_counted_as_staying() {
     engine.shutdown(Shutdown::Graceful);
 }
 
+/// A PCE fetched on demand that the budget cannot hold is polled like a key load: with
+/// nothing else running the partition is found never to fit (the message names its PCE)
+/// instead of waiting inside the cache and holding up admission, and with room again the
+/// circuit proves.
+#[test]
+fn a_pce_that_cannot_be_loaded_is_polled_and_found_never_to_fit() {
+    let seed = seed();
+    let mut rng = rng(seed);
+    let budget = Budget::fixed(1 << 30);
+    let mut cfg = config(
+        &budget,
+        vec![device("sim0", Arc::new(TestDevice::new(&budget, seed)))],
+    );
+    cfg.never_fits_after = Duration::from_millis(200);
+    let engine = Engine::start(cfg).unwrap();
+    let dir = TempDir::new("pce-never");
+    let pces = Arc::new(
+        pce_cache::PceCache::new(
+            budget.clone(),
+            pce_cache::CacheConfig {
+                min_idle: Duration::ZERO,
+                admission_timeout: Some(engine::KEY_LOAD_WAIT),
+                ..pce_cache::CacheConfig::in_memory()
+            },
+        )
+        .unwrap(),
+    );
+    let base = MimcChain::new(rng.random_range(20..60), rng.random());
+    let reg = register_on_demand(&engine, &pces, &dir, "m", base.clone(), &mut rng);
+    let job = engine
+        .submit(JobSpec::single(
+            "m",
+            Partition::circuit(chain_like(&base, &mut rng)),
+        ))
+        .unwrap();
+    let out = engine
+        .await_job(job, Some(Duration::from_secs(60)))
+        .unwrap();
+    assert_eq!(out.status, JobStatus::Completed, "seed {seed}");
+    // The PCE gone: the next partition records it again, charging its first reservation
+    // (1 MiB), which fits the budget's total but not beside what the test holds.
+    assert!(pces.evict(u64::MAX) > 0);
+    let total = 4 << 20;
+    budget.set_total_bytes(total);
+    let held = budget
+        .try_reserve(
+            total - budget.used_bytes() - (512 << 10),
+            Category::Other,
+            "the test",
+        )
+        .unwrap();
+    let job = engine
+        .submit(JobSpec::single(
+            "m",
+            Partition::circuit(chain_like(&base, &mut rng)),
+        ))
+        .unwrap();
+    let reason = failure(&engine, job);
+    assert!(
+        reason.contains("can never be admitted") && reason.contains("its PCE"),
+        "seed {seed}: {reason}"
+    );
+    assert!(!pces.contains("m"));
+    drop(held);
+    budget.set_total_bytes(1 << 30);
+    let c = chain_like(&base, &mut rng);
+    let rs = Randomness::random(&mut rng);
+    let job = engine
+        .submit(JobSpec {
+            circuit: "m".into(),
+            partitions: vec![Partition::circuit(c.clone())],
+            priority: Priority::Normal,
+            randomness: Some(vec![rs]),
+        })
+        .unwrap();
+    let out = engine
+        .await_job(job, Some(Duration::from_secs(60)))
+        .unwrap();
+    assert_eq!(
+        out.status,
+        JobStatus::Completed,
+        "seed {seed}: {:?}",
+        out.status
+    );
+    let want = groth16::create_proof(c, &reg.params, rs.r, rs.s).unwrap();
+    assert_eq!(
+        proof_bytes(&out.proofs[0]),
+        proof_bytes(&want),
+        "seed {seed}"
+    );
+    engine.shutdown(Shutdown::Graceful);
+}
+
 /// A partition whose key and working set fit the budget each alone but never together,
 /// with no other partition running to free memory, fails after the engine's
 /// `never_fits_after` with the sizes, instead of waiting for good; the engine is not

@@ -465,6 +465,8 @@ pub fn run(config: &RunConfig, counters: &Counters) -> Result<RunReport> {
             budget.clone(),
             CacheConfig {
                 min_idle: Duration::ZERO,
+                // Fetched in the engine's admission, which polls.
+                admission_timeout: Some(engine::KEY_LOAD_WAIT),
                 ..CacheConfig::with_dir(&pce_dir)
             },
         )
