@@ -239,6 +239,46 @@ fn bad_jobs_are_refused_or_fail_with_the_reason() {
     assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
 }
 
+/// Proves `c` as a one-partition job of `circuit` with fresh (r, s) and checks that the
+/// proof is byte-identical to the reference's for the same parameters and randomness.
+fn proves_like_the_reference<C>(
+    engine: &Engine,
+    reg: &Registered,
+    c: C,
+    rng: &mut impl Rng,
+    seed: u64,
+) where
+    C: Circuit<Scalar> + Clone + Send + Sync + 'static,
+{
+    let rs = Randomness::random(rng);
+    let id = engine
+        .submit(JobSpec {
+            circuit: reg.id.clone(),
+            partitions: vec![Partition::circuit(c.clone())],
+            priority: Priority::Normal,
+            randomness: Some(vec![rs]),
+        })
+        .unwrap();
+    let out = engine.await_job(id, Some(Duration::from_secs(60))).unwrap();
+    assert_eq!(out.status, JobStatus::Completed, "seed {seed}: {id}");
+    let want = groth16::create_proof(c, &reg.params, rs.r, rs.s).unwrap();
+    assert_eq!(
+        proof_bytes(&out.proofs[0]),
+        proof_bytes(&want),
+        "seed {seed}: {id}"
+    );
+}
+
+/// An engine on one simulated device whose never-fits grace is `never_fits_after`.
+fn engine_judging_after(budget: &Budget, seed: u64, never_fits_after: Duration) -> Engine {
+    let mut cfg = config(
+        budget,
+        vec![device("sim0", Arc::new(TestDevice::new(budget, seed)))],
+    );
+    cfg.never_fits_after = never_fits_after;
+    Engine::start(cfg).unwrap()
+}
+
 /// A PCE nobody holds is memory that can go, even before it has idled long enough to be
 /// evicted: a partition that fits only once another circuit's idle PCE is evicted waits
 /// for that (the PCE cache's `min_idle`, longer than the engine's `never_fits_after`)
@@ -248,13 +288,8 @@ fn an_idle_pce_of_another_circuit_is_waited_for_not_counted_as_staying() {
     let seed = seed();
     let mut rng = rng(seed);
     let budget = Budget::fixed(1 << 30);
-    let mut cfg = config(
-        &budget,
-        vec![device("sim0", Arc::new(TestDevice::new(&budget, seed)))],
-    );
     let never_fits_after = Duration::from_millis(200);
-    cfg.never_fits_after = never_fits_after;
-    let engine = Engine::start(cfg).unwrap();
+    let engine = engine_judging_after(&budget, seed, never_fits_after);
     let dir = TempDir::new("idle-pce");
     let min_idle = never_fits_after * 8;
     let pces = Arc::new(
@@ -302,36 +337,18 @@ fn an_idle_pce_of_another_circuit_is_waited_for_not_counted_as_staying() {
         .unwrap();
     budget.set_total_bytes(budget.used_bytes() + ws - pce_b_bytes / 2);
     let t = std::time::Instant::now();
-    let c = chain_like(&small, &mut rng);
-    let rs = Randomness::random(&mut rng);
-    let job = engine
-        .submit(JobSpec {
-            circuit: "a".into(),
-            partitions: vec![Partition::circuit(c.clone())],
-            priority: Priority::Normal,
-            randomness: Some(vec![rs]),
-        })
-        .unwrap();
-    let out = engine
-        .await_job(job, Some(Duration::from_secs(60)))
-        .unwrap();
-    assert_eq!(
-        out.status,
-        JobStatus::Completed,
-        "seed {seed}: {:?}",
-        out.status
+    proves_like_the_reference(
+        &engine,
+        &reg_a,
+        chain_like(&small, &mut rng),
+        &mut rng,
+        seed,
     );
     assert!(!pces.contains("b"), "b's PCE made the room");
     assert!(
         t.elapsed() > never_fits_after,
         "it waited past never_fits_after ({:?})",
         t.elapsed()
-    );
-    let want = groth16::create_proof(c, &reg_a.params, rs.r, rs.s).unwrap();
-    assert_eq!(
-        proof_bytes(&out.proofs[0]),
-        proof_bytes(&want),
-        "seed {seed}"
     );
     engine.shutdown(Shutdown::Graceful);
 }
@@ -345,12 +362,7 @@ fn a_pce_that_cannot_be_loaded_is_polled_and_found_never_to_fit() {
     let seed = seed();
     let mut rng = rng(seed);
     let budget = Budget::fixed(1 << 30);
-    let mut cfg = config(
-        &budget,
-        vec![device("sim0", Arc::new(TestDevice::new(&budget, seed)))],
-    );
-    cfg.never_fits_after = Duration::from_millis(200);
-    let engine = Engine::start(cfg).unwrap();
+    let engine = engine_judging_after(&budget, seed, Duration::from_millis(200));
     let dir = TempDir::new("pce-never");
     let pces = Arc::new(
         pce_cache::PceCache::new(
@@ -401,31 +413,7 @@ fn a_pce_that_cannot_be_loaded_is_polled_and_found_never_to_fit() {
     assert!(!pces.contains("m"));
     drop(held);
     budget.set_total_bytes(1 << 30);
-    let c = chain_like(&base, &mut rng);
-    let rs = Randomness::random(&mut rng);
-    let job = engine
-        .submit(JobSpec {
-            circuit: "m".into(),
-            partitions: vec![Partition::circuit(c.clone())],
-            priority: Priority::Normal,
-            randomness: Some(vec![rs]),
-        })
-        .unwrap();
-    let out = engine
-        .await_job(job, Some(Duration::from_secs(60)))
-        .unwrap();
-    assert_eq!(
-        out.status,
-        JobStatus::Completed,
-        "seed {seed}: {:?}",
-        out.status
-    );
-    let want = groth16::create_proof(c, &reg.params, rs.r, rs.s).unwrap();
-    assert_eq!(
-        proof_bytes(&out.proofs[0]),
-        proof_bytes(&want),
-        "seed {seed}"
-    );
+    proves_like_the_reference(&engine, &reg, chain_like(&base, &mut rng), &mut rng, seed);
     engine.shutdown(Shutdown::Graceful);
 }
 
@@ -490,24 +478,7 @@ fn a_partition_that_can_never_fit_fails_instead_of_waiting() {
     assert!(t.elapsed() >= Duration::from_millis(300), "it waited first");
     assert_eq!(budget.snapshot().used_in(Category::WorkingSet), 0);
     budget.set_total_bytes(1 << 30);
-    let c = chain_like(&base, &mut rng);
-    let rs = Randomness::random(&mut rng);
-    let id = engine
-        .submit(JobSpec {
-            circuit: "mimc".into(),
-            partitions: vec![Partition::circuit(c.clone())],
-            priority: Priority::Normal,
-            randomness: Some(vec![rs]),
-        })
-        .unwrap();
-    let out = engine.await_job(id, Some(Duration::from_secs(60))).unwrap();
-    assert_eq!(out.status, JobStatus::Completed, "seed {seed}");
-    let want = groth16::create_proof(c, &reg.params, rs.r, rs.s).unwrap();
-    assert_eq!(
-        proof_bytes(&out.proofs[0]),
-        proof_bytes(&want),
-        "seed {seed}"
-    );
+    proves_like_the_reference(&engine, &reg, chain_like(&base, &mut rng), &mut rng, seed);
     engine.shutdown(Shutdown::Graceful);
 }
 

@@ -473,6 +473,18 @@ fn drift_budget(
     hard: u64,
     interval: Duration,
 ) -> (Budget, Arc<FakeProbe>) {
+    decaying_drift_budget(total, limit, margin, hard, interval, Duration::ZERO)
+}
+
+/// [`drift_budget`] whose untracked estimate decays with `half_life`.
+fn decaying_drift_budget(
+    total: u64,
+    limit: u64,
+    margin: u64,
+    hard: u64,
+    interval: Duration,
+    half_life: Duration,
+) -> (Budget, Arc<FakeProbe>) {
     let probe = Arc::new(FakeProbe {
         hard: AtomicU64::new(hard),
         reads: AtomicUsize::new(0),
@@ -485,7 +497,7 @@ fn drift_budget(
             safety_margin_bytes: margin,
             probe: probe.clone(),
             refresh_interval: interval,
-            untracked_half_life: Duration::ZERO,
+            untracked_half_life: half_life,
         }),
     });
     (b, probe)
@@ -598,22 +610,15 @@ fn untracked_memory_hidden_by_untouched_charges_still_lowers_the_ceiling() {
     let limit = rng.random_range(256..1024) * MIB;
     let margin = 8 * MIB;
     let untracked = rng.random_range(16..64) * MIB;
-    let probe = Arc::new(FakeProbe {
-        hard: AtomicU64::new(untracked),
-        reads: AtomicUsize::new(0),
-    });
     let half_life = Duration::from_millis(500);
-    let b = Budget::new(BudgetConfig {
-        name: "hold".into(),
-        total_bytes: limit - margin,
-        drift: Some(DriftConfig {
-            limit_bytes: limit,
-            safety_margin_bytes: margin,
-            probe: probe.clone(),
-            refresh_interval: Duration::ZERO,
-            untracked_half_life: half_life,
-        }),
-    });
+    let (b, probe) = decaying_drift_budget(
+        limit - margin,
+        limit,
+        margin,
+        untracked,
+        Duration::ZERO,
+        half_life,
+    );
     assert_eq!(b.snapshot().untracked_bytes, untracked);
     // A working set charged at its peak but not yet touched: the kernel sees the untracked
     // memory and only part of the charge, so a reading shows no untracked memory at all.
@@ -658,22 +663,15 @@ fn a_settled_reading_replaces_the_decaying_estimate() {
     let margin = 8 * MIB;
     let high = rng.random_range(32..64) * MIB;
     let low = rng.random_range(1..16) * MIB;
-    let probe = Arc::new(FakeProbe {
-        hard: AtomicU64::new(high),
-        reads: AtomicUsize::new(0),
-    });
-    let b = Budget::new(BudgetConfig {
-        name: "settle".into(),
-        total_bytes: limit - margin,
-        drift: Some(DriftConfig {
-            limit_bytes: limit,
-            safety_margin_bytes: margin,
-            probe: probe.clone(),
-            refresh_interval: Duration::ZERO,
-            // Far longer than the test: only a settled reading can drop the peak.
-            untracked_half_life: Duration::from_secs(3600),
-        }),
-    });
+    // A half-life far longer than the test: only a settled reading can drop the peak.
+    let (b, probe) = decaying_drift_budget(
+        limit - margin,
+        limit,
+        margin,
+        high,
+        Duration::ZERO,
+        Duration::from_secs(3600),
+    );
     let held = rng.random_range(1..8) * MIB;
     let r = b.try_reserve(held, Category::Other, "held").expect("fits");
     // The untracked memory falls: an ordinary reading keeps the earlier, larger one.
