@@ -796,6 +796,10 @@ fn assemble(shared: &Arc<Shared>, mut work: Work, computed: Computed) {
                     work.prover.backend_name()
                 )
             };
+            // The key and the PCE are let go before the partition is seen to end, so a
+            // caller that awaits the job finds them unheld (evictable at once).
+            drop(work.hold);
+            drop(work._pce);
             shared.partition_done(&work.job, work.index, out.proof, &name, work.trace);
         }
         Err(e) => failed(shared, work, e),
