@@ -206,6 +206,11 @@ impl<A: StagingAllocator> Evictor for Shared<A> {
     fn reclaimable_bytes(&self) -> u64 {
         self.lock().stats.idle_bytes
     }
+
+    /// An idle staging buffer holds no data: giving it back costs a later allocation only.
+    fn refill_cost(&self) -> memory_budget::RefillCost {
+        memory_budget::RefillCost::Cheap
+    }
 }
 
 /// A pool of pinned staging buffers (see the module docs). Dropping the pool frees its
@@ -687,6 +692,56 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Host memory standing in for pinned buffers (the pool's bookkeeping, no GPU).
+    struct HostAlloc;
+
+    impl StagingAllocator for HostAlloc {
+        type Buffer = (Vec<u8>, Reservation);
+        const ELEMENT_BYTES: u64 = 1;
+        fn allocate(&self, len: usize, charge: Reservation) -> Result<Self::Buffer, GpuError> {
+            Ok((vec![0; len], charge))
+        }
+        fn capacity(buffer: &Self::Buffer) -> usize {
+            buffer.0.len()
+        }
+        fn wait_idle(&self, _buffer: &mut Self::Buffer) -> Result<(), GpuError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn idle_buffers_are_reclaimable_and_cheapest_to_give_back() {
+        let budget = Budget::fixed(1 << 20);
+        let pool = PinnedPool::with_allocator(HostAlloc, budget.clone(), "test pool");
+        let a = pool.acquire(4096).expect("fits");
+        let b = pool.acquire(1000).expect("fits");
+        assert_eq!(budget.reclaimable_bytes(), 0, "handed out");
+        let a_bytes = a.charged_bytes();
+        drop(a);
+        assert_eq!(budget.reclaimable_bytes(), a_bytes);
+        assert_eq!(pool.stats().idle_bytes, a_bytes);
+        let b_bytes = b.charged_bytes();
+        drop(b);
+        assert_eq!(budget.reclaimable_bytes(), a_bytes + b_bytes);
+        assert_eq!(
+            memory_budget::Evictor::refill_cost(&*pool.shared),
+            memory_budget::RefillCost::Cheap
+        );
+        // A request short of `a`'s bytes: the buffer idle longest (`a`) is freed, the
+        // other stays idle (and reclaimable).
+        let r = budget
+            .reserve(
+                (1 << 20) - b_bytes,
+                memory_budget::Category::Other,
+                "other",
+                Some(Duration::ZERO),
+            )
+            .expect("an idle buffer was freed");
+        assert_eq!(pool.stats().charged_bytes, b_bytes);
+        assert_eq!(budget.reclaimable_bytes(), b_bytes);
+        drop(r);
+    }
 
     #[test]
     fn size_classes_round_up_by_at_most_a_quarter_and_keep_powers_of_two() {
