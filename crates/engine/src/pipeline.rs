@@ -269,11 +269,7 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
                 source,
                 requested_bytes,
                 ..
-            })) if matches!(
-                source,
-                BudgetError::Timeout { .. } | BudgetError::WouldBlock { .. }
-            ) =>
-            {
+            })) if waits_out(&source) => {
                 key_need.set(requested_bytes);
                 Err(Polled::Budget(source))
             }
@@ -301,11 +297,7 @@ fn admit(shared: &Arc<Shared>, key: crate::engine::QueueKey, q: Queued) {
                 source,
                 requested_bytes,
                 ..
-            }) if matches!(
-                source,
-                BudgetError::Timeout { .. } | BudgetError::WouldBlock { .. }
-            ) =>
-            {
+            }) if waits_out(&source) => {
                 pce_need.set(requested_bytes);
                 Err(Polled::Budget(source))
             }
@@ -461,6 +453,15 @@ fn not_admitted(
     shared.fail(&q.job, format!("partition {}: {why}", q.index));
 }
 
+/// Whether a budget refusal is one admission waits out, polling again (the attempt's wait
+/// ran out, or it did not wait), rather than a failure.
+fn waits_out(refusal: &BudgetError) -> bool {
+    matches!(
+        refusal,
+        BudgetError::Timeout { .. } | BudgetError::WouldBlock { .. }
+    )
+}
+
 /// Retries `attempt` (a budget request waiting at most the poll interval) until it
 /// succeeds, fails for good, or the partition should leave or step back. `need` bytes
 /// (`what`) are what the attempt asks for (the attempt may update them); a partition
@@ -478,7 +479,7 @@ fn poll_budget<T>(
     loop {
         let t = Instant::now();
         match attempt(ADMISSION_POLL) {
-            Err(Polled::Budget(BudgetError::Timeout { .. } | BudgetError::WouldBlock { .. })) => {
+            Err(Polled::Budget(e)) if waits_out(&e) => {
                 // An attempt that does not wait (a store whose loads never wait) must
                 // not make this a busy loop.
                 if let Some(rest) = ADMISSION_POLL.checked_sub(t.elapsed()) {

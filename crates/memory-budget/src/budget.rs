@@ -437,6 +437,17 @@ impl Inner {
         measured.map(|_| ())
     }
 
+    /// The registered evictors with their metrics, copied out so that they are called with
+    /// the registry's lock let go.
+    fn registered_evictors(&self) -> Vec<(Arc<dyn Evictor>, crate::metrics_names::EvictorMetrics)> {
+        self.evictors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|e| (Arc::clone(&e.evictor), e.metrics.clone()))
+            .collect()
+    }
+
     /// Asks evictors (cheapest to refill first, `Evictor::refill_cost`) to free the queue's
     /// shortfall, with no budget lock held. Only one thread evicts at a time; a request that
     /// arrives meanwhile makes that thread run another round.
@@ -456,13 +467,7 @@ impl Inner {
                 (st.used + st.waiting_bytes).saturating_sub(st.cap)
             };
             if shortfall > 0 {
-                let mut evictors: Vec<(Arc<dyn Evictor>, crate::metrics_names::EvictorMetrics)> =
-                    self.evictors
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .iter()
-                        .map(|e| (Arc::clone(&e.evictor), e.metrics.clone()))
-                        .collect();
+                let mut evictors = self.registered_evictors();
                 // Cheapest to refill first; registration order among equals (a stable sort).
                 evictors.sort_by_key(|(ev, _)| ev.refill_cost());
                 let mut freed = 0u64;
@@ -735,17 +740,12 @@ impl Budget {
     /// allow ([`Evictor::reclaimable_bytes`]): charged bytes that need not stay. A caller
     /// deciding that a request can never fit counts `used − reclaimable` as fixed.
     pub fn reclaimable_bytes(&self) -> u64 {
-        let evictors: Vec<Arc<dyn Evictor>> = self
-            .inner
-            .evictors
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.inner
+            .registered_evictors()
             .iter()
-            .map(|e| Arc::clone(&e.evictor))
-            .collect();
-        evictors
-            .iter()
-            .fold(0u64, |sum, ev| sum.saturating_add(ev.reclaimable_bytes()))
+            .fold(0u64, |sum, (ev, _)| {
+                sum.saturating_add(ev.reclaimable_bytes())
+            })
     }
 
     /// Starts a request with options (priority, static label, eviction).

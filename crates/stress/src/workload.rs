@@ -539,7 +539,6 @@ pub fn run(config: &RunConfig, counters: &Counters) -> Result<RunReport> {
     let mut key_bytes = BTreeMap::new();
     let mut working_set_bytes = BTreeMap::new();
     let mut vks = BTreeMap::new();
-    let sizing_backend = cpu;
     for (c, pce) in config.circuits.iter().zip(&held) {
         let path = c.params_path(&config.params_dir);
         let mut spec = SrsSpec::new(c.id.clone(), &path);
@@ -560,7 +559,7 @@ pub fn run(config: &RunConfig, counters: &Counters) -> Result<RunReport> {
             Arc::new(key),
             budget.clone(),
             ProverConfig::default(),
-            Arc::clone(&sizing_backend),
+            Arc::clone(&cpu),
         )
         .working_set_bytes(pce)
         .map_err(|e| setup(e.to_string()))?;
@@ -586,7 +585,6 @@ pub fn run(config: &RunConfig, counters: &Counters) -> Result<RunReport> {
             },
         })?;
     }
-    drop(sizing_backend);
     // From here the engine holds each PCE only while a partition of its circuit runs.
     drop(held);
 
