@@ -426,12 +426,7 @@ fn a_partition_that_can_never_fit_fails_instead_of_waiting() {
     let seed = seed();
     let mut rng = rng(seed);
     let budget = Budget::fixed(1 << 30);
-    let mut cfg = config(
-        &budget,
-        vec![device("sim0", Arc::new(TestDevice::new(&budget, 5)))],
-    );
-    cfg.never_fits_after = Duration::from_millis(300);
-    let engine = Engine::start(cfg).unwrap();
+    let engine = engine_judging_after(&budget, 5, Duration::from_millis(300));
     let dir = TempDir::new("never-fits");
     let pces = pce_cache();
     let base = MimcChain::new(200, rng.random());
