@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use ff::Field;
 use groth16_prover::testing::test_seed;
 use pce_cache::{Pce, PceError};
 use pinion_fuzz::fixtures::{pce_layout, pce_reseal};
@@ -117,6 +118,33 @@ fn identity_points_in_the_key_are_refused() {
         assert_eq!(env.run("verifying-key", &b), Verdict::Rejected, "{section}");
         assert_eq!(env.run("params", &b), Verdict::Rejected, "{section}");
     }
+}
+
+/// Seed 1796473754802756226's fixture proves with k = 0 (public values [out, 0]), so a
+/// key whose `ic[2]` is any other point still verifies that proof, rightly: the oracle
+/// compares `ic` only through its combination with the public values (CI's run of
+/// 2026-12-05 called such a key a wrong acceptance). `ic[1]` (out ≠ 0) still counts.
+#[test]
+fn an_ic_point_of_a_zero_public_value_is_free() {
+    let env = Env::new("vk-ic", 1_796_473_754_802_756_226);
+    assert_eq!(env.fx.public.len(), 2);
+    assert!(
+        bool::from(env.fx.public[1].is_zero()),
+        "k is 0 for this seed"
+    );
+    assert!(!bool::from(env.fx.public[0].is_zero()));
+    let good = env.fx.files.params.clone();
+    let g1 = srs_store::layout::G1_BYTES as usize;
+    let ic = (srs_store::layout::VK_FIXED_BYTES + srs_store::layout::COUNT_BYTES) as usize;
+    let point = |i: usize| good[ic + i * g1..ic + (i + 1) * g1].to_vec();
+    // ic[2] := ic[0]: a different key, and the same statement for k = 0.
+    let mut b = good.clone();
+    b[ic + 2 * g1..ic + 3 * g1].copy_from_slice(&point(0));
+    assert_eq!(env.run("verifying-key", &b), Verdict::Accepted);
+    // ic[1] := ic[0]: out's point changed, the proof must fail.
+    let mut b = good.clone();
+    b[ic + g1..ic + 2 * g1].copy_from_slice(&point(0));
+    assert_eq!(env.run("verifying-key", &b), Verdict::Rejected);
 }
 
 #[test]

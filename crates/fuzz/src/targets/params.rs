@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use bls12_381::Bls12;
+use bls12_381::{Bls12, G1Projective, Scalar};
 use groth16::VerifyingKey;
 use groth16_prover::{ProvingKey, Synthesis};
 use pinion::CircomCircuit;
@@ -134,13 +134,32 @@ fn assert_no_identity(vk: &VerifyingKey<Bls12>) {
     }
 }
 
-/// The points verification reads differ (`beta_g1` and `delta_g1` are the prover's only).
-fn verification_points_differ(a: &VerifyingKey<Bls12>, b: &VerifyingKey<Bls12>) -> bool {
+/// `ic[0] + Σ public[i]·ic[i + 1]`: the only use verification makes of `ic`, or `None`
+/// when the lengths disagree (verification refuses those).
+fn public_combination(vk: &VerifyingKey<Bls12>, public: &[Scalar]) -> Option<G1Projective> {
+    if vk.ic.len() != public.len() + 1 {
+        return None;
+    }
+    let mut acc = G1Projective::from(vk.ic[0]);
+    for (x, p) in public.iter().zip(&vk.ic[1..]) {
+        acc += *p * *x;
+    }
+    Some(acc)
+}
+
+/// What verification reads differs (`beta_g1` and `delta_g1` are the prover's only). `ic`
+/// counts only through the combination with the public values: an `ic[i]` whose public
+/// value is 0 may take any value and the proof still verifies, rightly.
+fn verification_points_differ(
+    a: &VerifyingKey<Bls12>,
+    b: &VerifyingKey<Bls12>,
+    public: &[Scalar],
+) -> bool {
     a.alpha_g1 != b.alpha_g1
         || a.beta_g2 != b.beta_g2
         || a.gamma_g2 != b.gamma_g2
         || a.delta_g2 != b.delta_g2
-        || a.ic != b.ic
+        || public_combination(a, public) != public_combination(b, public)
 }
 
 impl Target for VerifyingKeyRead {
@@ -174,9 +193,9 @@ impl Target for VerifyingKeyRead {
         if groth16::verify_proof(&pvk, &self.fx.proof, &self.fx.public).is_err() {
             return Verdict::Rejected;
         }
-        if verification_points_differ(&vk, &self.fx.params.vk) {
+        if verification_points_differ(&vk, &self.fx.params.vk, &self.fx.public) {
             return Verdict::WronglyAccepted(
-                "the original proof verified under a verifying key whose alpha_g1, beta_g2, gamma_g2, delta_g2 or ic differ from the key it was made for".into(),
+                "the original proof verified under a verifying key whose alpha_g1, beta_g2, gamma_g2, delta_g2 or ic (combined with the public values) differ from the key it was made for".into(),
             );
         }
         Verdict::Accepted
