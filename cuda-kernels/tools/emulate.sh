@@ -13,22 +13,12 @@ g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
   cuda-kernels/tools/field_emu.cpp -o "$out/field_emu"
 "$out/field_emu" 2000 "$seed" | python3 cuda-kernels/tools/check_field_emu.py | tee "$out/field.txt"
 grep -q ' 0 mismatches' "$out/field.txt"
-# The experiment behind PINION_FR_SPARSE_REDC (field.cuh; off in the committed PTX) too.
-g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -DPINION_FR_SPARSE_REDC -I cuda-kernels/include \
-  cuda-kernels/tools/field_emu.cpp -o "$out/field_emu_sparse"
-"$out/field_emu_sparse" 2000 "$seed" | python3 cuda-kernels/tools/check_field_emu.py |
-  sed 's/^/PINION_FR_SPARSE_REDC: /' | tee "$out/field_sparse.txt"
-grep -q ' 0 mismatches' "$out/field_sparse.txt"
 g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
   cuda-kernels/tools/msm_emu.cpp -o "$out/msm_emu"
 for s in $seed $((seed + 1)) $((seed + 2)); do "$out/msm_emu" "$s"; done
 g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
   cuda-kernels/tools/ntt_emu.cpp -o "$out/ntt_emu"
 "$out/ntt_emu" "$seed" 64 | python3 cuda-kernels/tools/check_ntt_emu.py
-g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -DPINION_FR_SPARSE_REDC \
-  -I cuda-kernels/include cuda-kernels/tools/ntt_emu.cpp -o "$out/ntt_emu_sparse"
-"$out/ntt_emu_sparse" "$seed" 16 | python3 cuda-kernels/tools/check_ntt_emu.py |
-  sed 's/^/PINION_FR_SPARSE_REDC: /'
 g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
   cuda-kernels/tools/msm_sort_emu.cpp -o "$out/msm_sort_emu"
 "$out/msm_sort_emu" "$seed" 30 | python3 cuda-kernels/tools/check_msm_sort_emu.py
