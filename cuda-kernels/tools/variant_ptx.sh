@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A directory for PINION_PTX_DIR: the committed modules, with a module rebuilt from the
-# working tree with extra nvcc flags (a variant behind a macro, e.g. -DPINION_FR_SPARSE_REDC)
+# working tree with extra nvcc flags (a variant behind a macro, e.g. -DPINION_SOME_EXPERIMENT)
 # the way `cargo xtask kernels` builds modules (nvcc -ptx, then ptxas for the sm_90 cubin,
 # both zlib-compressed). For timing a variant beside the default build in one device call:
 #   NVCC=/path/to/nvcc bash cuda-kernels/tools/variant_ptx.sh OUTDIR MODULE [nvcc flags...]
