@@ -86,9 +86,27 @@ pub fn sibling_binary(name: &str) -> Result<std::path::PathBuf, String> {
         })
 }
 
+/// The GPU kind the issues' recorded reference figures were measured on.
+pub const RECORDED_REFERENCE_KIND: &str = "H200";
+
+/// Whether figures recorded on [`RECORDED_REFERENCE_KIND`] (the issues' reference library
+/// runs) can be set beside a run on `device` (the CUDA device's name): on another GPU kind a
+/// ratio to them measures the card, not the code, so a benchmark leaves `peer` and its
+/// target out there (reference figures measured in the same run are another matter).
+pub fn recorded_reference_applies(device: &str) -> bool {
+    device.contains(RECORDED_REFERENCE_KIND)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::BenchLine;
+    use super::{recorded_reference_applies, BenchLine};
+
+    #[test]
+    fn recorded_references_only_for_their_gpu_kind() {
+        assert!(recorded_reference_applies("NVIDIA H200"));
+        assert!(!recorded_reference_applies("NVIDIA H100 80GB HBM3"));
+        assert!(!recorded_reference_applies(""));
+    }
 
     fn check(line: BenchLine<'_>, expected: &str) {
         assert_eq!(line.line(), expected);

@@ -7,7 +7,8 @@
 //! scalars from pinned host memory to the device, as the reference figures do, and with the
 //! scalars already on the device. Then Groth16-shaped scalars (30% zeros, 30% ones, 40%
 //! uniform) at each curve's largest size, every scalar equal there too (with a chunked
-//! accumulation only), and a per-phase breakdown.
+//! accumulation only), and a per-phase breakdown. The issue's recorded reference figures
+//! (an H200's) are set beside a run on an H200 only.
 //! The library's default window and kernel are timed; with `PINION_MSM_SWEEP=1` a short
 //! sweep per size (scalars resident, median of 3) over windows 8, 13, 16
 //! (`PINION_MSM_SWEEP_WINDOWS=16,20` picks others), the accumulation kernels
@@ -45,9 +46,10 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 /// Reference library on the same H200 kind, 2026-11-30 (issue 6), ms, with the copy;
-/// G1 only (the issue gives no G2 figures).
-fn reference_ms(curve: &str, log_n: u32) -> Option<f64> {
-    if curve != "g1" {
+/// G1 only (the issue gives no G2 figures), and only where this run is on that kind
+/// (`recorded`: [`pinion_bench::recorded_reference_applies`]).
+fn reference_ms(curve: &str, log_n: u32, recorded: bool) -> Option<f64> {
+    if curve != "g1" || !recorded {
         return None;
     }
     match log_n {
@@ -323,6 +325,8 @@ fn parse_args() -> BenchResult<Args> {
 /// Settings shared by every curve's rows.
 struct Run {
     gpu: Gpu,
+    /// Whether the issue's recorded reference figures apply to this device's kind.
+    recorded: bool,
     runs: usize,
     sweep_on: bool,
     sweep_windows: Vec<u32>,
@@ -345,8 +349,16 @@ fn main() -> BenchResult<()> {
         .unwrap_or(7);
     let gpu = Gpu::open(0)?;
     println!("device: {} ({} SMs)", gpu.info().name, gpu.info().sm_count);
+    let recorded = pinion_bench::recorded_reference_applies(&gpu.info().name);
+    if !recorded {
+        println!(
+            "the reference figures were recorded on an {}: no ratios or targets on this device",
+            pinion_bench::RECORDED_REFERENCE_KIND
+        );
+    }
     let mut run = Run {
         gpu,
+        recorded,
         runs,
         sweep_on: env_flag("PINION_MSM_SWEEP"),
         sweep_windows: sweep_windows()?,
@@ -529,7 +541,7 @@ where
         let config = best.map_or_else(GpuMsmConfig::default, |(_, c)| c);
         let engine = GpuMsm::with_config(gpu.clone(), config)?;
         let timing = time_one(&engine, &bases, &words, run.runs)?;
-        let r = reference_ms(name, log_n);
+        let r = reference_ms(name, log_n, run.recorded);
         run.rows.push(format!(
             "| {name} | 2^{log_n} | {} {:?} {:?} | {:.2} | {:.2} | {} | {} |",
             engine.plan(n).window_bits,
@@ -653,7 +665,7 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
             let timing = time_msm(&engine, &words, run.runs, |scalars| {
                 Ok(engine.msm_g1_precomputed(&table, scalars)?)
             })?;
-            let r = reference_ms("g1", log_n);
+            let r = reference_ms("g1", log_n, run.recorded);
             run.rows.push(format!(
                 "| g1 | 2^{log_n} precomputed windows ({} rows, {:.2} GiB, built in {build_ms:.0} ms) | {c} shared buckets | {:.2} | {:.2} | {} | {} |",
                 table.n_windows(),
