@@ -12,6 +12,11 @@
 //   msm_scatter(const u32* scalars, u32 n, u32 c, u32 W, u32 w_lo, u32 w_hi, u32* cursors,
 //               u32* entries)                                      windows [w_lo, w_hi)
 //   msm_classify(const u32* scalars, u32 n, u32* classes)           counts of 1s and others
+//   msm_bin_count(scalars, n, c, W, fine_log, n_bins, chunk, bin_counts)   the two-level
+//   msm_bin_place(scalars, n, c, W, w_lo, w_hi, fine_log, bin_lo, n_bins,  sort (an
+//                 chunk, bin_cursors, tmp_entries, u16* tmp_low)           experiment, off
+//   msm_bin_sort(tmp_entries, tmp_low, bin_offsets, bin_counts, fine_log,  by default)
+//                entries, offsets, counts)
 //   msm_select(const u32* src, u32 n, const u64* mask, const u32* word_offsets, u32* dst)
 //                                                                    compaction by a mask
 //   msm_count_shared(scalars, n, c, W, stride, counts)              shared buckets (two
@@ -71,6 +76,41 @@ extern "C" __global__ void msm_scatter(const uint32_t* scalars, uint32_t n, uint
                                        uint32_t n_windows, uint32_t w_lo, uint32_t w_hi,
                                        uint32_t* cursors, uint32_t* entries) {
   GRID_STRIDE(i, n) scatter_body(scalars, Windows{c, n_windows}, w_lo, w_hi, cursors, entries, i);
+}
+
+// The two-level sort (msm_scalars.cuh; gpu.rs's SortKind::TwoLevel): block b takes scalars
+// [b * chunk, (b + 1) * chunk); dynamic shared memory n_bins words (bin_count; bin_place:
+// the bins of its windows [w_lo, w_hi), from bin_lo) or
+// 2^fine_log + blockDim.x + 1 words (bin_sort, one block a bin).
+extern "C" __global__ void msm_bin_count(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                         uint32_t n_windows, uint32_t fine_log, uint32_t n_bins,
+                                         uint32_t chunk, uint32_t* bin_counts) {
+  extern __shared__ uint32_t hist[];
+  const uint32_t first = blockIdx.x * chunk, last = min_u32(n, first + chunk);
+  bin_count_block(scalars, first, last, Windows{c, n_windows}, fine_log, n_bins, hist,
+                  bin_counts, threadIdx.x, blockDim.x, [] { __syncthreads(); });
+}
+
+extern "C" __global__ void msm_bin_place(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                         uint32_t n_windows, uint32_t w_lo, uint32_t w_hi,
+                                         uint32_t fine_log, uint32_t bin_lo, uint32_t n_bins,
+                                         uint32_t chunk, uint32_t* bin_cursors,
+                                         uint32_t* tmp_entries, uint16_t* tmp_low) {
+  extern __shared__ uint32_t hist[];
+  const uint32_t first = blockIdx.x * chunk, last = min_u32(n, first + chunk);
+  bin_place_block(scalars, first, last, Windows{c, n_windows}, w_lo, w_hi, fine_log, bin_lo,
+                  n_bins, hist, bin_cursors, tmp_entries, tmp_low, threadIdx.x, blockDim.x,
+                  [] { __syncthreads(); });
+}
+
+extern "C" __global__ void msm_bin_sort(const uint32_t* tmp_entries, const uint16_t* tmp_low,
+                                        const uint32_t* bin_offsets, const uint32_t* bin_counts,
+                                        uint32_t fine_log, uint32_t* entries, uint32_t* offsets,
+                                        uint32_t* counts) {
+  extern __shared__ uint32_t cnt[];
+  bin_sort_block(tmp_entries, tmp_low, bin_offsets, bin_counts, blockIdx.x, fine_log, cnt,
+                 cnt + (1u << fine_log), entries, offsets, counts, threadIdx.x, blockDim.x,
+                 [] { __syncthreads(); });
 }
 
 // Whole warps: the loop runs while any lane of the warp has a scalar (the ballots need

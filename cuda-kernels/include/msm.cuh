@@ -18,6 +18,8 @@
 //   scan    : offsets = exclusive prefix sum of counts; cursors = offsets
 //   scatter : entries[cursors[k]++] = point index | sign << 31  (atomics; order inside a
 //             bucket is arbitrary, which the group law does not see)
+// (or the two-level sort of msm_scalars.cuh, which leaves the same entries, offsets and
+// counts with one global atomic per block and bin instead of per entry)
 // then accumulate (one thread per bucket, XYZZ += affine), reduce_segments (one thread
 // per run of L buckets: sum_k k*S_k by running sums, plus the run's offset times its
 // total) and sum_groups (tree levels in global memory, fan-in chosen by the host). The host
@@ -30,9 +32,14 @@ namespace pinion {
 namespace msm {
 
 #if defined(PINION_HOST_EMULATION)
-inline uint32_t atomic_inc(uint32_t* p) { return (*p)++; }
+// Real atomics, so that an emulator may run a block's threads as host threads.
+inline uint32_t atomic_inc(uint32_t* p) { return __atomic_fetch_add(p, 1u, __ATOMIC_RELAXED); }
+inline uint32_t atomic_add(uint32_t* p, uint32_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
 #else
 __device__ __forceinline__ uint32_t atomic_inc(uint32_t* p) { return atomicAdd(p, 1u); }
+__device__ __forceinline__ uint32_t atomic_add(uint32_t* p, uint32_t v) { return atomicAdd(p, v); }
 #endif
 
 constexpr uint32_t SIGN_BIT = 0x80000000u;

@@ -114,6 +114,137 @@ __device__ __forceinline__ void scatter_body(const uint32_t* scalars, Windows wi
   });
 }
 
+// ---- Two-level sort (gpu.rs's SortKind::TwoLevel; an experiment, off by default) --------
+// The same entries, offsets and counts as count + scan + scatter, without a global atomic
+// per entry (cuda-kernels/NOTES.md, "A two-level sort"). Keys are grouped into bins of
+// 2^fine_log consecutive keys (bin = key >> fine_log, n_bins = n_keys >> fine_log,
+// fine_log <= c - 1 and <= 16: no bin spans two windows, the low bits travel as u16):
+//   bin_count: each block counts the digits of its chunk of scalars per bin in shared
+//              memory, then adds its nonzero counts to bin_counts (one atomic per bin);
+//   (the scan kernels turn bin_counts into bin_offsets and bin_cursors)
+//   bin_place: for a few windows a launch, each block counts its chunk's digits there
+//              again, reserves each bin's run with one atomic on bin_cursors, and writes
+//              every entry into its bin's run of tmp_entries, the key's low fine_log bits
+//              beside it in tmp_low;
+//   bin_sort : one block a bin counts its entries by low bits, writes those keys' offsets
+//              and counts, and places the entries in key order inside the bin's range of
+//              `entries` (a range small enough for its stores to meet in L2).
+// Block bodies: thread `tid` of `n_threads`, `sync` the block barrier between phases; a
+// serial host emulation runs them with one thread and no barrier. `hist`, `cnt`, `part`
+// point into the block's shared memory.
+
+// Zeroes hist[0..n_bins), then hist[bin - bin_lo] = digits of scalars [first, last) in
+// windows [w_lo, w_hi) falling in each bin (bins [bin_lo, bin_lo + n_bins) hold them all).
+template <class Sync>
+__device__ __forceinline__ void bin_histogram(const uint32_t* scalars, uint32_t first,
+                                              uint32_t last, Windows win, uint32_t w_lo,
+                                              uint32_t w_hi, uint32_t fine_log, uint32_t bin_lo,
+                                              uint32_t n_bins, uint32_t* hist, uint32_t tid,
+                                              uint32_t n_threads, Sync&& sync) {
+  for (uint32_t b = tid; b < n_bins; b += n_threads) hist[b] = 0;
+  sync();
+  for (uint32_t i = first + tid; i < last; i += n_threads) {
+    const Scalar256 s = scalar_load(scalars, i);
+    for_each_digit(s, i, win, w_lo, w_hi, [&](uint32_t key, uint32_t) {
+      atomic_inc(hist + ((key >> fine_log) - bin_lo));
+    });
+  }
+  sync();
+}
+
+// All windows' digits (bins [0, n_bins)).
+template <class Sync>
+__device__ __forceinline__ void bin_count_block(const uint32_t* scalars, uint32_t first,
+                                                uint32_t last, Windows win, uint32_t fine_log,
+                                                uint32_t n_bins, uint32_t* hist,
+                                                uint32_t* bin_counts, uint32_t tid,
+                                                uint32_t n_threads, Sync&& sync) {
+  bin_histogram(scalars, first, last, win, 0, win.n_windows + 1, fine_log, 0, n_bins, hist,
+                tid, n_threads, sync);
+  for (uint32_t b = tid; b < n_bins; b += n_threads) {
+    if (hist[b] != 0) atomic_add(bin_counts + b, hist[b]);
+  }
+}
+
+// The digits of windows [w_lo, w_hi) only, whose keys fill bins [bin_lo, bin_lo + n_bins)
+// (fine_log <= c - 1: no bin spans two windows): the host places a few windows a launch, so
+// that the runs a launch's blocks are filling stay few enough for L2.
+template <class Sync>
+__device__ __forceinline__ void bin_place_block(const uint32_t* scalars, uint32_t first,
+                                                uint32_t last, Windows win, uint32_t w_lo,
+                                                uint32_t w_hi, uint32_t fine_log,
+                                                uint32_t bin_lo, uint32_t n_bins, uint32_t* hist,
+                                                uint32_t* bin_cursors, uint32_t* tmp_entries,
+                                                uint16_t* tmp_low, uint32_t tid,
+                                                uint32_t n_threads, Sync&& sync) {
+  bin_histogram(scalars, first, last, win, w_lo, w_hi, fine_log, bin_lo, n_bins, hist, tid,
+                n_threads, sync);
+  // Each bin's run for this block: hist[bin - bin_lo] becomes its first position.
+  for (uint32_t b = tid; b < n_bins; b += n_threads) {
+    if (hist[b] != 0) hist[b] = atomic_add(bin_cursors + bin_lo + b, hist[b]);
+  }
+  sync();
+  const uint32_t low_mask = (1u << fine_log) - 1;
+  for (uint32_t i = first + tid; i < last; i += n_threads) {
+    const Scalar256 s = scalar_load(scalars, i);
+    for_each_digit(s, i, win, w_lo, w_hi, [&](uint32_t key, uint32_t entry) {
+      const uint32_t pos = atomic_inc(hist + ((key >> fine_log) - bin_lo));
+      tmp_entries[pos] = entry;
+      tmp_low[pos] = (uint16_t)(key & low_mask);
+    });
+  }
+}
+
+// Bin `bin` (entries [bin_offsets[bin], + bin_counts[bin]) of tmp_entries / tmp_low): the
+// offsets and counts of its 2^fine_log keys, and its entries in key order. cnt holds
+// 2^fine_log words, part n_threads + 1.
+template <class Sync>
+__device__ __forceinline__ void bin_sort_block(const uint32_t* tmp_entries,
+                                               const uint16_t* tmp_low,
+                                               const uint32_t* bin_offsets,
+                                               const uint32_t* bin_counts, uint32_t bin,
+                                               uint32_t fine_log, uint32_t* cnt, uint32_t* part,
+                                               uint32_t* entries, uint32_t* offsets,
+                                               uint32_t* counts, uint32_t tid,
+                                               uint32_t n_threads, Sync&& sync) {
+  const uint32_t n_fine = 1u << fine_log;
+  const uint32_t start = bin_offsets[bin], len = bin_counts[bin];
+  for (uint32_t f = tid; f < n_fine; f += n_threads) cnt[f] = 0;
+  sync();
+  for (uint32_t e = tid; e < len; e += n_threads) atomic_inc(cnt + tmp_low[start + e]);
+  sync();
+  // Exclusive prefix sum of cnt: thread t sums its run of keys, thread 0 scans the runs.
+  const uint32_t per = (n_fine + n_threads - 1) / n_threads;
+  const uint32_t f0 = min_u32(tid * per, n_fine), f1 = min_u32(f0 + per, n_fine);
+  uint32_t sum = 0;
+  for (uint32_t f = f0; f < f1; ++f) sum += cnt[f];
+  part[tid] = sum;
+  sync();
+  if (tid == 0) {
+    uint32_t acc = 0;
+    for (uint32_t t = 0; t < n_threads; ++t) {
+      const uint32_t v = part[t];
+      part[t] = acc;
+      acc += v;
+    }
+  }
+  sync();
+  uint32_t acc = part[tid];
+  const uint32_t key0 = bin << fine_log;
+  for (uint32_t f = f0; f < f1; ++f) {
+    const uint32_t c = cnt[f];
+    offsets[key0 + f] = start + acc;
+    counts[key0 + f] = c;
+    cnt[f] = acc;  // the key's cursor, relative to start
+    acc += c;
+  }
+  sync();
+  for (uint32_t e = tid; e < len; e += n_threads) {
+    const uint32_t pos = atomic_inc(cnt + tmp_low[start + e]);
+    entries[start + pos] = tmp_entries[start + e];
+  }
+}
+
 // Scalars equal to 1 and scalars other than 0 and 1 among s[0..n), added to classes[0]
 // and classes[1] (one atomic per warp and class). Every lane of the warp calls it.
 __device__ __forceinline__ void classify_body(const uint32_t* scalars, uint32_t n,

@@ -302,6 +302,17 @@ entries! {
     /// `msm_classify(scalars, n, classes)`: adds the count of scalars equal to 1 to
     /// `classes[0]` and of scalars other than 0 and 1 to `classes[1]`.
     MsmClassify => (Msm, "msm_classify"),
+    /// `msm_bin_count(scalars, n, c, n_windows, fine_log, n_bins, chunk, bin_counts)`: the
+    /// two-level sort's first pass (bins of `2^fine_log` keys; dynamic shared memory
+    /// `4·n_bins` bytes; block `b` takes scalars `b·chunk..`).
+    MsmBinCount => (Msm, "msm_bin_count"),
+    /// `msm_bin_place(scalars, n, c, n_windows, fine_log, n_bins, chunk, bin_cursors,
+    /// tmp_entries, tmp_low)`: each entry into its bin's run, the key's low bits (u16) beside.
+    MsmBinPlace => (Msm, "msm_bin_place"),
+    /// `msm_bin_sort(tmp_entries, tmp_low, bin_offsets, bin_counts, fine_log, entries,
+    /// offsets, counts)`: one block a bin (dynamic shared memory `4·(2^fine_log + threads +
+    /// 1)` bytes), the bin's keys' offsets and counts and its entries in key order.
+    MsmBinSort => (Msm, "msm_bin_sort"),
     /// `msm_select(src, n, mask, word_offsets, dst)`: the scalars a density mask selects,
     /// packed in order (`word_offsets[k]`: set bits in mask words `0..k`).
     MsmSelect => (Msm, "msm_select"),

@@ -24,6 +24,6 @@ g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -DPINION_AFFINE_RELOAD -I cuda-kernel
 g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
   cuda-kernels/tools/ntt_emu.cpp -o "$out/ntt_emu"
 "$out/ntt_emu" "$seed" 64 | python3 cuda-kernels/tools/check_ntt_emu.py
-g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
+g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
   cuda-kernels/tools/msm_sort_emu.cpp -o "$out/msm_sort_emu"
 "$out/msm_sort_emu" "$seed" 30 | python3 cuda-kernels/tools/check_msm_sort_emu.py

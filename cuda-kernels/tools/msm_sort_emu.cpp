@@ -7,15 +7,21 @@
 // bucket's entries must fill exactly its range. Scalars: 0, 1, r - 1, runs of ones that
 // carry through every window, digits at the +-2^(c-1) boundary, and random values below r;
 // windows c = 2..20 (W = ceil(256 / c)); the scatter split over random window ranges as
-// gpu.rs splits it over launches; the scan over random chunk lengths. The compaction's
-// output must be the masked scalars in order, and nothing written past them.
-//   g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
+// gpu.rs splits it over launches; the scan over random chunk lengths. Each sort runs again
+// through the two-level sort (bin_count / bin_place / bin_sort, random bin widths, chunks
+// and block sizes, a block's threads as host threads), checked the same way. The
+// compaction's output must be the masked scalars in order, and nothing written past them.
+//   g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
 //       cuda-kernels/tools/msm_sort_emu.cpp -o /tmp/msm_sort_emu && /tmp/msm_sort_emu SEED | \
 //       python3 cuda-kernels/tools/check_msm_sort_emu.py
+#include <pthread.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "emu_common.h"
@@ -63,6 +69,108 @@ static void print_words(const uint32_t* w) {
   for (int j = 7; j >= 0; --j) printf("%08x", w[j]);
 }
 
+static void print_sort(uint32_t n, uint32_t c, uint32_t n_windows,
+                       const std::vector<uint32_t>& classes,
+                       const std::vector<uint32_t>& scalars, const std::vector<uint32_t>& counts,
+                       const std::vector<uint32_t>& offsets,
+                       const std::vector<uint32_t>& entries) {
+  const uint32_t n_keys = (uint32_t)counts.size();
+  printf("sort %u %u %u %u %u\n", n, c, n_windows, classes[0], classes[1]);
+  printf("scalars");
+  for (uint32_t i = 0; i < n; ++i) print_words(&scalars[8 * (size_t)i]);
+  printf("\nkeys");  // key offset count entries... for the nonempty buckets
+  for (uint32_t k = 0; k < n_keys; ++k) {
+    if (counts[k] == 0) continue;
+    printf(" %u:%u:%u", k, offsets[k], counts[k]);
+    for (uint32_t e = 0; e < counts[k]; ++e) printf(":%x", entries[offsets[k] + e]);
+  }
+  printf("\nends %u %u\n", offsets[n_keys - 1] + counts[n_keys - 1], (uint32_t)entries.size());
+}
+
+// A grid of n_blocks blocks of n_threads host threads meeting at a barrier for the bodies'
+// sync (the same threads run the blocks one after another, with a barrier between them).
+template <class Body>
+static void run_grid(uint32_t n_blocks, uint32_t n_threads, Body body) {
+  if (n_threads == 1) {
+    for (uint32_t b = 0; b < n_blocks; ++b) body(b, 0u, [] {});
+    return;
+  }
+  pthread_barrier_t barrier;
+  pthread_barrier_init(&barrier, nullptr, n_threads);
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < n_threads; ++t) {
+    threads.emplace_back([&, t] {
+      auto sync = [&] { pthread_barrier_wait(&barrier); };
+      for (uint32_t b = 0; b < n_blocks; ++b) {
+        body(b, t, sync);
+        sync();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  pthread_barrier_destroy(&barrier);
+}
+
+// The two-level sort (bin_count / scan / bin_place / bin_sort) on the same scalars, with a
+// random bin width, chunk and block size (a block's threads are host threads meeting at a
+// barrier); printed as another sort for the checker. Keys no bin_sort block wrote stay
+// poisoned, so a missed key shows.
+static void run_two_level(uint32_t n, uint32_t c, const std::vector<uint32_t>& scalars,
+                          const std::vector<uint32_t>& classes) {
+  const uint32_t n_windows = (256 + c - 1) / c, n_buckets = 1u << (c - 1);
+  const uint32_t n_keys = (n_windows + 1) * n_buckets;
+  const Windows win{c, n_windows};
+  // Up to c - 1 (bins inside a window or across two), at most 16 (tmp_low is 16 bits).
+  // At most c - 1 (no bin spans two windows) and 16 (tmp_low is 16 bits).
+  uint32_t fine_log = (uint32_t)(rng() % std::min(c, 17u));
+  // Threads meet at a barrier per bin: keep bins to a few thousand.
+  while ((n_keys >> fine_log) > 4096 && fine_log + 1 < std::min(c, 17u)) ++fine_log;
+  const uint32_t bins_per_window = n_buckets >> fine_log;
+  const uint32_t n_bins = n_keys >> fine_log;
+  const uint32_t chunk = 1 + (uint32_t)(rng() % 64);
+  const uint32_t n_blocks = (n + chunk - 1) / chunk;
+  const uint32_t block_sizes[] = {1, 2, 3, 8, 32};
+  const uint32_t n_threads = block_sizes[rng() % 5];
+  std::vector<uint32_t> hist(n_bins), bin_counts(n_bins, 0);
+  run_grid(n_blocks, n_threads, [&](uint32_t b, uint32_t tid, auto sync) {
+    const uint32_t first = b * chunk, last = std::min(n, first + chunk);
+    bin_count_block(scalars.data(), first, last, win, fine_log, n_bins, hist.data(),
+                    bin_counts.data(), tid, n_threads, sync);
+  });
+  const uint32_t scan = 1u << (rng() % 6);
+  const uint32_t n_chunks = (n_bins + scan - 1) / scan;
+  std::vector<uint32_t> chunk_sums(n_chunks), bin_offsets(n_bins), bin_cursors(n_bins);
+  for (uint32_t t = 0; t < n_chunks; ++t) chunk_sum_body(bin_counts.data(), n_bins, scan, chunk_sums.data(), t);
+  scan_chunks_body(chunk_sums.data(), n_chunks);
+  for (uint32_t t = 0; t < n_chunks; ++t) {
+    scan_apply_body(bin_counts.data(), n_bins, scan, chunk_sums.data(), bin_offsets.data(), bin_cursors.data(), t);
+  }
+  uint64_t total = 0;
+  for (uint32_t b = 0; b < n_bins; ++b) total += bin_counts[b];
+  std::vector<uint32_t> tmp_entries(total), entries(total, 0xffffffffu);
+  std::vector<uint16_t> tmp_low(total);
+  // The windows in launches of random ranges covering [0, W + 1), as gpu.rs splits them.
+  for (uint32_t w_lo = 0; w_lo < n_windows + 1;) {
+    const uint32_t w_hi = w_lo + 1 + (uint32_t)(rng() % (n_windows + 1 - w_lo));
+    const uint32_t bin_lo = w_lo * bins_per_window, range = (w_hi - w_lo) * bins_per_window;
+    run_grid(n_blocks, n_threads, [&](uint32_t b, uint32_t tid, auto sync) {
+      const uint32_t first = b * chunk, last = std::min(n, first + chunk);
+      bin_place_block(scalars.data(), first, last, win, w_lo, w_hi, fine_log, bin_lo, range,
+                      hist.data(), bin_cursors.data(), tmp_entries.data(), tmp_low.data(), tid,
+                      n_threads, sync);
+    });
+    w_lo = w_hi;
+  }
+  std::vector<uint32_t> offsets(n_keys, 0xdeadbeefu), counts(n_keys, 0xdeadbeefu);
+  std::vector<uint32_t> cnt(1u << fine_log), part(n_threads + 1);
+  run_grid(n_bins, n_threads, [&](uint32_t b, uint32_t tid, auto sync) {
+    bin_sort_block(tmp_entries.data(), tmp_low.data(), bin_offsets.data(), bin_counts.data(), b,
+                   fine_log, cnt.data(), part.data(), entries.data(), offsets.data(),
+                   counts.data(), tid, n_threads, sync);
+  });
+  print_sort(n, c, n_windows, classes, scalars, counts, offsets, entries);
+}
+
 static void run_sort(uint32_t n, uint32_t c) {
   const uint32_t n_windows = (256 + c - 1) / c, n_buckets = 1u << (c - 1);
   const uint32_t n_keys = (n_windows + 1) * n_buckets;
@@ -92,16 +200,8 @@ static void run_sort(uint32_t n, uint32_t c) {
     }
     w_lo = w_hi;
   }
-  printf("sort %u %u %u %u %u\n", n, c, n_windows, classes[0], classes[1]);
-  printf("scalars");
-  for (uint32_t i = 0; i < n; ++i) print_words(&scalars[8 * (size_t)i]);
-  printf("\nkeys");  // key offset count entries... for the nonempty buckets
-  for (uint32_t k = 0; k < n_keys; ++k) {
-    if (counts[k] == 0) continue;
-    printf(" %u:%u:%u", k, offsets[k], counts[k]);
-    for (uint32_t e = 0; e < counts[k]; ++e) printf(":%x", entries[offsets[k] + e]);
-  }
-  printf("\nends %u %u\n", offsets[n_keys - 1] + counts[n_keys - 1], (uint32_t)total);
+  print_sort(n, c, n_windows, classes, scalars, counts, offsets, entries);
+  run_two_level(n, c, scalars, classes);
 }
 
 // The compaction by a density mask (msm_select): masks empty, full, sparse, dense and

@@ -19,6 +19,8 @@
 //! that the table then times in full.
 //! `PINION_BENCH_QUICK=1`: G1 at 2^16 and 2^18, G2 at 2^16 (unless sizes are given).
 //! `PINION_MSM_NO_EQUAL=1` skips the every-scalar-equal row (slow at 2^27).
+//! `PINION_MSM_SORT=two-level` times every engine with `SortKind::TwoLevel` (its sum
+//! checked against the counting sort's once a size).
 //! G1 also runs over precomputed windows at the sizes up to 2^24 (`PINION_MSM_PRECOMPUTED=0`
 //! skips it; `PINION_MSM_PRECOMPUTED_WINDOWS=16,20,22` the windows, those by default).
 //! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
@@ -38,7 +40,7 @@ use bls12_381::{G1Affine, G1Projective};
 use gpu_device::Gpu;
 use gpu_msm::{
     AccumulateKernel, DeviceBases, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
-    PinnedBases, ReduceKernel,
+    PinnedBases, ReduceKernel, SortKind,
 };
 use group::Curve;
 use memory_budget::{Budget, Category};
@@ -325,6 +327,9 @@ fn parse_args() -> BenchResult<Args> {
 /// Settings shared by every curve's rows.
 struct Run {
     gpu: Gpu,
+    /// `PINION_MSM_SORT=two-level`: every timed engine sorts with [`SortKind::TwoLevel`] (its
+    /// sums checked against the counting sort's once a size).
+    sort: SortKind,
     /// Whether the recorded reference figures apply to this device's kind.
     recorded: bool,
     runs: usize,
@@ -356,8 +361,16 @@ fn main() -> BenchResult<()> {
             pinion_bench::RECORDED_REFERENCE_KIND
         );
     }
+    let sort = match std::env::var("PINION_MSM_SORT").as_deref() {
+        Err(_) | Ok("counting") => SortKind::Counting,
+        Ok("two-level") => SortKind::TwoLevel,
+        Ok(other) => {
+            return Err(format!("PINION_MSM_SORT: {other:?} is not counting or two-level").into())
+        }
+    };
     let mut run = Run {
         gpu,
+        sort,
         recorded,
         runs,
         sweep_on: env_flag("PINION_MSM_SWEEP"),
@@ -516,6 +529,7 @@ where
                             reduce,
                             chunk_len: chunked.then_some(chunk_len),
                             scatter_windows,
+                            sort: run.sort,
                         };
                         let engine = GpuMsm::with_config(gpu.clone(), config)?;
                         let ms = time_resident(&engine, &bases, &d_scalars, 3)?;
@@ -538,8 +552,20 @@ where
         if run.sweep_on {
             println!("sweep {name} 2^{log_n} (ms): {}", sweep.join(", "));
         }
-        let config = best.map_or_else(GpuMsmConfig::default, |(_, c)| c);
+        let config = best.map_or_else(
+            || GpuMsmConfig {
+                sort: run.sort,
+                ..GpuMsmConfig::default()
+            },
+            |(_, c)| c,
+        );
         let engine = GpuMsm::with_config(gpu.clone(), config)?;
+        if run.sort != SortKind::Counting {
+            let want = GpuMsm::new(gpu.clone()).msm_resident(&bases, &d_scalars)?;
+            if engine.msm_resident(&bases, &d_scalars)? != want {
+                return Err(format!("{name} 2^{log_n}: {:?} sort, wrong sum", run.sort).into());
+            }
+        }
         let timing = time_one(&engine, &bases, &words, run.runs)?;
         let r = reference_ms(name, log_n, run.recorded);
         run.rows.push(format!(

@@ -36,7 +36,9 @@
 //! buckets each), plus a "ones" window that sums the bases of scalars equal to 1 without
 //! weights; scalars equal to 0 produce no work. Bucket assignment is a counting sort by
 //! bucket key (count with atomics, prefix sum, scatter in launches of a few windows each,
-//! so that the buckets being filled stay within L2: [`SCATTER_BUCKETS`]), then the bucket
+//! so that the buckets being filled stay within L2: [`SCATTER_BUCKETS`]; or, with
+//! [`SortKind::TwoLevel`], an experiment not yet timed, by bins of keys per block and then
+//! per bin), then the bucket
 //! accumulation adds each bucket's bases in XYZZ coordinates, buckets are reduced by
 //! running sums over segments of buckets (one thread each) and a tree of sums, and the host
 //! makes the `W + 1` window sums affine and combines them by doubling.
@@ -78,6 +80,7 @@
 
 use bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use bls_repr::{FrRepr, G1AffineRepr, G2AffineRepr, ReprError};
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaEvent, CudaView, LaunchConfig, PushKernelArg};
 use gpu_device::{DeviceBuffer, Entry, Gpu, GpuError, PinnedBuffer};
 use rayon::prelude::*;
@@ -865,7 +868,48 @@ pub struct GpuMsmConfig {
     /// Windows whose entries one scatter launch writes (the ones window counts as one);
     /// `None`: as many as keep [`SCATTER_BUCKETS`] buckets or fewer per launch.
     pub scatter_windows: Option<u32>,
+    /// How the scalars' digits are sorted by bucket (same entries; [`SortKind::Counting`]
+    /// by default). Tables of precomputed windows always use the counting sort.
+    pub sort: SortKind,
 }
+
+/// How the pipeline sorts the scalars' digits by bucket key: the same entries, offsets and
+/// counts either way (a tuning choice).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SortKind {
+    /// Count, scan, scatter: one global atomic per entry in the count and another in the
+    /// scatter, the scatter in launches of a few windows (the default).
+    #[default]
+    Counting,
+    /// Keys in bins of [`GpuMsmPlan::two_level_fine_log`] bits: each block counts and places
+    /// its scalars' digits per bin with one global atomic per bin, then one block a bin
+    /// sorts the bin in key order (`msm_bin_count`, `msm_bin_place`, `msm_bin_sort`).
+    /// Device scratch: 6 bytes an entry more than [`Self::Counting`]. An experiment built
+    /// from Nsight Compute's profile of the counting sort (cuda-kernels/NOTES.md, "A
+    /// two-level sort"); not yet timed on a device.
+    TwoLevel,
+}
+
+/// Scalars one block of the two-level sort's count and place passes takes.
+const BIN_CHUNK: u32 = 1 << 14;
+/// Threads per block of the two-level sort's passes.
+const BIN_THREADS: u32 = 1024;
+/// Entries a bin of the two-level sort holds on average, at most (its keys' range of
+/// `entries` is then ~256 KB, which one block an SM keeps in L2 while it fills it).
+const BIN_TARGET_ENTRIES: usize = 1 << 16;
+/// Most bins: their counters fill a block's shared memory (192 KB of the 227 KB an sm_90
+/// block may ask for).
+const MAX_BINS: u32 = 48 << 10;
+/// Widest bins of the two-level sort, in bits of keys: a `msm_bin_sort` block's 2^15 key
+/// counters and its threads' sums take 135 KB of shared memory (of the 227 KB an sm_90
+/// block may ask for).
+const MAX_BIN_KEYS_LOG: u32 = 15;
+/// Bins one `msm_bin_place` launch fills (its windows': a block's runs in them, ~16 entries
+/// each, are what L2 must hold while they fill).
+const PLACE_BINS: u32 = 2048;
+/// Dynamic shared memory of a `msm_bin_sort` block: at least this much, so that one block
+/// holds an SM and the bins being filled stay few.
+const BIN_SORT_SHARED: u32 = 116 << 10;
 
 /// The CUDA MSM engine on one device.
 #[derive(Clone, Debug)]
@@ -938,6 +982,24 @@ impl GpuMsmPlan {
     /// 513.1 / 528.1 ms.
     pub fn default_affine_chunk_len<C: GpuCurve>(&self, n: usize) -> u32 {
         (4 * self.default_chunk_len(n)).clamp(16 * C::AFFINE_STREAMS, 64 * C::AFFINE_STREAMS)
+    }
+
+    /// The two-level sort's bin width in bits (bins of `2^fine_log` consecutive keys) for
+    /// `n_entries` entries over this plan's keys: bins of about [`BIN_TARGET_ENTRIES`]
+    /// entries, at most [`MAX_BIN_KEYS_LOG`] bits of keys (a sort block's shared counters;
+    /// the low bits travel as u16) and at most [`MAX_BINS`] bins (a count block's).
+    pub fn two_level_fine_log(&self, n_entries: usize) -> u32 {
+        let per_key = (n_entries as f64 / f64::from(self.n_keys)).max(1.0 / 65536.0);
+        let want = (BIN_TARGET_ENTRIES as f64 / per_key)
+            .log2()
+            .floor()
+            .max(0.0) as u32;
+        let mut fine_log = want.min(MAX_BIN_KEYS_LOG);
+        while (self.n_keys >> fine_log) > MAX_BINS && fine_log < MAX_BIN_KEYS_LOG {
+            fine_log += 1;
+        }
+        // No bin spans two windows (the place launches take whole windows).
+        fine_log.min(self.window_bits - 1)
     }
 
     /// The default window size for `n` terms taking windows: 8 up to 2^12 terms, 13 below
@@ -2017,8 +2079,6 @@ impl GpuMsm {
         // Groups of buckets: the W windows and the ones, or (shared) one set and the ones.
         let n_groups = n_keys / plan.n_buckets;
         let ones_window = n_groups - 1;
-        let scan_chunk = scan_chunk(n_keys);
-        let n_chunks = n_keys.div_ceil(scan_chunk);
         // Exactly the entries the scatter writes: one per window per other scalar (at most:
         // digits 0 make none), one per scalar equal to 1.
         let n_entries = n_others * (n_windows as usize) + n_ones;
@@ -2035,11 +2095,9 @@ impl GpuMsm {
         let levels = tree_levels(n_segments);
 
         let mut counts = gpu.alloc_zeros::<u32>(n_keys as usize, "gpu-msm counts")?;
-        let mut chunk_sums = gpu.alloc_zeros::<u32>(n_chunks as usize, "gpu-msm chunk sums")?;
         let mut offsets = gpu.alloc_zeros::<u32>(n_keys as usize, "gpu-msm offsets")?;
-        let mut cursors = gpu.alloc_zeros::<u32>(n_keys as usize, "gpu-msm cursors")?;
-        // Not zero-filled: the scatter writes every entry the later kernels read (those
-        // below offsets[last] + counts[last] <= n_entries).
+        // Not zero-filled: the scatter (or the two-level sort) writes every entry the later
+        // kernels read (those below offsets[last] + counts[last] <= n_entries).
         let mut entries = gpu.alloc_for_overwrite::<u32>(n_entries.max(1), "gpu-msm entries")?;
         let mut buckets =
             gpu.alloc_zeros::<u32>(n_keys as usize * C::XYZZ_WORDS, "gpu-msm buckets")?;
@@ -2061,74 +2119,65 @@ impl GpuMsm {
         // every buffer outlives the stream work (the final download synchronizes).
         // (Shared: msm_count_shared / msm_scatter_shared take the table's row length
         // before the output pointers; the table holds W rows of `stride >= n` bases.)
-        let f = gpu.function(match shared {
-            Some(_) => Entry::MsmCountShared,
-            None => Entry::MsmCount,
-        })?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(scalars).arg(&n).arg(&c).arg(&n_windows);
-        if let Some(sh) = &shared {
-            l.arg(&sh.stride);
-        }
-        l.arg(counts.slice_mut());
-        unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
-
-        mark("count")?;
-        let f = gpu.function(Entry::MsmChunkSums)?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(counts.slice())
-            .arg(&n_keys)
-            .arg(&scan_chunk)
-            .arg(chunk_sums.slice_mut());
-        unsafe { l.launch(grid(n_chunks, SCALAR_BLOCK)) }.map_err(launch_err)?;
-
-        let f = gpu.function(Entry::MsmScanChunks)?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(chunk_sums.slice_mut()).arg(&n_chunks);
-        unsafe { l.launch(grid(1, 32)) }.map_err(launch_err)?;
-
-        let f = gpu.function(Entry::MsmScanApply)?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(counts.slice())
-            .arg(&n_keys)
-            .arg(&scan_chunk)
-            .arg(chunk_sums.slice())
-            .arg(offsets.slice_mut())
-            .arg(cursors.slice_mut());
-        unsafe { l.launch(grid(n_chunks, SCALAR_BLOCK)) }.map_err(launch_err)?;
-
-        mark("scan")?;
-        if let Some(sh) = &shared {
-            // One launch: all windows write into the same 2^(c-1) buckets.
-            let f = gpu.function(Entry::MsmScatterShared)?;
+        if shared.is_none() && self.config.sort == SortKind::TwoLevel {
+            self.two_level_sort(
+                scalars,
+                n,
+                plan,
+                n_entries,
+                &mut entries,
+                &mut offsets,
+                &mut counts,
+                &mut mark,
+            )?;
+        } else {
+            let mut cursors = gpu.alloc_zeros::<u32>(n_keys as usize, "gpu-msm cursors")?;
+            let f = gpu.function(match shared {
+                Some(_) => Entry::MsmCountShared,
+                None => Entry::MsmCount,
+            })?;
             let mut l = stream.launch_builder(&f);
-            l.arg(scalars)
-                .arg(&n)
-                .arg(&c)
-                .arg(&n_windows)
-                .arg(&sh.stride)
-                .arg(cursors.slice_mut())
-                .arg(entries.slice_mut());
+            l.arg(scalars).arg(&n).arg(&c).arg(&n_windows);
+            if let Some(sh) = &shared {
+                l.arg(&sh.stride);
+            }
+            l.arg(counts.slice_mut());
             unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
-        }
-        let f = gpu.function(Entry::MsmScatter)?;
-        let per_window_ranges = match shared {
-            Some(_) => Vec::new(),
-            None => scatter_ranges(n_groups, self.scatter_windows(plan)),
-        };
-        for (w_lo, w_hi) in per_window_ranges {
-            let mut l = stream.launch_builder(&f);
-            l.arg(scalars)
-                .arg(&n)
-                .arg(&c)
-                .arg(&n_windows)
-                .arg(&w_lo)
-                .arg(&w_hi)
-                .arg(cursors.slice_mut())
-                .arg(entries.slice_mut());
-            unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
-        }
 
+            mark("count")?;
+            self.exclusive_scan(&counts, n_keys, &mut offsets, &mut cursors)?;
+            mark("scan")?;
+            if let Some(sh) = &shared {
+                // One launch: all windows write into the same 2^(c-1) buckets.
+                let f = gpu.function(Entry::MsmScatterShared)?;
+                let mut l = stream.launch_builder(&f);
+                l.arg(scalars)
+                    .arg(&n)
+                    .arg(&c)
+                    .arg(&n_windows)
+                    .arg(&sh.stride)
+                    .arg(cursors.slice_mut())
+                    .arg(entries.slice_mut());
+                unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
+            }
+            let f = gpu.function(Entry::MsmScatter)?;
+            let per_window_ranges = match shared {
+                Some(_) => Vec::new(),
+                None => scatter_ranges(n_groups, self.scatter_windows(plan)),
+            };
+            for (w_lo, w_hi) in per_window_ranges {
+                let mut l = stream.launch_builder(&f);
+                l.arg(scalars)
+                    .arg(&n)
+                    .arg(&c)
+                    .arg(&n_windows)
+                    .arg(&w_lo)
+                    .arg(&w_hi)
+                    .arg(cursors.slice_mut())
+                    .arg(entries.slice_mut());
+                unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
+            }
+        }
         mark("scatter")?;
         let mut accumulate = self.prepare_accumulate_kernel::<C>(n_others)?;
         if shared.is_some() && !accumulate.is_chunked() {
@@ -2211,6 +2260,159 @@ impl GpuMsm {
         let mut words = gpu.download(sums)?;
         words.truncate(n_groups as usize * C::XYZZ_WORDS);
         Ok((C::sums_from_xyzz(&words)?, *plan))
+    }
+
+    /// `offsets` and `cursors` = the exclusive prefix sum of `counts[..n_keys]` (three
+    /// launches on the stream: chunk sums, their scan by one thread, the chunks' sums).
+    fn exclusive_scan(
+        &self,
+        counts: &DeviceBuffer<u32>,
+        n_keys: u32,
+        offsets: &mut DeviceBuffer<u32>,
+        cursors: &mut DeviceBuffer<u32>,
+    ) -> Result<(), GpuMsmError> {
+        let gpu = &self.gpu;
+        let stream = gpu.stream();
+        let scan_chunk = scan_chunk(n_keys);
+        let n_chunks = n_keys.div_ceil(scan_chunk);
+        let mut chunk_sums = gpu.alloc_zeros::<u32>(n_chunks as usize, "gpu-msm chunk sums")?;
+        // SAFETY (three launches): msm_chunk_sums(counts, n_keys, chunk, chunk_sums),
+        // msm_scan_chunks(chunk_sums, n_chunks), msm_scan_apply(counts, n_keys, chunk,
+        // chunk_sums, offsets, cursors) as in msm.cu; counts, offsets and cursors hold n_keys
+        // words (the callers' buffers), chunk_sums n_chunks; the stream's later download
+        // synchronizes before chunk_sums is freed (stream-ordered).
+        let f = gpu.function(Entry::MsmChunkSums)?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(counts.slice())
+            .arg(&n_keys)
+            .arg(&scan_chunk)
+            .arg(chunk_sums.slice_mut());
+        unsafe { l.launch(grid(n_chunks, SCALAR_BLOCK)) }.map_err(launch_err)?;
+        let f = gpu.function(Entry::MsmScanChunks)?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(chunk_sums.slice_mut()).arg(&n_chunks);
+        unsafe { l.launch(grid(1, 32)) }.map_err(launch_err)?;
+        let f = gpu.function(Entry::MsmScanApply)?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(counts.slice())
+            .arg(&n_keys)
+            .arg(&scan_chunk)
+            .arg(chunk_sums.slice())
+            .arg(offsets.slice_mut())
+            .arg(cursors.slice_mut());
+        unsafe { l.launch(grid(n_chunks, SCALAR_BLOCK)) }.map_err(launch_err)?;
+        Ok(())
+    }
+
+    /// [`SortKind::TwoLevel`]: `entries`, `offsets` and `counts` of the plan's keys for the
+    /// first `n` scalars (at most `n_entries` entries), as the counting sort leaves them;
+    /// `mark` is called after the bin count ("count") and the bins' scan ("scan"); the
+    /// caller marks the end of the placing and sorting ("scatter").
+    #[allow(clippy::too_many_arguments)]
+    fn two_level_sort(
+        &self,
+        scalars: &CudaView<'_, u32>,
+        n: u32,
+        plan: &GpuMsmPlan,
+        n_entries: usize,
+        entries: &mut DeviceBuffer<u32>,
+        offsets: &mut DeviceBuffer<u32>,
+        counts: &mut DeviceBuffer<u32>,
+        mark: &mut impl FnMut(&'static str) -> Result<(), GpuMsmError>,
+    ) -> Result<(), GpuMsmError> {
+        let gpu = &self.gpu;
+        let stream = gpu.stream();
+        let (c, n_windows) = (plan.window_bits, plan.n_windows);
+        let fine_log = plan.two_level_fine_log(n_entries);
+        let n_bins = plan.n_keys >> fine_log;
+        let chunk = BIN_CHUNK;
+        let n_blocks = n.div_ceil(chunk);
+        let hist_bytes = 4 * n_bins;
+        let sort_bytes = (4 * ((1u32 << fine_log) + BIN_THREADS + 1)).max(BIN_SORT_SHARED);
+        let raise = |entry: Entry, bytes: u32| -> Result<(), GpuMsmError> {
+            gpu.function(entry)?
+                .set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes as i32,
+                )
+                .map_err(driver("cuFuncSetAttribute"))
+        };
+        raise(Entry::MsmBinCount, hist_bytes)?;
+        raise(Entry::MsmBinPlace, hist_bytes)?;
+        raise(Entry::MsmBinSort, sort_bytes)?;
+        let blocks = |grid: u32, shared: u32| LaunchConfig {
+            grid_dim: (grid.max(1), 1, 1),
+            block_dim: (BIN_THREADS, 1, 1),
+            shared_mem_bytes: shared,
+        };
+        let mut bin_counts = gpu.alloc_zeros::<u32>(n_bins as usize, "gpu-msm bin counts")?;
+        let mut bin_offsets =
+            gpu.alloc_for_overwrite::<u32>(n_bins as usize, "gpu-msm bin offsets")?;
+        let mut bin_cursors =
+            gpu.alloc_for_overwrite::<u32>(n_bins as usize, "gpu-msm bin cursors")?;
+        let mut tmp_entries =
+            gpu.alloc_for_overwrite::<u32>(n_entries.max(1), "gpu-msm binned entries")?;
+        let mut tmp_low =
+            gpu.alloc_for_overwrite::<u16>(n_entries.max(1), "gpu-msm binned key bits")?;
+        // SAFETY (three launches): msm_bin_count / msm_bin_place / msm_bin_sort as in msm.cu;
+        // block b of the count and place launches reads scalars [b·chunk, min(n, (b+1)·chunk))
+        // and has n_bins shared counters (hist_bytes, the attribute raised above; a place
+        // launch uses those of its windows' bins, bin_lo.. bin_lo + range <= n_bins); bin_counts,
+        // bin_offsets and bin_cursors hold n_bins words, tmp_entries and tmp_low n_entries
+        // (the most entries n scalars make: bin_place writes exactly sum(bin_counts)); one
+        // msm_bin_sort block per bin with 2^fine_log + threads + 1 shared words (sort_bytes)
+        // writes offsets and counts for its 2^fine_log keys (n_bins·2^fine_log = n_keys) and
+        // the entries of its range; all buffers outlive the stream work (the caller's final
+        // download synchronizes; these are freed stream-ordered).
+        let f = gpu.function(Entry::MsmBinCount)?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(scalars)
+            .arg(&n)
+            .arg(&c)
+            .arg(&n_windows)
+            .arg(&fine_log)
+            .arg(&n_bins)
+            .arg(&chunk)
+            .arg(bin_counts.slice_mut());
+        unsafe { l.launch(blocks(n_blocks, hist_bytes)) }.map_err(launch_err)?;
+        mark("count")?;
+        self.exclusive_scan(&bin_counts, n_bins, &mut bin_offsets, &mut bin_cursors)?;
+        mark("scan")?;
+        // A few windows a launch: the (block, bin) runs being filled at once stay few.
+        let bins_per_window = plan.n_buckets >> fine_log;
+        let windows_per_place = (PLACE_BINS / bins_per_window).max(1);
+        let f = gpu.function(Entry::MsmBinPlace)?;
+        for (w_lo, w_hi) in scatter_ranges(n_windows + 1, windows_per_place) {
+            let bin_lo = w_lo * bins_per_window;
+            let range = (w_hi - w_lo) * bins_per_window;
+            let mut l = stream.launch_builder(&f);
+            l.arg(scalars)
+                .arg(&n)
+                .arg(&c)
+                .arg(&n_windows)
+                .arg(&w_lo)
+                .arg(&w_hi)
+                .arg(&fine_log)
+                .arg(&bin_lo)
+                .arg(&range)
+                .arg(&chunk)
+                .arg(bin_cursors.slice_mut())
+                .arg(tmp_entries.slice_mut())
+                .arg(tmp_low.slice_mut());
+            unsafe { l.launch(blocks(n_blocks, 4 * range)) }.map_err(launch_err)?;
+        }
+        let f = gpu.function(Entry::MsmBinSort)?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(tmp_entries.slice())
+            .arg(tmp_low.slice())
+            .arg(bin_offsets.slice())
+            .arg(bin_counts.slice())
+            .arg(&fine_log)
+            .arg(entries.slice_mut())
+            .arg(offsets.slice_mut())
+            .arg(counts.slice_mut());
+        unsafe { l.launch(blocks(n_bins, sort_bytes)) }.map_err(launch_err)?;
+        Ok(())
     }
 
     /// `[scalars equal to 1, scalars other than 0 and 1]` among the first `n` (one pass
@@ -2478,6 +2680,33 @@ mod tests {
             assert!(levels.iter().all(|&f| (2..=TREE_FANIN).contains(&f)));
         }
         assert!(tree_levels(1).is_empty());
+    }
+
+    #[test]
+    fn two_level_bins_fit_their_shared_memory_and_u16_key_bits() {
+        for c in GPU_MIN_WINDOW_BITS..=GPU_MAX_WINDOW_BITS {
+            let plan = GpuMsmPlan::new(c);
+            for log_entries in 0..=31u32 {
+                let n_entries = (1usize << log_entries).min(GPU_MAX_TERMS * 16);
+                let fine_log = plan.two_level_fine_log(n_entries);
+                let what = format!("c = {c}, 2^{log_entries} entries: fine_log {fine_log}");
+                assert!(fine_log <= MAX_BIN_KEYS_LOG, "{what}");
+                let sort_shared = 4 * ((1u32 << fine_log) + BIN_THREADS + 1);
+                assert!(sort_shared <= 227 << 10, "{what}");
+                assert_eq!(plan.n_buckets % (1 << fine_log), 0, "{what}");
+                assert!(plan.n_keys >> fine_log <= MAX_BINS, "{what}");
+                // Wider bins than the target size only where narrower ones would be too many.
+                let per_bin = n_entries as f64 / f64::from(plan.n_keys >> fine_log);
+                assert!(
+                    per_bin <= BIN_TARGET_ENTRIES as f64
+                        || fine_log == 0
+                        || fine_log == MAX_BIN_KEYS_LOG
+                        || fine_log == c - 1
+                        || plan.n_keys >> (fine_log - 1) > MAX_BINS,
+                    "{what}: {per_bin} entries a bin"
+                );
+            }
+        }
     }
 
     #[test]

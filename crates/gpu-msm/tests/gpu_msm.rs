@@ -9,7 +9,7 @@ use gpu_device::testing::gpu_or_skip;
 use gpu_msm::reference::naive_msm;
 use gpu_msm::{
     AccumulateKernel, CpuMsm, DensityMask, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
-    GpuMsmError, MsmBackend, MsmError, PinnedBases, ReduceKernel, GPU_MAX_WINDOW_BITS,
+    GpuMsmError, MsmBackend, MsmError, PinnedBases, ReduceKernel, SortKind, GPU_MAX_WINDOW_BITS,
 };
 use group::{Curve, Group};
 use rand::rngs::StdRng;
@@ -599,6 +599,54 @@ fn gpu_g2_window_sizes_and_density_mask() {
         return;
     };
     window_sizes_and_density_mask::<G2Curve>(&gpu, &mut rng());
+}
+
+/// The two-level sort (`SortKind::TwoLevel`) gives the same sums as the CPU: random sizes,
+/// Groth16-shaped inputs up to 2^18 terms, every window size with the accumulation kernels,
+/// and scalars whose digits pile into a few bins (one bin then holds every entry of a
+/// window).
+#[test]
+fn gpu_two_level_sort_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    let mut rng = rng();
+    let two_level = GpuMsmConfig {
+        sort: SortKind::TwoLevel,
+        ..GpuMsmConfig::default()
+    };
+    let engine = GpuMsm::with_config(gpu.clone(), two_level).expect("valid config");
+    random_sizes::<G1Curve>(&engine, &mut rng);
+    random_sizes::<G2Curve>(&engine, &mut rng);
+    larger_mixed::<G1Curve>(&engine, &mut rng, &[65_537, 1 << 18]);
+    let n = 1500;
+    let bases = points::<G1Curve>(&mut rng, n);
+    let scalars = random_scalars(&mut rng, n);
+    for c in [2u32, 5, 8, 13, 16, 20, 22] {
+        for accumulate in [
+            AccumulateKernel::ChunkedCapped,
+            AccumulateKernel::ChunkedAffine,
+        ] {
+            let config = GpuMsmConfig {
+                window_bits: Some(c),
+                accumulate,
+                ..two_level
+            };
+            let engine = GpuMsm::with_config(gpu.clone(), config).expect("window in range");
+            let what = format!("two-level sort, window {c}, {accumulate:?}");
+            check::<G1Curve>(&engine, &bases, &scalars, None, false, &what);
+        }
+    }
+    let big = Scalar::random(&mut rng);
+    for (what, scalars) in [
+        ("two-level sort, all equal", vec![big; n]),
+        (
+            "two-level sort, two values",
+            (0..n).map(|i| [big, -big][i % 2]).collect::<Vec<_>>(),
+        ),
+    ] {
+        check::<G1Curve>(&engine, &bases, &scalars, None, true, what);
+    }
 }
 
 #[test]
