@@ -81,7 +81,7 @@ extern "C" __global__ void msm_scatter(const uint32_t* scalars, uint32_t n, uint
 // The two-level sort (msm_scalars.cuh; gpu.rs's SortKind::TwoLevel): block b takes scalars
 // [b * chunk, (b + 1) * chunk); dynamic shared memory n_bins words (bin_count; bin_place:
 // the bins of its windows [w_lo, w_hi), from bin_lo) or
-// 2^fine_log + blockDim.x + 1 words (bin_sort, one block a bin).
+// 2^fine_log + blockDim.x words (bin_sort, one block a bin).
 extern "C" __global__ void msm_bin_count(const uint32_t* scalars, uint32_t n, uint32_t c,
                                          uint32_t n_windows, uint32_t fine_log, uint32_t n_bins,
                                          uint32_t chunk, uint32_t* bin_counts) {

@@ -32,6 +32,14 @@ __device__ __forceinline__ uint32_t clz32(uint32_t x) {
 #endif
 }
 
+__device__ __forceinline__ uint32_t clz64(uint64_t x) {
+#if defined(PINION_HOST_EMULATION)
+  return x ? (uint32_t)__builtin_clzll(x) : 64u;
+#else
+  return (uint32_t)__clzll((long long)x);
+#endif
+}
+
 // Bit length of max(a, b) (of a | b).
 __device__ __forceinline__ int maxlen(const uint32_t (&a)[12], const uint32_t (&b)[12]) {
   int n = 0;

@@ -43,14 +43,6 @@
 namespace pinion {
 namespace msm {
 
-__device__ __forceinline__ uint32_t clz64(uint64_t x) {
-#ifdef PINION_HOST_EMULATION
-  return x ? (uint32_t)__builtin_clzll(x) : 64u;
-#else
-  return (uint32_t)__clzll((long long)x);
-#endif
-}
-
 // The inversion a batch shares: the binary GCD on Fp; on Fp2, 1/(c0 + c1 u) =
 // (c0 - c1 u) / (c0^2 + c1^2) with the norm inverted by the GCD.
 __device__ __forceinline__ Fp f_inv_batch(const Fp& a) { return fp_inv_gcd(a); }
@@ -228,7 +220,7 @@ __device__ __forceinline__ void accumulate_chunk_affine_body(
     // EXPERIMENT (session 31): the points read again from the bases (the next one in
     // flight while this one is added) instead of kept in local memory since the first pass.
     uint64_t rest = adding;
-    int s_next = 63 - (int)clz64(rest);
+    int s_next = 63 - (int)gcd_inv::clz64(rest);
     Affine<F> rq = affine_load(bases + (kent[s_next] & ~SIGN_BIT));
 #pragma unroll 1
     while (rest != 0) {
@@ -236,7 +228,7 @@ __device__ __forceinline__ void accumulate_chunk_affine_body(
       Affine<F> q = rq;
       rest &= ~(1ull << s);
       if (rest != 0) {
-        s_next = 63 - (int)clz64(rest);
+        s_next = 63 - (int)gcd_inv::clz64(rest);
         rq = affine_load(bases + (kent[s_next] & ~SIGN_BIT));
       }
       if (kent[s] & SIGN_BIT) q.y = f_neg(q.y);

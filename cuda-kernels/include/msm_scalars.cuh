@@ -197,7 +197,7 @@ __device__ __forceinline__ void bin_place_block(const uint32_t* scalars, uint32_
 
 // Bin `bin` (entries [bin_offsets[bin], + bin_counts[bin]) of tmp_entries / tmp_low): the
 // offsets and counts of its 2^fine_log keys, and its entries in key order. cnt holds
-// 2^fine_log words, part n_threads + 1.
+// 2^fine_log words, part n_threads.
 template <class Sync>
 __device__ __forceinline__ void bin_sort_block(const uint32_t* tmp_entries,
                                                const uint16_t* tmp_low,

@@ -306,12 +306,14 @@ entries! {
     /// two-level sort's first pass (bins of `2^fine_log` keys; dynamic shared memory
     /// `4·n_bins` bytes; block `b` takes scalars `b·chunk..`).
     MsmBinCount => (Msm, "msm_bin_count"),
-    /// `msm_bin_place(scalars, n, c, n_windows, fine_log, n_bins, chunk, bin_cursors,
-    /// tmp_entries, tmp_low)`: each entry into its bin's run, the key's low bits (u16) beside.
+    /// `msm_bin_place(scalars, n, c, n_windows, w_lo, w_hi, fine_log, bin_lo, n_bins, chunk,
+    /// bin_cursors, tmp_entries, tmp_low)`: each entry of windows `w_lo..w_hi` (bins
+    /// `bin_lo..bin_lo + n_bins`, their counters in shared memory) into its bin's run, the
+    /// key's low bits (u16) beside.
     MsmBinPlace => (Msm, "msm_bin_place"),
     /// `msm_bin_sort(tmp_entries, tmp_low, bin_offsets, bin_counts, fine_log, entries,
-    /// offsets, counts)`: one block a bin (dynamic shared memory `4·(2^fine_log + threads +
-    /// 1)` bytes), the bin's keys' offsets and counts and its entries in key order.
+    /// offsets, counts)`: one block a bin (dynamic shared memory `4·(2^fine_log + threads)`
+    /// bytes), the bin's keys' offsets and counts and its entries in key order.
     MsmBinSort => (Msm, "msm_bin_sort"),
     /// `msm_select(src, n, mask, word_offsets, dst)`: the scalars a density mask selects,
     /// packed in order (`word_offsets[k]`: set bits in mask words `0..k`).

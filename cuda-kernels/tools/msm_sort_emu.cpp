@@ -87,6 +87,22 @@ static void print_sort(uint32_t n, uint32_t c, uint32_t n_windows,
   printf("\nends %u %u\n", offsets[n_keys - 1] + counts[n_keys - 1], (uint32_t)entries.size());
 }
 
+// The three-level scan (chunk sums, their scan, the chunks' sums) of counts into offsets
+// and cursors, over chunks of `chunk` counts.
+static void emulated_scan(const std::vector<uint32_t>& counts, uint32_t chunk,
+                          std::vector<uint32_t>& offsets, std::vector<uint32_t>& cursors) {
+  const uint32_t n_keys = (uint32_t)counts.size();
+  const uint32_t n_chunks = (n_keys + chunk - 1) / chunk;
+  std::vector<uint32_t> chunk_sums(n_chunks);
+  offsets.assign(n_keys, 0);
+  cursors.assign(n_keys, 0);
+  for (uint32_t t = 0; t < n_chunks; ++t) chunk_sum_body(counts.data(), n_keys, chunk, chunk_sums.data(), t);
+  scan_chunks_body(chunk_sums.data(), n_chunks);
+  for (uint32_t t = 0; t < n_chunks; ++t) {
+    scan_apply_body(counts.data(), n_keys, chunk, chunk_sums.data(), offsets.data(), cursors.data(), t);
+  }
+}
+
 // A grid of n_blocks blocks of n_threads host threads meeting at a barrier for the bodies'
 // sync (the same threads run the blocks one after another, with a barrier between them).
 template <class Body>
@@ -120,7 +136,6 @@ static void run_two_level(uint32_t n, uint32_t c, const std::vector<uint32_t>& s
   const uint32_t n_windows = (256 + c - 1) / c, n_buckets = 1u << (c - 1);
   const uint32_t n_keys = (n_windows + 1) * n_buckets;
   const Windows win{c, n_windows};
-  // Up to c - 1 (bins inside a window or across two), at most 16 (tmp_low is 16 bits).
   // At most c - 1 (no bin spans two windows) and 16 (tmp_low is 16 bits).
   uint32_t fine_log = (uint32_t)(rng() % std::min(c, 17u));
   // Threads meet at a barrier per bin: keep bins to a few thousand.
@@ -137,14 +152,8 @@ static void run_two_level(uint32_t n, uint32_t c, const std::vector<uint32_t>& s
     bin_count_block(scalars.data(), first, last, win, fine_log, n_bins, hist.data(),
                     bin_counts.data(), tid, n_threads, sync);
   });
-  const uint32_t scan = 1u << (rng() % 6);
-  const uint32_t n_chunks = (n_bins + scan - 1) / scan;
-  std::vector<uint32_t> chunk_sums(n_chunks), bin_offsets(n_bins), bin_cursors(n_bins);
-  for (uint32_t t = 0; t < n_chunks; ++t) chunk_sum_body(bin_counts.data(), n_bins, scan, chunk_sums.data(), t);
-  scan_chunks_body(chunk_sums.data(), n_chunks);
-  for (uint32_t t = 0; t < n_chunks; ++t) {
-    scan_apply_body(bin_counts.data(), n_bins, scan, chunk_sums.data(), bin_offsets.data(), bin_cursors.data(), t);
-  }
+  std::vector<uint32_t> bin_offsets, bin_cursors;
+  emulated_scan(bin_counts, 1u << (rng() % 6), bin_offsets, bin_cursors);
   uint64_t total = 0;
   for (uint32_t b = 0; b < n_bins; ++b) total += bin_counts[b];
   std::vector<uint32_t> tmp_entries(total), entries(total, 0xffffffffu);
@@ -162,7 +171,7 @@ static void run_two_level(uint32_t n, uint32_t c, const std::vector<uint32_t>& s
     w_lo = w_hi;
   }
   std::vector<uint32_t> offsets(n_keys, 0xdeadbeefu), counts(n_keys, 0xdeadbeefu);
-  std::vector<uint32_t> cnt(1u << fine_log), part(n_threads + 1);
+  std::vector<uint32_t> cnt(1u << fine_log), part(n_threads);
   run_grid(n_bins, n_threads, [&](uint32_t b, uint32_t tid, auto sync) {
     bin_sort_block(tmp_entries.data(), tmp_low.data(), bin_offsets.data(), bin_counts.data(), b,
                    fine_log, cnt.data(), part.data(), entries.data(), offsets.data(),
@@ -181,14 +190,8 @@ static void run_sort(uint32_t n, uint32_t c) {
   for (uint32_t i = 0; i < n; ++i) count_body(scalars.data(), win, counts.data(), i);
   for (uint32_t i = 0; i < n; ++i) classify_body(scalars.data(), n, classes.data(), i);
   // The three-level scan over chunks of a random power-of-two length.
-  const uint32_t chunk = 1u << (rng() % 8);
-  const uint32_t n_chunks = (n_keys + chunk - 1) / chunk;
-  std::vector<uint32_t> chunk_sums(n_chunks), offsets(n_keys), cursors(n_keys);
-  for (uint32_t t = 0; t < n_chunks; ++t) chunk_sum_body(counts.data(), n_keys, chunk, chunk_sums.data(), t);
-  scan_chunks_body(chunk_sums.data(), n_chunks);
-  for (uint32_t t = 0; t < n_chunks; ++t) {
-    scan_apply_body(counts.data(), n_keys, chunk, chunk_sums.data(), offsets.data(), cursors.data(), t);
-  }
+  std::vector<uint32_t> offsets, cursors;
+  emulated_scan(counts, 1u << (rng() % 8), offsets, cursors);
   uint64_t total = 0;
   for (uint32_t k = 0; k < n_keys; ++k) total += counts[k];
   std::vector<uint32_t> entries(total, 0xffffffffu);

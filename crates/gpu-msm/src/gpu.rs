@@ -901,9 +901,14 @@ const BIN_TARGET_ENTRIES: usize = 1 << 16;
 /// block may ask for).
 const MAX_BINS: u32 = 48 << 10;
 /// Widest bins of the two-level sort, in bits of keys: a `msm_bin_sort` block's 2^15 key
-/// counters and its threads' sums take 135 KB of shared memory (of the 227 KB an sm_90
+/// counters and its threads' sums take 132 KB of shared memory (of the 227 KB an sm_90
 /// block may ask for).
 const MAX_BIN_KEYS_LOG: u32 = 15;
+/// Shared memory a `msm_bin_sort` block needs for bins of `2^fine_log` keys: a counter a
+/// key and a partial sum a thread.
+fn bin_sort_shared_bytes(fine_log: u32) -> u32 {
+    4 * ((1u32 << fine_log) + BIN_THREADS)
+}
 /// Bins one `msm_bin_place` launch fills (its windows': a block's runs in them, ~16 entries
 /// each, are what L2 must hold while they fill).
 const PLACE_BINS: u32 = 2048;
@@ -2328,7 +2333,7 @@ impl GpuMsm {
         let chunk = BIN_CHUNK;
         let n_blocks = n.div_ceil(chunk);
         let hist_bytes = 4 * n_bins;
-        let sort_bytes = (4 * ((1u32 << fine_log) + BIN_THREADS + 1)).max(BIN_SORT_SHARED);
+        let sort_bytes = bin_sort_shared_bytes(fine_log).max(BIN_SORT_SHARED);
         let raise = |entry: Entry, bytes: u32| -> Result<(), GpuMsmError> {
             gpu.function(entry)?
                 .set_attribute(
@@ -2360,7 +2365,7 @@ impl GpuMsm {
         // launch uses those of its windows' bins, bin_lo.. bin_lo + range <= n_bins); bin_counts,
         // bin_offsets and bin_cursors hold n_bins words, tmp_entries and tmp_low n_entries
         // (the most entries n scalars make: bin_place writes exactly sum(bin_counts)); one
-        // msm_bin_sort block per bin with 2^fine_log + threads + 1 shared words (sort_bytes)
+        // msm_bin_sort block per bin with 2^fine_log + threads shared words (sort_bytes)
         // writes offsets and counts for its 2^fine_log keys (n_bins·2^fine_log = n_keys) and
         // the entries of its range; all buffers outlive the stream work (the caller's final
         // download synchronizes; these are freed stream-ordered).
@@ -2691,8 +2696,7 @@ mod tests {
                 let fine_log = plan.two_level_fine_log(n_entries);
                 let what = format!("c = {c}, 2^{log_entries} entries: fine_log {fine_log}");
                 assert!(fine_log <= MAX_BIN_KEYS_LOG, "{what}");
-                let sort_shared = 4 * ((1u32 << fine_log) + BIN_THREADS + 1);
-                assert!(sort_shared <= 227 << 10, "{what}");
+                assert!(bin_sort_shared_bytes(fine_log) <= 227 << 10, "{what}");
                 assert_eq!(plan.n_buckets % (1 << fine_log), 0, "{what}");
                 assert!(plan.n_keys >> fine_log <= MAX_BINS, "{what}");
                 // Wider bins than the target size only where narrower ones would be too many.
