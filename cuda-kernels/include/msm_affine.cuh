@@ -29,13 +29,9 @@
 // the driver reserves that for every thread the device can hold, GpuMsm charges it), which
 // the caches and memory serve (docs/benchmarks.md, sessions 19 and 23). Nsight Compute
 // (session 31) finds the kernel memory bound on that state: ~750 bytes of DRAM traffic an
-// addition, the issue slots a third busy.
-//
-// PINION_AFFINE_RELOAD (a prepared experiment, not in the committed PTX; emulate.sh checks
-// it): the second pass reads each point again from the bases (the next one in flight while
-// one is added) instead of keeping x and y in local memory since the first: 5*K field
-// elements and 4*K words of state (16.8 KB a thread), ~180 fewer bytes of local traffic an
-// addition for a second random read of 96. cuda-kernels/NOTES.md, "Open measurements".
+// addition, the issue slots a third busy. Reading each point again in the second pass instead
+// of keeping it (13-33% slower) and prefetching the streams' state ahead (2-6% slower) both
+// lost (session 32; cuda-kernels/NOTES.md).
 #pragma once
 #include "fp_inv.cuh"
 #include "msm.cuh"
@@ -117,13 +113,8 @@ __device__ __forceinline__ void accumulate_chunk_affine_body(
   const uint32_t e1 = min_u32(total - e0, chunk_len) + e0;
   const uint32_t m = chunk_len / K;
 
-#ifdef PINION_AFFINE_RELOAD
-  F ax[K], ay[K], pref[K], hx[K], hy[K];
-  uint32_t kb[K], kend[K], hk[K], kent[K];
-#else
   F ax[K], ay[K], pref[K], bx[K], by[K], hx[K], hy[K];
   uint32_t kb[K], kend[K], hk[K];
-#endif
   uint64_t live = 0;       // stream s's current sum is not infinity
   uint64_t crossed = 0;    // stream s has finished its first segment (its head)
   uint64_t head_live = 0;  // that head is not infinity
@@ -204,42 +195,19 @@ __device__ __forceinline__ void accumulate_chunk_affine_body(
         }
         den = sl.den;
       }
-#ifdef PINION_AFFINE_RELOAD
-      kent[s] = entry;
-#else
       bx[s] = q.x;
       by[s] = q.y;
-#endif
       pref[s] = prod;
       prod = f_mul(prod, den);
       adding |= bit;
     }
     if (adding == 0) continue;
     F inv = f_inv_batch(prod);
-#ifdef PINION_AFFINE_RELOAD
-    // EXPERIMENT (session 31): the points read again from the bases (the next one in
-    // flight while this one is added) instead of kept in local memory since the first pass.
-    uint64_t rest = adding;
-    int s_next = 63 - (int)gcd_inv::clz64(rest);
-    Affine<F> rq = affine_load(bases + (kent[s_next] & ~SIGN_BIT));
-#pragma unroll 1
-    while (rest != 0) {
-      const int s = s_next;
-      Affine<F> q = rq;
-      rest &= ~(1ull << s);
-      if (rest != 0) {
-        s_next = 63 - (int)gcd_inv::clz64(rest);
-        rq = affine_load(bases + (kent[s_next] & ~SIGN_BIT));
-      }
-      if (kent[s] & SIGN_BIT) q.y = f_neg(q.y);
-      const Affine<F> a{ax[s], ay[s]};
-#else
 #pragma unroll 1
     for (int s = (int)n_streams - 1; s >= 0; --s) {
       if (!((adding >> s) & 1)) continue;
       const Affine<F> q{bx[s], by[s]};
       const Affine<F> a{ax[s], ay[s]};
-#endif
       F den = f_sub(q.x, a.x), num;
       if (!f_is_zero(den)) {
         num = f_sub(q.y, a.y);

@@ -16,11 +16,6 @@ grep -q ' 0 mismatches' "$out/field.txt"
 g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
   cuda-kernels/tools/msm_emu.cpp -o "$out/msm_emu"
 for s in $seed $((seed + 1)) $((seed + 2)); do "$out/msm_emu" "$s"; done
-# The affine accumulation's prepared experiment (msm_affine.cuh, PINION_AFFINE_RELOAD; not in
-# the committed PTX) is checked as well, so it stays right until it is timed.
-g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -DPINION_AFFINE_RELOAD -I cuda-kernels/include \
-  cuda-kernels/tools/msm_emu.cpp -o "$out/msm_emu_reload"
-"$out/msm_emu_reload" "$seed"
 g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
   cuda-kernels/tools/ntt_emu.cpp -o "$out/ntt_emu"
 "$out/ntt_emu" "$seed" 64 | python3 cuda-kernels/tools/check_ntt_emu.py
