@@ -205,6 +205,16 @@ pub enum GpuMsmError {
     /// Zero windows per scatter launch.
     #[error("windows per scatter launch must be at least 1, got 0")]
     BadScatterWindows,
+    /// Two-level sort sizes out of range.
+    #[error(
+        "two-level sort sizes {params:?}: chunk_log must be within 8..=24, bin_entries_log \
+         at most 31, place_bins within 1..={max_bins}",
+        max_bins = TWO_LEVEL_MAX_BINS
+    )]
+    BadTwoLevel {
+        /// The sizes asked for.
+        params: TwoLevelParams,
+    },
     /// More terms than the GPU pipeline indexes.
     #[error("{n_terms} terms exceed the gpu backend's maximum of {max_terms}")]
     TooManyTerms {
@@ -871,7 +881,52 @@ pub struct GpuMsmConfig {
     /// How the scalars' digits are sorted by bucket (same entries; [`SortKind::Counting`]
     /// by default). Tables of precomputed windows always use the counting sort.
     pub sort: SortKind,
+    /// The two-level sort's block and bin sizes (used with [`SortKind::TwoLevel`]).
+    pub two_level: TwoLevelParams,
 }
+
+/// The sizes of the two-level sort ([`SortKind::TwoLevel`]); checked by
+/// [`GpuMsm::with_config`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TwoLevelParams {
+    /// Scalars one block of the count and place passes takes, log2 (8..=24).
+    pub chunk_log: u32,
+    /// Entries a bin holds on average, at most, log2 (0..=31; see
+    /// [`GpuMsmPlan::two_level_fine_log`]).
+    pub bin_entries_log: u32,
+    /// Bins one `msm_bin_place` launch fills, at most (1..=[`TWO_LEVEL_MAX_BINS`]): windows
+    /// are placed a few a launch, so that the (block, bin) runs being filled stay few.
+    pub place_bins: u32,
+}
+
+impl Default for TwoLevelParams {
+    fn default() -> Self {
+        TwoLevelParams {
+            chunk_log: 14,
+            bin_entries_log: 16,
+            place_bins: 2048,
+        }
+    }
+}
+
+impl TwoLevelParams {
+    /// `Ok` when every size is within its documented range, else
+    /// [`GpuMsmError::BadTwoLevel`].
+    pub fn check(&self) -> Result<(), GpuMsmError> {
+        if (8..=24).contains(&self.chunk_log)
+            && self.bin_entries_log <= 31
+            && (1..=TWO_LEVEL_MAX_BINS).contains(&self.place_bins)
+        {
+            Ok(())
+        } else {
+            Err(GpuMsmError::BadTwoLevel { params: *self })
+        }
+    }
+}
+
+/// Most bins of the two-level sort: their counters fill a block's shared memory (192 KB
+/// of the 227 KB an sm_90 block may ask for).
+pub const TWO_LEVEL_MAX_BINS: u32 = 48 << 10;
 
 /// How the pipeline sorts the scalars' digits by bucket key: the same entries, offsets and
 /// counts either way (a tuning choice).
@@ -890,16 +945,9 @@ pub enum SortKind {
     TwoLevel,
 }
 
-/// Scalars one block of the two-level sort's count and place passes takes.
-const BIN_CHUNK: u32 = 1 << 14;
 /// Threads per block of the two-level sort's passes.
 const BIN_THREADS: u32 = 1024;
-/// Entries a bin of the two-level sort holds on average, at most (its keys' range of
-/// `entries` is then ~256 KB, which one block an SM keeps in L2 while it fills it).
-const BIN_TARGET_ENTRIES: usize = 1 << 16;
-/// Most bins: their counters fill a block's shared memory (192 KB of the 227 KB an sm_90
-/// block may ask for).
-const MAX_BINS: u32 = 48 << 10;
+const MAX_BINS: u32 = TWO_LEVEL_MAX_BINS;
 /// Widest bins of the two-level sort, in bits of keys: a `msm_bin_sort` block's 2^15 key
 /// counters and its threads' sums take 132 KB of shared memory (of the 227 KB an sm_90
 /// block may ask for).
@@ -909,9 +957,6 @@ const MAX_BIN_KEYS_LOG: u32 = 15;
 fn bin_sort_shared_bytes(fine_log: u32) -> u32 {
     4 * ((1u32 << fine_log) + BIN_THREADS)
 }
-/// Bins one `msm_bin_place` launch fills (its windows': a block's runs in them, ~16 entries
-/// each, are what L2 must hold while they fill).
-const PLACE_BINS: u32 = 2048;
 /// Dynamic shared memory of a `msm_bin_sort` block: at least this much, so that one block
 /// holds an SM and the bins being filled stay few.
 const BIN_SORT_SHARED: u32 = 116 << 10;
@@ -990,12 +1035,13 @@ impl GpuMsmPlan {
     }
 
     /// The two-level sort's bin width in bits (bins of `2^fine_log` consecutive keys) for
-    /// `n_entries` entries over this plan's keys: bins of about [`BIN_TARGET_ENTRIES`]
-    /// entries, at most [`MAX_BIN_KEYS_LOG`] bits of keys (a sort block's shared counters;
-    /// the low bits travel as u16) and at most [`MAX_BINS`] bins (a count block's).
-    pub fn two_level_fine_log(&self, n_entries: usize) -> u32 {
+    /// `n_entries` entries over this plan's keys: bins of about `2^bin_entries_log`
+    /// entries ([`TwoLevelParams`]), at most [`MAX_BIN_KEYS_LOG`] bits of keys (a sort
+    /// block's shared counters; the low bits travel as u16) and at most
+    /// [`TWO_LEVEL_MAX_BINS`] bins (a count block's).
+    pub fn two_level_fine_log(&self, n_entries: usize, bin_entries_log: u32) -> u32 {
         let per_key = (n_entries as f64 / f64::from(self.n_keys)).max(1.0 / 65536.0);
-        let want = (BIN_TARGET_ENTRIES as f64 / per_key)
+        let want = ((1u64 << bin_entries_log.min(31)) as f64 / per_key)
             .log2()
             .floor()
             .max(0.0) as u32;
@@ -1207,6 +1253,7 @@ impl GpuMsm {
         if config.scatter_windows == Some(0) {
             return Err(GpuMsmError::BadScatterWindows);
         }
+        config.two_level.check()?;
         Ok(GpuMsm { gpu, config })
     }
 
@@ -2073,6 +2120,7 @@ impl GpuMsm {
         // witness's MSM over 2^27 terms of which 1% are other values is planned (window
         // size, entries) for those 1%, not for 2^27.
         let classes = self.classify(scalars, n)?;
+        mark("classify")?;
         let (n_ones, n_others) = (classes[0] as usize, classes[1] as usize);
         let plan = &match shared {
             Some(sh) => GpuMsmPlan::shared(sh.window_bits),
@@ -2328,9 +2376,10 @@ impl GpuMsm {
         let gpu = &self.gpu;
         let stream = gpu.stream();
         let (c, n_windows) = (plan.window_bits, plan.n_windows);
-        let fine_log = plan.two_level_fine_log(n_entries);
+        let tl = self.config.two_level;
+        let fine_log = plan.two_level_fine_log(n_entries, tl.bin_entries_log);
         let n_bins = plan.n_keys >> fine_log;
-        let chunk = BIN_CHUNK;
+        let chunk = 1u32 << tl.chunk_log;
         let n_blocks = n.div_ceil(chunk);
         let hist_bytes = 4 * n_bins;
         let sort_bytes = bin_sort_shared_bytes(fine_log).max(BIN_SORT_SHARED);
@@ -2385,7 +2434,7 @@ impl GpuMsm {
         mark("scan")?;
         // A few windows a launch: the (block, bin) runs being filled at once stay few.
         let bins_per_window = plan.n_buckets >> fine_log;
-        let windows_per_place = (PLACE_BINS / bins_per_window).max(1);
+        let windows_per_place = (tl.place_bins / bins_per_window).max(1);
         let f = gpu.function(Entry::MsmBinPlace)?;
         for (w_lo, w_hi) in scatter_ranges(n_windows + 1, windows_per_place) {
             let bin_lo = w_lo * bins_per_window;
@@ -2688,27 +2737,87 @@ mod tests {
     }
 
     #[test]
+    fn two_level_params_outside_their_ranges_are_refused() {
+        let ok = TwoLevelParams::default();
+        assert!(ok.check().is_ok());
+        for bad in [
+            TwoLevelParams { chunk_log: 7, ..ok },
+            TwoLevelParams {
+                chunk_log: 25,
+                ..ok
+            },
+            TwoLevelParams {
+                bin_entries_log: 32,
+                ..ok
+            },
+            TwoLevelParams {
+                place_bins: 0,
+                ..ok
+            },
+            TwoLevelParams {
+                place_bins: TWO_LEVEL_MAX_BINS + 1,
+                ..ok
+            },
+        ] {
+            let err = bad.check().expect_err("out of range");
+            assert!(matches!(err, GpuMsmError::BadTwoLevel { params } if params == bad));
+            assert!(err.to_string().contains("two-level sort sizes"), "{err}");
+        }
+        for edge in [
+            TwoLevelParams { chunk_log: 8, ..ok },
+            TwoLevelParams {
+                chunk_log: 24,
+                ..ok
+            },
+            TwoLevelParams {
+                bin_entries_log: 0,
+                ..ok
+            },
+            TwoLevelParams {
+                bin_entries_log: 31,
+                ..ok
+            },
+            TwoLevelParams {
+                place_bins: 1,
+                ..ok
+            },
+            TwoLevelParams {
+                place_bins: TWO_LEVEL_MAX_BINS,
+                ..ok
+            },
+        ] {
+            assert!(edge.check().is_ok(), "{edge:?}");
+        }
+    }
+
+    #[test]
     fn two_level_bins_fit_their_shared_memory_and_u16_key_bits() {
-        for c in GPU_MIN_WINDOW_BITS..=GPU_MAX_WINDOW_BITS {
-            let plan = GpuMsmPlan::new(c);
-            for log_entries in 0..=31u32 {
-                let n_entries = (1usize << log_entries).min(GPU_MAX_TERMS * 16);
-                let fine_log = plan.two_level_fine_log(n_entries);
-                let what = format!("c = {c}, 2^{log_entries} entries: fine_log {fine_log}");
-                assert!(fine_log <= MAX_BIN_KEYS_LOG, "{what}");
-                assert!(bin_sort_shared_bytes(fine_log) <= 227 << 10, "{what}");
-                assert_eq!(plan.n_buckets % (1 << fine_log), 0, "{what}");
-                assert!(plan.n_keys >> fine_log <= MAX_BINS, "{what}");
-                // Wider bins than the target size only where narrower ones would be too many.
-                let per_bin = n_entries as f64 / f64::from(plan.n_keys >> fine_log);
-                assert!(
-                    per_bin <= BIN_TARGET_ENTRIES as f64
-                        || fine_log == 0
-                        || fine_log == MAX_BIN_KEYS_LOG
-                        || fine_log == c - 1
-                        || plan.n_keys >> (fine_log - 1) > MAX_BINS,
-                    "{what}: {per_bin} entries a bin"
-                );
+        for bin_entries_log in [0, 8, 16, 18, 20, 31] {
+            for c in GPU_MIN_WINDOW_BITS..=GPU_MAX_WINDOW_BITS {
+                let plan = GpuMsmPlan::new(c);
+                for log_entries in 0..=31u32 {
+                    let n_entries = (1usize << log_entries).min(GPU_MAX_TERMS * 16);
+                    let fine_log = plan.two_level_fine_log(n_entries, bin_entries_log);
+                    let what = format!(
+                        "c = {c}, 2^{log_entries} entries, bins of 2^{bin_entries_log}: \
+                         fine_log {fine_log}"
+                    );
+                    assert!(fine_log <= MAX_BIN_KEYS_LOG, "{what}");
+                    assert!(bin_sort_shared_bytes(fine_log) <= 227 << 10, "{what}");
+                    assert_eq!(plan.n_buckets % (1 << fine_log), 0, "{what}");
+                    assert!(plan.n_keys >> fine_log <= MAX_BINS, "{what}");
+                    // Wider bins than the target size only where narrower ones would be
+                    // too many.
+                    let per_bin = n_entries as f64 / f64::from(plan.n_keys >> fine_log);
+                    assert!(
+                        per_bin <= (1u64 << bin_entries_log) as f64
+                            || fine_log == 0
+                            || fine_log == MAX_BIN_KEYS_LOG
+                            || fine_log == c - 1
+                            || plan.n_keys >> (fine_log - 1) > MAX_BINS,
+                        "{what}: {per_bin} entries a bin"
+                    );
+                }
             }
         }
     }
