@@ -941,7 +941,8 @@ pub enum SortKind {
     /// sorts the bin in key order (`msm_bin_count`, `msm_bin_place`, `msm_bin_sort`).
     /// Device scratch: 6 bytes an entry more than [`Self::Counting`]. An experiment built
     /// from Nsight Compute's profile of the counting sort (cuda-kernels/NOTES.md, "A
-    /// two-level sort"); not yet timed on a device.
+    /// two-level sort"); with the default [`TwoLevelParams`] it measured no faster than the
+    /// counting sort (session 32: 2^26 74.7 against 72.5 ms on an H100).
     TwoLevel,
 }
 
