@@ -34,6 +34,11 @@ struct Device {
     cuda: bool,
     vram_total_bytes: u64,
     vram_free_bytes: u64,
+    /// What the device's VRAM budget charges now (live allocations and local memory).
+    vram_charged_bytes: u64,
+    /// Freed memory the device's pool keeps mapped (`VramPool::KEEP`): used by
+    /// `cuMemGetInfo`'s count, charged to no budget.
+    vram_pool_kept_bytes: u64,
     current_job: Option<(String, String)>,
     in_flight: usize,
     partitions_done: u64,
@@ -52,6 +57,10 @@ fn devices(d: &Daemon) -> Vec<Device> {
             let (total, free) = gpu
                 .and_then(|g| g.mem_info().ok())
                 .map_or((0, 0), |m| (m.total_bytes, m.free_bytes));
+            let charged = gpu.map_or(0, |g| g.vram_budget().snapshot().used_bytes);
+            let kept = gpu
+                .and_then(|g| g.pool_bytes().ok())
+                .map_or(0, |p| p.reserved_bytes.saturating_sub(p.used_bytes));
             Device {
                 name: match gpu {
                     Some(g) => format!("{} ({})", dev.name, g.info().name),
@@ -61,6 +70,8 @@ fn devices(d: &Daemon) -> Vec<Device> {
                 cuda: gpu.is_some(),
                 vram_total_bytes: total,
                 vram_free_bytes: free,
+                vram_charged_bytes: charged,
+                vram_pool_kept_bytes: kept,
                 current_job: dev.current_job.and_then(|id| d.job_kind(id)),
                 in_flight: dev.in_flight,
                 partitions_done: dev.partitions_done,
@@ -147,6 +158,8 @@ pub fn status_json(d: &Daemon) -> Value {
                 "cuda": dev.cuda,
                 "vram_total_bytes": dev.vram_total_bytes,
                 "vram_free_bytes": dev.vram_free_bytes,
+                "vram_charged_bytes": dev.vram_charged_bytes,
+                "vram_pool_kept_bytes": dev.vram_pool_kept_bytes,
                 "current_job": dev.current_job.map(|(job, _)| job),
                 "in_flight": dev.in_flight,
                 "partitions_done": dev.partitions_done,

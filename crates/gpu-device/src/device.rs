@@ -76,6 +76,18 @@ pub struct MemInfo {
     pub total_bytes: u64,
 }
 
+/// The device's stream-ordered memory pool now (`cuMemPoolGetAttribute`): what it has
+/// mapped and how much of that live allocations use. `reserved_bytes - used_bytes` is freed
+/// memory the pool keeps ([`VramPool::keep_bytes`]), counted as used by `cuMemGetInfo` but
+/// charged to no budget.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolBytes {
+    /// Bytes the pool has mapped (`CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT`).
+    pub reserved_bytes: u64,
+    /// Bytes of it in live allocations (`CU_MEMPOOL_ATTR_USED_MEM_CURRENT`).
+    pub used_bytes: u64,
+}
+
 /// How to open a device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuConfig {
@@ -127,15 +139,28 @@ pub struct VramPool {
 }
 
 impl Default for VramPool {
+    /// [`VramPool::KEEP`]: measured on the H200 (session 32, docs/benchmarks.md), a G1 MSM
+    /// of 2^26 terms spent 13.2 ms mapping its ~5 GB of scratch again under the driver's
+    /// default and 3.1 ms with freed memory kept (434 against 446 ms in all).
     fn default() -> Self {
-        VramPool::DRIVER
+        VramPool::KEEP
     }
 }
 
 impl VramPool {
-    /// The driver's defaults: nothing kept past a synchronization, cross-stream waits.
+    /// The driver's defaults: nothing kept past a synchronization, cross-stream waits. For
+    /// a process that shares its card with others and must give freed memory back at once.
     pub const DRIVER: VramPool = VramPool {
         keep_bytes: Some(0),
+        cross_stream_waits: true,
+    };
+    /// Freed memory kept mapped up to the VRAM budget (which this process may hold anyway),
+    /// cross-stream waits: the default. The pool's reserve never exceeds the budget after
+    /// a synchronization, and what the budget charges is what is in use; the rest of what
+    /// `cuMemGetInfo` counts as used is the pool's kept memory, given back to the driver
+    /// when a context limit must grow ([`Gpu::reserve_local_memory`]).
+    pub const KEEP: VramPool = VramPool {
+        keep_bytes: None,
         cross_stream_waits: true,
     };
 }
@@ -389,8 +414,13 @@ impl Gpu {
             .unwrap_or_else(|| default_vram_margin_bytes(total_bytes));
         let budget_bytes = total_bytes.saturating_sub(margin).min(free_bytes);
         let vram = Budget::fixed_named(format!("vram{ordinal}"), budget_bytes);
-        // The driver's defaults need no call (and no pool support on the device).
-        if config.pool != VramPool::DRIVER {
+        // The driver's defaults need no call (and no pool support on the device); a device
+        // without stream-ordered pools allocates without one (cudarc's cuMemAlloc path).
+        let pools = attr(
+            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+            "cuDeviceGetAttribute(MEMORY_POOLS_SUPPORTED)",
+        )?;
+        if config.pool != VramPool::DRIVER && pools != 0 {
             set_pool((ordinal, n_devices), config.pool, budget_bytes)?;
         }
         let stream = ctx
@@ -512,6 +542,42 @@ impl Gpu {
         Ok(MemInfo {
             free_bytes: free as u64,
             total_bytes: total as u64,
+        })
+    }
+
+    /// The device's default stream-ordered pool now: mapped and in-use bytes (zeros on a
+    /// device without memory pools, whose allocations do not go through one).
+    pub fn pool_bytes(&self) -> Result<PoolBytes, GpuError> {
+        let ordinal = self.inner.info.ordinal;
+        let supported = self
+            .inner
+            .ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
+            .map_err(GpuError::driver(
+                "cuDeviceGetAttribute(MEMORY_POOLS_SUPPORTED)",
+            ))?;
+        if supported == 0 {
+            return Ok(PoolBytes::default());
+        }
+        let handle = default_pool(ordinal, ordinal + 1)?;
+        let get = |attr, call: &'static str| -> Result<u64, GpuError> {
+            let mut v: u64 = 0;
+            // SAFETY: `handle` came from cuDeviceGetDefaultMemPool; both attributes are
+            // cuuint64_t values, written to a live u64.
+            unsafe { sys::cuMemPoolGetAttribute(handle, attr, (&mut v as *mut u64).cast()) }
+                .result()
+                .map_err(GpuError::driver(call))?;
+            Ok(v)
+        };
+        Ok(PoolBytes {
+            reserved_bytes: get(
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+                "cuMemPoolGetAttribute(RESERVED_MEM_CURRENT)",
+            )?,
+            used_bytes: get(
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                "cuMemPoolGetAttribute(USED_MEM_CURRENT)",
+            )?,
         })
     }
 

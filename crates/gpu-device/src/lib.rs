@@ -37,7 +37,10 @@
 //! than a minute was seen for the 30 MB G2 MSM module on a fresh machine; once per device
 //! and process, and the driver's cache keeps the result between processes); later lookups are a hash-map hit. Allocations cost a
 //! budget check plus the driver's allocation (stream-ordered when the device supports
-//! memory pools).
+//! memory pools). By default the pool keeps freed memory mapped up to the VRAM budget
+//! ([`VramPool::KEEP`]): a later allocation of the same size maps nothing (a 2^26-term G1
+//! MSM's ~5 GB of scratch cost ~10 ms to map again each call under the driver's default,
+//! [`VramPool::DRIVER`], which a process sharing its card may prefer).
 #![warn(missing_docs)]
 
 mod device;
@@ -49,7 +52,7 @@ pub mod testing;
 
 pub use device::{
     default_vram_margin_bytes, device_count, driver_present, DeviceInfo, FeederPriority, Gpu,
-    GpuConfig, LocalMemoryInfo, MemInfo, VramPool, WaitMode,
+    GpuConfig, LocalMemoryInfo, MemInfo, PoolBytes, VramPool, WaitMode,
 };
 pub use error::GpuError;
 pub use memory::{DeviceBuffer, PinnedBuffer};

@@ -19,8 +19,12 @@
 //! that the table then times in full.
 //! `PINION_BENCH_QUICK=1`: G1 at 2^16 and 2^18, G2 at 2^16 (unless sizes are given).
 //! `PINION_MSM_NO_EQUAL=1` skips the every-scalar-equal row (slow at 2^27).
+//! `PINION_VRAM_POOL=driver`: the device's memory pool gives freed memory back at each
+//! synchronization, as the driver's default does (`VramPool::DRIVER`; by default it keeps
+//! it up to the VRAM budget, `VramPool::KEEP`).
 //! `PINION_MSM_SORT=two-level` times every engine with `SortKind::TwoLevel` (its sum
-//! checked against the counting sort's once a size).
+//! checked against the counting sort's once a size);
+//! `PINION_MSM_TWO_LEVEL=chunk_log,bin_entries_log,place_bins` its sizes (`TwoLevelParams`).
 //! G1 also runs over precomputed windows at the sizes up to 2^24 (`PINION_MSM_PRECOMPUTED=0`
 //! skips it; `PINION_MSM_PRECOMPUTED_WINDOWS=16,20,22` the windows, those by default).
 //! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
@@ -37,10 +41,10 @@ use std::time::Instant;
 const GIB: f64 = (1u64 << 30) as f64;
 
 use bls12_381::{G1Affine, G1Projective};
-use gpu_device::Gpu;
+use gpu_device::{Gpu, GpuConfig, VramPool};
 use gpu_msm::{
     AccumulateKernel, DeviceBases, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
-    PinnedBases, ReduceKernel, SortKind,
+    PinnedBases, ReduceKernel, SortKind, TwoLevelParams,
 };
 use group::Curve;
 use memory_budget::{Budget, Category};
@@ -330,6 +334,8 @@ struct Run {
     /// `PINION_MSM_SORT=two-level`: every timed engine sorts with [`SortKind::TwoLevel`] (its
     /// sums checked against the counting sort's once a size).
     sort: SortKind,
+    /// `PINION_MSM_TWO_LEVEL=chunk_log,bin_entries_log,place_bins`: the two-level sort's sizes.
+    two_level: TwoLevelParams,
     /// Whether the recorded reference figures apply to this device's kind.
     recorded: bool,
     runs: usize,
@@ -352,8 +358,25 @@ fn main() -> BenchResult<()> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(7);
-    let gpu = Gpu::open(0)?;
-    println!("device: {} ({} SMs)", gpu.info().name, gpu.info().sm_count);
+    let pool = match std::env::var("PINION_VRAM_POOL").as_deref() {
+        Err(_) | Ok("keep") => VramPool::KEEP,
+        Ok("driver") => VramPool::DRIVER,
+        Ok(other) => {
+            return Err(format!("PINION_VRAM_POOL: {other:?} is not driver or keep").into())
+        }
+    };
+    let gpu = Gpu::open_with(
+        0,
+        GpuConfig {
+            pool,
+            ..GpuConfig::default()
+        },
+    )?;
+    println!(
+        "device: {} ({} SMs), device memory pool {pool:?}",
+        gpu.info().name,
+        gpu.info().sm_count
+    );
     let recorded = pinion_bench::recorded_reference_applies(&gpu.info().name);
     if !recorded {
         println!(
@@ -368,9 +391,34 @@ fn main() -> BenchResult<()> {
             return Err(format!("PINION_MSM_SORT: {other:?} is not counting or two-level").into())
         }
     };
+    let two_level = match std::env::var("PINION_MSM_TWO_LEVEL") {
+        Err(_) => TwoLevelParams::default(),
+        Ok(v) => {
+            let p: Vec<u32> = v.split(',').map(str::parse).collect::<Result<_, _>>().map_err(
+                |e| format!("PINION_MSM_TWO_LEVEL: {v:?} is not chunk_log,bin_entries_log,place_bins ({e})"),
+            )?;
+            match p[..] {
+                [chunk_log, bin_entries_log, place_bins] => TwoLevelParams {
+                    chunk_log,
+                    bin_entries_log,
+                    place_bins,
+                },
+                _ => {
+                    return Err(format!(
+                        "PINION_MSM_TWO_LEVEL: {v:?} is not chunk_log,bin_entries_log,place_bins"
+                    )
+                    .into())
+                }
+            }
+        }
+    };
+    if sort == SortKind::TwoLevel {
+        println!("two-level sort: {two_level:?}");
+    }
     let mut run = Run {
         gpu,
         sort,
+        two_level,
         recorded,
         runs,
         sweep_on: env_flag("PINION_MSM_SWEEP"),
@@ -530,6 +578,7 @@ where
                             chunk_len: chunked.then_some(chunk_len),
                             scatter_windows,
                             sort: run.sort,
+                            two_level: run.two_level,
                         };
                         let engine = GpuMsm::with_config(gpu.clone(), config)?;
                         let ms = time_resident(&engine, &bases, &d_scalars, 3)?;
@@ -555,6 +604,7 @@ where
         let config = best.map_or_else(
             || GpuMsmConfig {
                 sort: run.sort,
+                two_level: run.two_level,
                 ..GpuMsmConfig::default()
             },
             |(_, c)| c,
