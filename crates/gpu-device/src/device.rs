@@ -157,8 +157,9 @@ impl VramPool {
     /// Freed memory kept mapped up to the VRAM budget (which this process may hold anyway),
     /// cross-stream waits: the default. The pool's reserve never exceeds the budget after
     /// a synchronization, and what the budget charges is what is in use; the rest of what
-    /// `cuMemGetInfo` counts as used is the pool's kept memory, given back to the driver
-    /// when a context limit must grow ([`Gpu::reserve_local_memory`]).
+    /// `cuMemGetInfo` counts as used is the pool's kept memory ([`Gpu::pool_bytes`]), given
+    /// back to the driver when a context limit must grow ([`Gpu::reserve_local_memory`]) and
+    /// before an allocation the driver refused is asked once more.
     pub const KEEP: VramPool = VramPool {
         keep_bytes: None,
         cross_stream_waits: true,
@@ -197,7 +198,7 @@ fn set_pool(
 
 /// Returns the memory device `ordinal`'s default stream-ordered pool holds unused to the
 /// driver (`cuMemPoolTrimTo(pool, 0)`; memory in use or awaiting a stream-ordered free stays).
-fn trim_default_pool(ordinal: usize) -> Result<(), GpuError> {
+pub(crate) fn trim_default_pool(ordinal: usize) -> Result<(), GpuError> {
     let handle = default_pool(ordinal, ordinal + 1)?;
     // SAFETY: `handle` came from cuDeviceGetDefaultMemPool.
     unsafe { sys::cuMemPoolTrimTo(handle, 0) }

@@ -123,13 +123,33 @@ impl Gpu {
         &self,
         len: usize,
         label: &str,
-        alloc: impl FnOnce(&Arc<CudaStream>) -> Result<CudaSlice<T>, DriverError>,
+        alloc: impl Fn(&Arc<CudaStream>) -> Result<CudaSlice<T>, DriverError>,
     ) -> Result<DeviceBuffer<T>, GpuError> {
         let bytes = size_bytes::<T>(len)?;
         let reservation = self.reserve_vram(bytes, label)?;
-        let slice =
-            alloc(self.stream()).map_err(|e| device_memory_error(self, "cuMemAlloc", bytes, e))?;
+        let slice = self.driver_alloc(bytes, alloc)?;
         Ok(DeviceBuffer { slice, reservation })
+    }
+
+    /// The driver's allocation of `bytes` (already charged), asked once more after the
+    /// stream-ordered pool gives back the freed memory it keeps ([`crate::VramPool::KEEP`])
+    /// if the driver ran out: that memory is charged to no budget, so it must never make
+    /// an allocation the budget admitted fail.
+    fn driver_alloc<T>(
+        &self,
+        bytes: u64,
+        alloc: impl Fn(&Arc<CudaStream>) -> Result<CudaSlice<T>, DriverError>,
+    ) -> Result<CudaSlice<T>, GpuError> {
+        match alloc(self.stream()) {
+            Ok(slice) => Ok(slice),
+            Err(e) if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                if crate::device::trim_default_pool(self.info().ordinal).is_err() {
+                    return Err(device_memory_error(self, "cuMemAlloc", bytes, e));
+                }
+                alloc(self.stream()).map_err(|e| device_memory_error(self, "cuMemAlloc", bytes, e))
+            }
+            Err(e) => Err(device_memory_error(self, "cuMemAlloc", bytes, e)),
+        }
     }
 
     /// A device buffer of `len` plain words whose contents are unspecified until written,
@@ -156,8 +176,8 @@ impl Gpu {
         let reservation = self.reserve_vram(bytes, label)?;
         // SAFETY: the uninitialised buffer is fully overwritten by the copy queued right
         // after it on the same stream, before anything can read it.
-        let mut slice = unsafe { self.stream().alloc::<T>(data.len()) }
-            .map_err(|e| device_memory_error(self, "cuMemAlloc", bytes, e))?;
+        let mut slice =
+            self.driver_alloc(bytes, |stream| unsafe { stream.alloc::<T>(data.len()) })?;
         self.stream()
             .memcpy_htod(data, &mut slice)
             .map_err(GpuError::driver("cuMemcpyHtoDAsync"))?;
