@@ -15,6 +15,7 @@
 //   msm_bin_count(scalars, n, c, W, fine_log, n_bins, chunk, bin_counts)   the two-level
 //   msm_bin_place(scalars, n, c, W, w_lo, w_hi, fine_log, bin_lo, n_bins,  sort (an
 //                 chunk, bin_cursors, tmp_entries, u16* tmp_low)           experiment, off
+//   msm_bin_place_staged(..., chunk, cap, bin_cursors, tmp_entries, tmp_low)
 //   msm_bin_sort(tmp_entries, tmp_low, bin_offsets, bin_counts, fine_log,  by default)
 //                entries, offsets, counts)
 //   msm_select(const u32* src, u32 n, const u64* mask, const u32* word_offsets, u32* dst)
@@ -101,6 +102,29 @@ extern "C" __global__ void msm_bin_place(const uint32_t* scalars, uint32_t n, ui
   bin_place_block(scalars, first, last, Windows{c, n_windows}, w_lo, w_hi, fine_log, bin_lo,
                   n_bins, hist, bin_cursors, tmp_entries, tmp_low, threadIdx.x, blockDim.x,
                   [] { __syncthreads(); });
+}
+
+// bin_place staged (bin_place_staged_block): dynamic shared memory 3 n_bins + blockDim.x +
+// 2 cap words, cap >= chunk (w_hi - w_lo).
+extern "C" __global__ void msm_bin_place_staged(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                                uint32_t n_windows, uint32_t w_lo,
+                                                uint32_t w_hi, uint32_t fine_log,
+                                                uint32_t bin_lo, uint32_t n_bins,
+                                                uint32_t chunk, uint32_t cap,
+                                                uint32_t* bin_cursors, uint32_t* tmp_entries,
+                                                uint16_t* tmp_low) {
+  extern __shared__ uint32_t sh[];
+  const uint32_t first = blockIdx.x * chunk, last = min_u32(n, first + chunk);
+  uint32_t* hist = sh;
+  uint32_t* base = hist + n_bins;
+  uint32_t* run = base + n_bins;
+  uint32_t* part = run + n_bins;
+  uint32_t* stage_entry = part + blockDim.x;
+  uint32_t* stage_key = stage_entry + cap;
+  bin_place_staged_block(scalars, first, last, Windows{c, n_windows}, w_lo, w_hi, fine_log,
+                         bin_lo, n_bins, hist, base, run, part, stage_entry, stage_key,
+                         bin_cursors, tmp_entries, tmp_low, threadIdx.x, blockDim.x,
+                         [] { __syncthreads(); });
 }
 
 extern "C" __global__ void msm_bin_sort(const uint32_t* tmp_entries, const uint16_t* tmp_low,

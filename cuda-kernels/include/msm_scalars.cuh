@@ -195,6 +195,71 @@ __device__ __forceinline__ void bin_place_block(const uint32_t* scalars, uint32_
   }
 }
 
+// bin_place with the block's entries staged in shared memory (TwoLevelParams::staged): the
+// block counts its digits per bin, scans the counts into its local bin order, reserves each
+// bin's run with one atomic, places every entry in shared memory at its bin's local
+// position, and then writes the staged entries out in that order, so that a run's entries
+// leave in one coalesced store instead of one warp's store each. Shared words: hist, base
+// and run n_bins each, part n_threads, stage_entry and stage_key `cap` each (cap at least
+// the block's digits in these windows: (last - first) * (w_hi - w_lo)); n_bins <= 2^16 and
+// fine_log <= 16 (a staged key holds its bin above its low bits).
+template <class Sync>
+__device__ __forceinline__ void bin_place_staged_block(
+    const uint32_t* scalars, uint32_t first, uint32_t last, Windows win, uint32_t w_lo,
+    uint32_t w_hi, uint32_t fine_log, uint32_t bin_lo, uint32_t n_bins, uint32_t* hist,
+    uint32_t* base, uint32_t* run, uint32_t* part, uint32_t* stage_entry, uint32_t* stage_key,
+    uint32_t* bin_cursors, uint32_t* tmp_entries, uint16_t* tmp_low, uint32_t tid,
+    uint32_t n_threads, Sync&& sync) {
+  bin_histogram(scalars, first, last, win, w_lo, w_hi, fine_log, bin_lo, n_bins, hist, tid,
+                n_threads, sync);
+  // Exclusive scan of hist into base: thread t sums its run of bins, thread 0 scans the
+  // runs; the block's total lands in part[n_threads - 1] + its run's sum.
+  const uint32_t per = (n_bins + n_threads - 1) / n_threads;
+  const uint32_t b0 = min_u32(tid * per, n_bins), b1 = min_u32(b0 + per, n_bins);
+  uint32_t sum = 0;
+  for (uint32_t b = b0; b < b1; ++b) sum += hist[b];
+  part[tid] = sum;
+  sync();
+  if (tid == 0) {
+    uint32_t acc = 0;
+    for (uint32_t t = 0; t < n_threads; ++t) {
+      const uint32_t v = part[t];
+      part[t] = acc;
+      acc += v;
+    }
+  }
+  sync();
+  uint32_t acc = part[tid];
+  for (uint32_t b = b0; b < b1; ++b) {
+    const uint32_t h = hist[b];
+    base[b] = acc;
+    run[b] = h != 0 ? atomic_add(bin_cursors + bin_lo + b, h) : 0;
+    hist[b] = acc;  // the bin's local cursor
+    acc += h;
+  }
+  sync();
+  const uint32_t low_mask = (1u << fine_log) - 1;
+  for (uint32_t i = first + tid; i < last; i += n_threads) {
+    const Scalar256 s = scalar_load(scalars, i);
+    for_each_digit(s, i, win, w_lo, w_hi, [&](uint32_t key, uint32_t entry) {
+      const uint32_t b = (key >> fine_log) - bin_lo;
+      const uint32_t pos = atomic_inc(hist + b);
+      stage_entry[pos] = entry;
+      stage_key[pos] = (b << 16) | (key & low_mask);
+    });
+  }
+  sync();
+  // hist[n_bins - 1] is now the last bin's end: the block's digit count.
+  const uint32_t total = n_bins != 0 ? hist[n_bins - 1] : 0;
+  for (uint32_t p = tid; p < total; p += n_threads) {
+    const uint32_t k = stage_key[p];
+    const uint32_t b = k >> 16;
+    const uint32_t g = run[b] + (p - base[b]);
+    tmp_entries[g] = stage_entry[p];
+    tmp_low[g] = (uint16_t)(k & 0xffffu);
+  }
+}
+
 // Bin `bin` (entries [bin_offsets[bin], + bin_counts[bin]) of tmp_entries / tmp_low): the
 // offsets and counts of its 2^fine_log keys, and its entries in key order. cnt holds
 // 2^fine_log words, part n_threads.

@@ -311,6 +311,11 @@ entries! {
     /// `bin_lo..bin_lo + n_bins`, their counters in shared memory) into its bin's run, the
     /// key's low bits (u16) beside.
     MsmBinPlace => (Msm, "msm_bin_place"),
+    /// `msm_bin_place_staged(scalars, n, c, n_windows, w_lo, w_hi, fine_log, bin_lo, n_bins,
+    /// chunk, cap, bin_cursors, tmp_entries, tmp_low)`: as `msm_bin_place`, the block's entries
+    /// staged in shared memory in bin order first and written out run by run (dynamic
+    /// shared memory `4·(3·n_bins + threads + 2·cap)` bytes, `cap >= chunk·(w_hi - w_lo)`).
+    MsmBinPlaceStaged => (Msm, "msm_bin_place_staged"),
     /// `msm_bin_sort(tmp_entries, tmp_low, bin_offsets, bin_counts, fine_log, entries,
     /// offsets, counts)`: one block a bin (dynamic shared memory `4·(2^fine_log + threads)`
     /// bytes), the bin's keys' offsets and counts and its entries in key order.

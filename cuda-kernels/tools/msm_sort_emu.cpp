@@ -9,7 +9,8 @@
 // windows c = 2..20 (W = ceil(256 / c)); the scatter split over random window ranges as
 // gpu.rs splits it over launches; the scan over random chunk lengths. Each sort runs again
 // through the two-level sort (bin_count / bin_place / bin_sort, random bin widths, chunks
-// and block sizes, a block's threads as host threads), checked the same way. The
+// and block sizes, a block's threads as host threads), twice: placed plain and staged
+// (bin_place_staged_block), each checked the same way. The
 // compaction's output must be the masked scalars in order, and nothing written past them.
 //   g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
 //       cuda-kernels/tools/msm_sort_emu.cpp -o /tmp/msm_sort_emu && /tmp/msm_sort_emu SEED | \
@@ -156,28 +157,45 @@ static void run_two_level(uint32_t n, uint32_t c, const std::vector<uint32_t>& s
   emulated_scan(bin_counts, 1u << (rng() % 6), bin_offsets, bin_cursors);
   uint64_t total = 0;
   for (uint32_t b = 0; b < n_bins; ++b) total += bin_counts[b];
-  std::vector<uint32_t> tmp_entries(total), entries(total, 0xffffffffu);
-  std::vector<uint16_t> tmp_low(total);
-  // The windows in launches of random ranges covering [0, W + 1), as gpu.rs splits them.
-  for (uint32_t w_lo = 0; w_lo < n_windows + 1;) {
-    const uint32_t w_hi = w_lo + 1 + (uint32_t)(rng() % (n_windows + 1 - w_lo));
-    const uint32_t bin_lo = w_lo * bins_per_window, range = (w_hi - w_lo) * bins_per_window;
-    run_grid(n_blocks, n_threads, [&](uint32_t b, uint32_t tid, auto sync) {
-      const uint32_t first = b * chunk, last = std::min(n, first + chunk);
-      bin_place_block(scalars.data(), first, last, win, w_lo, w_hi, fine_log, bin_lo, range,
-                      hist.data(), bin_cursors.data(), tmp_entries.data(), tmp_low.data(), tid,
-                      n_threads, sync);
+  // Placed plain (bin_place_block) and staged (bin_place_staged_block, its own random
+  // chunk), each sorted by bin_sort and printed: the checker holds both to the plain sums.
+  for (int staged = 0; staged < 2; ++staged) {
+    std::vector<uint32_t> cursors = bin_cursors;
+    std::vector<uint32_t> tmp_entries(total), entries(total, 0xffffffffu);
+    std::vector<uint16_t> tmp_low(total);
+    const uint32_t place_chunk = staged ? 1 + (uint32_t)(rng() % 64) : chunk;
+    const uint32_t place_blocks = (n + place_chunk - 1) / place_chunk;
+    // The windows in launches of random ranges covering [0, W + 1), as gpu.rs splits them.
+    for (uint32_t w_lo = 0; w_lo < n_windows + 1;) {
+      const uint32_t w_hi = w_lo + 1 + (uint32_t)(rng() % (n_windows + 1 - w_lo));
+      const uint32_t bin_lo = w_lo * bins_per_window, range = (w_hi - w_lo) * bins_per_window;
+      const uint32_t cap = place_chunk * (w_hi - w_lo);
+      std::vector<uint32_t> base(range), run(range), part(n_threads), stage_entry(cap),
+          stage_key(cap);
+      run_grid(place_blocks, n_threads, [&](uint32_t b, uint32_t tid, auto sync) {
+        const uint32_t first = b * place_chunk, last = std::min(n, first + place_chunk);
+        if (staged) {
+          bin_place_staged_block(scalars.data(), first, last, win, w_lo, w_hi, fine_log, bin_lo,
+                                 range, hist.data(), base.data(), run.data(), part.data(),
+                                 stage_entry.data(), stage_key.data(), cursors.data(),
+                                 tmp_entries.data(), tmp_low.data(), tid, n_threads, sync);
+        } else {
+          bin_place_block(scalars.data(), first, last, win, w_lo, w_hi, fine_log, bin_lo, range,
+                          hist.data(), cursors.data(), tmp_entries.data(), tmp_low.data(), tid,
+                          n_threads, sync);
+        }
+      });
+      w_lo = w_hi;
+    }
+    std::vector<uint32_t> offsets(n_keys, 0xdeadbeefu), counts(n_keys, 0xdeadbeefu);
+    std::vector<uint32_t> cnt(1u << fine_log), part(n_threads);
+    run_grid(n_bins, n_threads, [&](uint32_t b, uint32_t tid, auto sync) {
+      bin_sort_block(tmp_entries.data(), tmp_low.data(), bin_offsets.data(), bin_counts.data(),
+                     b, fine_log, cnt.data(), part.data(), entries.data(), offsets.data(),
+                     counts.data(), tid, n_threads, sync);
     });
-    w_lo = w_hi;
+    print_sort(n, c, n_windows, classes, scalars, counts, offsets, entries);
   }
-  std::vector<uint32_t> offsets(n_keys, 0xdeadbeefu), counts(n_keys, 0xdeadbeefu);
-  std::vector<uint32_t> cnt(1u << fine_log), part(n_threads);
-  run_grid(n_bins, n_threads, [&](uint32_t b, uint32_t tid, auto sync) {
-    bin_sort_block(tmp_entries.data(), tmp_low.data(), bin_offsets.data(), bin_counts.data(), b,
-                   fine_log, cnt.data(), part.data(), entries.data(), offsets.data(),
-                   counts.data(), tid, n_threads, sync);
-  });
-  print_sort(n, c, n_windows, classes, scalars, counts, offsets, entries);
 }
 
 static void run_sort(uint32_t n, uint32_t c) {

@@ -24,7 +24,8 @@
 //! it up to the VRAM budget, `VramPool::KEEP`).
 //! `PINION_MSM_SORT=two-level` times every engine with `SortKind::TwoLevel` (its sum
 //! checked against the counting sort's once a size);
-//! `PINION_MSM_TWO_LEVEL=chunk_log,bin_entries_log,place_bins` its sizes (`TwoLevelParams`).
+//! `PINION_MSM_TWO_LEVEL=chunk_log,bin_entries_log,place_bins[,staged]` its sizes and
+//! whether its place pass stages in shared memory (`TwoLevelParams`).
 //! G1 also runs over precomputed windows at the sizes up to 2^24 (`PINION_MSM_PRECOMPUTED=0`
 //! skips it; `PINION_MSM_PRECOMPUTED_WINDOWS=16,20,22` the windows, those by default).
 //! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
@@ -334,7 +335,8 @@ struct Run {
     /// `PINION_MSM_SORT=two-level`: every timed engine sorts with [`SortKind::TwoLevel`] (its
     /// sums checked against the counting sort's once a size).
     sort: SortKind,
-    /// `PINION_MSM_TWO_LEVEL=chunk_log,bin_entries_log,place_bins`: the two-level sort's sizes.
+    /// `PINION_MSM_TWO_LEVEL=chunk_log,bin_entries_log,place_bins[,staged]`: the two-level
+    /// sort's sizes.
     two_level: TwoLevelParams,
     /// Whether the recorded reference figures apply to this device's kind.
     recorded: bool,
@@ -350,6 +352,26 @@ struct Run {
     rng: StdRng,
     rows: Vec<String>,
     phase_lines: Vec<String>,
+}
+
+/// `chunk_log,bin_entries_log,place_bins` with an optional `,staged`.
+fn parse_two_level(v: &str) -> Option<TwoLevelParams> {
+    let parts: Vec<&str> = v.split(',').collect();
+    let num = |i: usize| parts.get(i)?.trim().parse::<u32>().ok();
+    let staged = match parts.get(3).map(|s| s.trim()) {
+        None => false,
+        Some("staged") => true,
+        Some(_) => return None,
+    };
+    if parts.len() > 4 {
+        return None;
+    }
+    Some(TwoLevelParams {
+        chunk_log: num(0)?,
+        bin_entries_log: num(1)?,
+        place_bins: num(2)?,
+        staged,
+    })
 }
 
 fn main() -> BenchResult<()> {
@@ -393,24 +415,11 @@ fn main() -> BenchResult<()> {
     };
     let two_level = match std::env::var("PINION_MSM_TWO_LEVEL") {
         Err(_) => TwoLevelParams::default(),
-        Ok(v) => {
-            let p: Vec<u32> = v.split(',').map(str::parse).collect::<Result<_, _>>().map_err(
-                |e| format!("PINION_MSM_TWO_LEVEL: {v:?} is not chunk_log,bin_entries_log,place_bins ({e})"),
-            )?;
-            match p[..] {
-                [chunk_log, bin_entries_log, place_bins] => TwoLevelParams {
-                    chunk_log,
-                    bin_entries_log,
-                    place_bins,
-                },
-                _ => {
-                    return Err(format!(
-                        "PINION_MSM_TWO_LEVEL: {v:?} is not chunk_log,bin_entries_log,place_bins"
-                    )
-                    .into())
-                }
-            }
-        }
+        Ok(v) => parse_two_level(&v).ok_or_else(|| {
+            format!(
+                "PINION_MSM_TWO_LEVEL: {v:?} is not chunk_log,bin_entries_log,place_bins[,staged]"
+            )
+        })?,
     };
     if sort == SortKind::TwoLevel {
         println!("two-level sort: {two_level:?}");

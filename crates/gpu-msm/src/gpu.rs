@@ -897,6 +897,11 @@ pub struct TwoLevelParams {
     /// Bins one `msm_bin_place` launch fills, at most (1..=[`TWO_LEVEL_MAX_BINS`]): windows
     /// are placed a few a launch, so that the (block, bin) runs being filled stay few.
     pub place_bins: u32,
+    /// Whether a place block stages its entries in shared memory in bin order and writes
+    /// each run out in one coalesced store (`msm_bin_place_staged`; its blocks take the
+    /// largest power-of-two part of `2^chunk_log` scalars whose staging fits, and its
+    /// launches as many windows as fit). An experiment (session 32), not yet timed.
+    pub staged: bool,
 }
 
 impl Default for TwoLevelParams {
@@ -905,6 +910,7 @@ impl Default for TwoLevelParams {
             chunk_log: 14,
             bin_entries_log: 16,
             place_bins: 2048,
+            staged: false,
         }
     }
 }
@@ -958,6 +964,41 @@ const MAX_BIN_KEYS_LOG: u32 = 15;
 fn bin_sort_shared_bytes(fine_log: u32) -> u32 {
     4 * ((1u32 << fine_log) + BIN_THREADS)
 }
+/// Most dynamic shared memory an sm_90 block may ask for.
+const MAX_BLOCK_SHARED: u32 = 227 << 10;
+
+/// Dynamic shared memory of a `msm_bin_place_staged` block of `chunk` scalars placing
+/// `windows` windows of `bins_per_window` bins: three words a bin (count, local base, run),
+/// a word a thread (the scan), two words a staged digit.
+fn staged_place_shared_bytes(chunk: u32, bins_per_window: u32, windows: u32) -> u32 {
+    let words = 3 * u64::from(bins_per_window) * u64::from(windows)
+        + u64::from(BIN_THREADS)
+        + 2 * u64::from(chunk) * u64::from(windows);
+    u32::try_from(4 * words).unwrap_or(u32::MAX)
+}
+
+/// The staged place's (scalars a block, windows a launch): the chunk halved until one
+/// window's staging fits a block's shared memory, then as many windows (at most
+/// `max_windows`) as fit; `None` when not even one scalar's fits, or when a launch's bins
+/// would not fit the staged keys' 16 bits (the caller then places unstaged).
+fn staged_place_shape(chunk: u32, bins_per_window: u32, max_windows: u32) -> Option<(u32, u32)> {
+    let mut place_chunk = chunk;
+    while staged_place_shared_bytes(place_chunk, bins_per_window, 1) > MAX_BLOCK_SHARED {
+        if place_chunk == 1 {
+            return None;
+        }
+        place_chunk /= 2;
+    }
+    let mut windows = 1;
+    while windows < max_windows
+        && staged_place_shared_bytes(place_chunk, bins_per_window, windows + 1) <= MAX_BLOCK_SHARED
+        && u64::from(windows + 1) * u64::from(bins_per_window) <= 1 << 16
+    {
+        windows += 1;
+    }
+    (u64::from(bins_per_window) <= 1 << 16).then_some((place_chunk, windows))
+}
+
 /// Dynamic shared memory of a `msm_bin_sort` block: at least this much, so that one block
 /// holds an SM and the bins being filled stay few.
 const BIN_SORT_SHARED: u32 = 116 << 10;
@@ -2417,7 +2458,11 @@ impl GpuMsm {
         // (the most entries n scalars make: bin_place writes exactly sum(bin_counts)); one
         // msm_bin_sort block per bin with 2^fine_log + threads shared words (sort_bytes)
         // writes offsets and counts for its 2^fine_log keys (n_bins·2^fine_log = n_keys) and
-        // the entries of its range; all buffers outlive the stream work (the caller's final
+        // the entries of its range; msm_bin_place_staged's blocks take place_chunk scalars
+        // and 3·range + threads + 2·cap shared words (staged_place_shared_bytes, the
+        // attribute raised for the largest launch; cap = place_chunk·windows bounds a
+        // block's digits, range < 2^16 and fine_log <= 15 fit a staged key's 16 + 16 bits);
+        // all buffers outlive the stream work (the caller's final
         // download synchronizes; these are freed stream-ordered).
         let f = gpu.function(Entry::MsmBinCount)?;
         let mut l = stream.launch_builder(&f);
@@ -2435,8 +2480,28 @@ impl GpuMsm {
         mark("scan")?;
         // A few windows a launch: the (block, bin) runs being filled at once stay few.
         let bins_per_window = plan.n_buckets >> fine_log;
-        let windows_per_place = (tl.place_bins / bins_per_window).max(1);
-        let f = gpu.function(Entry::MsmBinPlace)?;
+        let mut windows_per_place = (tl.place_bins / bins_per_window).max(1);
+        // Staged: blocks of `place_chunk` scalars and launches of as many windows as their
+        // staging fits in a block's shared memory (place blocks need not be count blocks:
+        // each recounts its own digits).
+        let staged = if tl.staged {
+            staged_place_shape(chunk, bins_per_window, windows_per_place)
+        } else {
+            None
+        };
+        if let Some((_, w)) = staged {
+            windows_per_place = w;
+        }
+        let (place_entry, place_chunk) = match staged {
+            Some((place_chunk, w)) => {
+                let bytes = staged_place_shared_bytes(place_chunk, bins_per_window, w);
+                raise(Entry::MsmBinPlaceStaged, bytes)?;
+                (Entry::MsmBinPlaceStaged, place_chunk)
+            }
+            None => (Entry::MsmBinPlace, chunk),
+        };
+        let place_blocks = n.div_ceil(place_chunk);
+        let f = gpu.function(place_entry)?;
         for (w_lo, w_hi) in scatter_ranges(n_windows + 1, windows_per_place) {
             let bin_lo = w_lo * bins_per_window;
             let range = (w_hi - w_lo) * bins_per_window;
@@ -2450,11 +2515,20 @@ impl GpuMsm {
                 .arg(&fine_log)
                 .arg(&bin_lo)
                 .arg(&range)
-                .arg(&chunk)
-                .arg(bin_cursors.slice_mut())
+                .arg(&place_chunk);
+            // (Staged: a block's digits here are at most place_chunk per window, its
+            // staging `cap` words of each kind; the shared size covers every launch's.)
+            let cap = place_chunk * (w_hi - w_lo);
+            let shared = if staged.is_some() {
+                l.arg(&cap);
+                staged_place_shared_bytes(place_chunk, bins_per_window, w_hi - w_lo)
+            } else {
+                4 * range
+            };
+            l.arg(bin_cursors.slice_mut())
                 .arg(tmp_entries.slice_mut())
                 .arg(tmp_low.slice_mut());
-            unsafe { l.launch(blocks(n_blocks, 4 * range)) }.map_err(launch_err)?;
+            unsafe { l.launch(blocks(place_blocks, shared)) }.map_err(launch_err)?;
         }
         let f = gpu.function(Entry::MsmBinSort)?;
         let mut l = stream.launch_builder(&f);
@@ -2735,6 +2809,48 @@ mod tests {
             assert!(levels.iter().all(|&f| (2..=TREE_FANIN).contains(&f)));
         }
         assert!(tree_levels(1).is_empty());
+    }
+
+    #[test]
+    fn staged_place_shapes_fit_shared_memory_and_sixteen_bit_bins() {
+        for chunk_log in 8..=24u32 {
+            for bpw_log in 0..=17u32 {
+                for max_windows in [1u32, 2, 3, 7, 16, 130] {
+                    let (chunk, bpw) = (1u32 << chunk_log, 1u32 << bpw_log);
+                    let what = format!("chunk 2^{chunk_log}, 2^{bpw_log} bins a window");
+                    match staged_place_shape(chunk, bpw, max_windows) {
+                        Some((c, w)) => {
+                            assert!(c.is_power_of_two() && c <= chunk, "{what}: {c}");
+                            assert!((1..=max_windows).contains(&w), "{what}: {w}");
+                            assert!(
+                                staged_place_shared_bytes(c, bpw, w) <= MAX_BLOCK_SHARED,
+                                "{what}"
+                            );
+                            assert!(u64::from(w) * u64::from(bpw) <= 1 << 16, "{what}");
+                            // The chunk only shrinks when one window's staging did not fit.
+                            if c < chunk {
+                                assert!(
+                                    staged_place_shared_bytes(2 * c, bpw, 1) > MAX_BLOCK_SHARED,
+                                    "{what}"
+                                );
+                            }
+                        }
+                        None => assert!(
+                            bpw > 1 << 16
+                                || staged_place_shared_bytes(1, bpw, 1) > MAX_BLOCK_SHARED,
+                            "{what}: refused"
+                        ),
+                    }
+                }
+            }
+        }
+        // At 2^26 (c = 20): bins of 2^9 keys (1024 a window) with blocks of 2^14 scalars
+        // stage one window a launch (147 KB), of 2^13 two (160 KB); bins of 2^11 keys (256
+        // a window) with blocks of 2^13 three (210 KB).
+        assert_eq!(staged_place_shape(1 << 14, 1024, 16), Some((1 << 14, 1)));
+        assert_eq!(staged_place_shape(1 << 13, 1024, 16), Some((1 << 13, 2)));
+        assert_eq!(staged_place_shape(1 << 13, 256, 16), Some((1 << 13, 3)));
+        assert_eq!(staged_place_shape(1 << 13, 256, 2), Some((1 << 13, 2)));
     }
 
     #[test]

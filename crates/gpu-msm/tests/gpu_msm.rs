@@ -9,7 +9,8 @@ use gpu_device::testing::gpu_or_skip;
 use gpu_msm::reference::naive_msm;
 use gpu_msm::{
     AccumulateKernel, CpuMsm, DensityMask, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
-    GpuMsmError, MsmBackend, MsmError, PinnedBases, ReduceKernel, SortKind, GPU_MAX_WINDOW_BITS,
+    GpuMsmError, MsmBackend, MsmError, PinnedBases, ReduceKernel, SortKind, TwoLevelParams,
+    GPU_MAX_WINDOW_BITS,
 };
 use group::{Curve, Group};
 use rand::rngs::StdRng;
@@ -610,9 +611,42 @@ fn gpu_two_level_sort_matches_cpu() {
     let Some(gpu) = gpu_or_skip("gpu-msm") else {
         return;
     };
+    two_level_sort_matches_cpu(&gpu, TwoLevelParams::default());
+}
+
+/// The same with the place pass staged in shared memory (`TwoLevelParams::staged`), at the
+/// default sizes, with small blocks and wide bins, and with one window a place launch.
+#[test]
+fn gpu_two_level_staged_sort_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    let staged = TwoLevelParams {
+        staged: true,
+        ..TwoLevelParams::default()
+    };
+    for params in [
+        staged,
+        TwoLevelParams {
+            chunk_log: 8,
+            bin_entries_log: 18,
+            ..staged
+        },
+        TwoLevelParams {
+            place_bins: 1,
+            ..staged
+        },
+    ] {
+        eprintln!("{params:?}");
+        two_level_sort_matches_cpu(&gpu, params);
+    }
+}
+
+fn two_level_sort_matches_cpu(gpu: &gpu_device::Gpu, params: TwoLevelParams) {
     let mut rng = rng();
     let two_level = GpuMsmConfig {
         sort: SortKind::TwoLevel,
+        two_level: params,
         ..GpuMsmConfig::default()
     };
     let engine = GpuMsm::with_config(gpu.clone(), two_level).expect("valid config");
