@@ -99,7 +99,8 @@ pub struct GpuConfig {
     /// when the device is opened; the whole process shares it).
     pub wait: WaitMode,
     /// What the device's stream-ordered memory pool keeps and reuses (set when the device
-    /// is opened; the whole process shares the pool).
+    /// is opened; the whole process shares the pool, so the latest open's policy holds).
+    /// Default: [`VramPool::KEEP`].
     pub pool: VramPool,
     /// Whether [`Gpu::new_feeder_stream`] gives streams the device's greatest priority, so
     /// that the short kernels and copies which feed others (scalar conversions and
@@ -415,13 +416,14 @@ impl Gpu {
             .unwrap_or_else(|| default_vram_margin_bytes(total_bytes));
         let budget_bytes = total_bytes.saturating_sub(margin).min(free_bytes);
         let vram = Budget::fixed_named(format!("vram{ordinal}"), budget_bytes);
-        // The driver's defaults need no call (and no pool support on the device); a device
-        // without stream-ordered pools allocates without one (cudarc's cuMemAlloc path).
+        // Set on every open (the latest open's policy is the process's, DRIVER included); a
+        // device without stream-ordered pools allocates without one (cudarc's cuMemAlloc
+        // path) and has nothing to set.
         let pools = attr(
             CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
             "cuDeviceGetAttribute(MEMORY_POOLS_SUPPORTED)",
         )?;
-        if config.pool != VramPool::DRIVER && pools != 0 {
+        if pools != 0 {
             set_pool((ordinal, n_devices), config.pool, budget_bytes)?;
         }
         let stream = ctx
