@@ -24,8 +24,9 @@
 //! it up to the VRAM budget, `VramPool::KEEP`).
 //! `PINION_MSM_SORT=two-level` times every engine with `SortKind::TwoLevel` (its sum
 //! checked against the counting sort's once a size);
-//! `PINION_MSM_TWO_LEVEL=chunk_log,bin_entries_log,place_bins[,staged]` its sizes and
-//! whether its place pass stages in shared memory (`TwoLevelParams`).
+//! `PINION_MSM_TWO_LEVEL=chunk_log,bin_entries_log,place_bins[,staged][,sort=KIB]` its
+//! sizes, whether its place pass stages in shared memory and the shared memory a bin-sort
+//! block asks for (`TwoLevelParams`).
 //! G1 also runs over precomputed windows at the sizes up to 2^24 (`PINION_MSM_PRECOMPUTED=0`
 //! skips it; `PINION_MSM_PRECOMPUTED_WINDOWS=16,20,22` the windows, those by default).
 //! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
@@ -335,8 +336,8 @@ struct Run {
     /// `PINION_MSM_SORT=two-level`: every timed engine sorts with [`SortKind::TwoLevel`] (its
     /// sums checked against the counting sort's once a size).
     sort: SortKind,
-    /// `PINION_MSM_TWO_LEVEL=chunk_log,bin_entries_log,place_bins[,staged]`: the two-level
-    /// sort's sizes.
+    /// `PINION_MSM_TWO_LEVEL=chunk_log,bin_entries_log,place_bins[,staged][,sort=KIB]`: the
+    /// two-level sort's sizes.
     two_level: TwoLevelParams,
     /// Whether the recorded reference figures apply to this device's kind.
     recorded: bool,
@@ -354,24 +355,23 @@ struct Run {
     phase_lines: Vec<String>,
 }
 
-/// `chunk_log,bin_entries_log,place_bins` with an optional `,staged`.
+/// `chunk_log,bin_entries_log,place_bins` followed by any of `staged` and `sort=KIB`.
 fn parse_two_level(v: &str) -> Option<TwoLevelParams> {
-    let parts: Vec<&str> = v.split(',').collect();
-    let num = |i: usize| parts.get(i)?.trim().parse::<u32>().ok();
-    let staged = match parts.get(3).map(|s| s.trim()) {
-        None => false,
-        Some("staged") => true,
-        Some(_) => return None,
-    };
-    if parts.len() > 4 {
-        return None;
-    }
-    Some(TwoLevelParams {
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    let num = |i: usize| parts.get(i)?.parse::<u32>().ok();
+    let mut p = TwoLevelParams {
         chunk_log: num(0)?,
         bin_entries_log: num(1)?,
         place_bins: num(2)?,
-        staged,
-    })
+        ..TwoLevelParams::default()
+    };
+    for extra in parts.iter().skip(3) {
+        match *extra {
+            "staged" => p.staged = true,
+            _ => p.sort_shared_kib = extra.strip_prefix("sort=")?.parse().ok()?,
+        }
+    }
+    Some(p)
 }
 
 fn main() -> BenchResult<()> {
@@ -417,7 +417,7 @@ fn main() -> BenchResult<()> {
         Err(_) => TwoLevelParams::default(),
         Ok(v) => parse_two_level(&v).ok_or_else(|| {
             format!(
-                "PINION_MSM_TWO_LEVEL: {v:?} is not chunk_log,bin_entries_log,place_bins[,staged]"
+                "PINION_MSM_TWO_LEVEL: {v:?} is not chunk_log,bin_entries_log,place_bins[,staged][,sort=KIB]"
             )
         })?,
     };

@@ -208,7 +208,7 @@ pub enum GpuMsmError {
     /// Two-level sort sizes out of range.
     #[error(
         "two-level sort sizes {params:?}: chunk_log must be within 8..=24, bin_entries_log \
-         at most 31, place_bins within 1..={max_bins}",
+         at most 31, place_bins within 1..={max_bins}, sort_shared_kib at most 227",
         max_bins = TWO_LEVEL_MAX_BINS
     )]
     BadTwoLevel {
@@ -902,6 +902,10 @@ pub struct TwoLevelParams {
     /// largest power-of-two part of `2^chunk_log` scalars whose staging fits, and its
     /// launches as many windows as fit). An experiment (session 32), not yet timed.
     pub staged: bool,
+    /// Dynamic shared memory a `msm_bin_sort` block asks for at least, in KiB (0..=227):
+    /// 116 makes one block hold an SM (few bins' ranges of `entries` filled at once, which
+    /// L2 then holds); less lets two or more share one.
+    pub sort_shared_kib: u32,
 }
 
 impl Default for TwoLevelParams {
@@ -911,6 +915,7 @@ impl Default for TwoLevelParams {
             bin_entries_log: 16,
             place_bins: 2048,
             staged: false,
+            sort_shared_kib: 116,
         }
     }
 }
@@ -922,6 +927,7 @@ impl TwoLevelParams {
         if (8..=24).contains(&self.chunk_log)
             && self.bin_entries_log <= 31
             && (1..=TWO_LEVEL_MAX_BINS).contains(&self.place_bins)
+            && self.sort_shared_kib <= 227
         {
             Ok(())
         } else {
@@ -998,10 +1004,6 @@ fn staged_place_shape(chunk: u32, bins_per_window: u32, max_windows: u32) -> Opt
     }
     (u64::from(bins_per_window) <= 1 << 16).then_some((place_chunk, windows))
 }
-
-/// Dynamic shared memory of a `msm_bin_sort` block: at least this much, so that one block
-/// holds an SM and the bins being filled stay few.
-const BIN_SORT_SHARED: u32 = 116 << 10;
 
 /// The CUDA MSM engine on one device.
 #[derive(Clone, Debug)]
@@ -2424,7 +2426,9 @@ impl GpuMsm {
         let chunk = 1u32 << tl.chunk_log;
         let n_blocks = n.div_ceil(chunk);
         let hist_bytes = 4 * n_bins;
-        let sort_bytes = bin_sort_shared_bytes(fine_log).max(BIN_SORT_SHARED);
+        // At least `sort_shared_kib`: with 116 KiB one block holds an SM, so that few bins'
+        // ranges are being filled at once.
+        let sort_bytes = bin_sort_shared_bytes(fine_log).max(tl.sort_shared_kib << 10);
         let raise = |entry: Entry, bytes: u32| -> Result<(), GpuMsmError> {
             gpu.function(entry)?
                 .set_attribute(
@@ -2875,6 +2879,10 @@ mod tests {
                 place_bins: TWO_LEVEL_MAX_BINS + 1,
                 ..ok
             },
+            TwoLevelParams {
+                sort_shared_kib: 228,
+                ..ok
+            },
         ] {
             let err = bad.check().expect_err("out of range");
             assert!(matches!(err, GpuMsmError::BadTwoLevel { params } if params == bad));
@@ -2900,6 +2908,14 @@ mod tests {
             },
             TwoLevelParams {
                 place_bins: TWO_LEVEL_MAX_BINS,
+                ..ok
+            },
+            TwoLevelParams {
+                sort_shared_kib: 0,
+                ..ok
+            },
+            TwoLevelParams {
+                sort_shared_kib: 227,
                 ..ok
             },
         ] {
