@@ -195,6 +195,24 @@ __device__ __forceinline__ void bin_place_block(const uint32_t* scalars, uint32_
   }
 }
 
+// Block-wide exclusive scan of one value a thread: returns the sum of `sum` over threads
+// 0..tid. `part` holds n_threads shared words. Hillis-Steele in shared memory: log2(n_threads)
+// rounds of two barriers, no thread serial over the block.
+template <class Sync>
+__device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t sum, uint32_t* part,
+                                                         uint32_t tid, uint32_t n_threads,
+                                                         Sync&& sync) {
+  part[tid] = sum;
+  sync();
+  for (uint32_t d = 1; d < n_threads; d <<= 1) {
+    const uint32_t v = tid >= d ? part[tid - d] : 0;
+    sync();
+    part[tid] += v;
+    sync();
+  }
+  return part[tid] - sum;
+}
+
 // bin_place with the block's entries staged in shared memory (TwoLevelParams::staged): the
 // block counts its digits per bin, scans the counts into its local bin order, reserves each
 // bin's run with one atomic, places every entry in shared memory at its bin's local
@@ -212,24 +230,13 @@ __device__ __forceinline__ void bin_place_staged_block(
     uint32_t n_threads, Sync&& sync) {
   bin_histogram(scalars, first, last, win, w_lo, w_hi, fine_log, bin_lo, n_bins, hist, tid,
                 n_threads, sync);
-  // Exclusive scan of hist into base: thread t sums its run of bins, thread 0 scans the
-  // runs; the block's total lands in part[n_threads - 1] + its run's sum.
+  // Exclusive scan of hist into base: thread t sums its run of bins, the block scans the
+  // runs' sums.
   const uint32_t per = (n_bins + n_threads - 1) / n_threads;
   const uint32_t b0 = min_u32(tid * per, n_bins), b1 = min_u32(b0 + per, n_bins);
   uint32_t sum = 0;
   for (uint32_t b = b0; b < b1; ++b) sum += hist[b];
-  part[tid] = sum;
-  sync();
-  if (tid == 0) {
-    uint32_t acc = 0;
-    for (uint32_t t = 0; t < n_threads; ++t) {
-      const uint32_t v = part[t];
-      part[t] = acc;
-      acc += v;
-    }
-  }
-  sync();
-  uint32_t acc = part[tid];
+  uint32_t acc = block_exclusive_scan(sum, part, tid, n_threads, sync);
   for (uint32_t b = b0; b < b1; ++b) {
     const uint32_t h = hist[b];
     base[b] = acc;
@@ -278,23 +285,13 @@ __device__ __forceinline__ void bin_sort_block(const uint32_t* tmp_entries,
   sync();
   for (uint32_t e = tid; e < len; e += n_threads) atomic_inc(cnt + tmp_low[start + e]);
   sync();
-  // Exclusive prefix sum of cnt: thread t sums its run of keys, thread 0 scans the runs.
+  // Exclusive prefix sum of cnt: thread t sums its run of keys, the block scans the runs'
+  // sums.
   const uint32_t per = (n_fine + n_threads - 1) / n_threads;
   const uint32_t f0 = min_u32(tid * per, n_fine), f1 = min_u32(f0 + per, n_fine);
   uint32_t sum = 0;
   for (uint32_t f = f0; f < f1; ++f) sum += cnt[f];
-  part[tid] = sum;
-  sync();
-  if (tid == 0) {
-    uint32_t acc = 0;
-    for (uint32_t t = 0; t < n_threads; ++t) {
-      const uint32_t v = part[t];
-      part[t] = acc;
-      acc += v;
-    }
-  }
-  sync();
-  uint32_t acc = part[tid];
+  uint32_t acc = block_exclusive_scan(sum, part, tid, n_threads, sync);
   const uint32_t key0 = bin << fine_log;
   for (uint32_t f = f0; f < f1; ++f) {
     const uint32_t c = cnt[f];
