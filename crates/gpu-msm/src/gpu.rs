@@ -1080,7 +1080,7 @@ impl GpuMsmPlan {
 
     /// The two-level sort's bin width in bits (bins of `2^fine_log` consecutive keys) for
     /// `n_entries` entries over this plan's keys: bins of about `2^bin_entries_log`
-    /// entries ([`TwoLevelParams`]), at most [`MAX_BIN_KEYS_LOG`] bits of keys (a sort
+    /// entries ([`TwoLevelParams`]), at most 15 bits of keys (a sort
     /// block's shared counters; the low bits travel as u16) and at most
     /// [`TWO_LEVEL_MAX_BINS`] bins (a count block's).
     pub fn two_level_fine_log(&self, n_entries: usize, bin_entries_log: u32) -> u32 {
