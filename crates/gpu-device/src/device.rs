@@ -199,7 +199,7 @@ fn set_pool(
 
 /// Returns the memory device `ordinal`'s default stream-ordered pool holds unused to the
 /// driver (`cuMemPoolTrimTo(pool, 0)`; memory in use or awaiting a stream-ordered free stays).
-pub(crate) fn trim_default_pool(ordinal: usize) -> Result<(), GpuError> {
+fn trim_default_pool(ordinal: usize) -> Result<(), GpuError> {
     let handle = default_pool(ordinal, ordinal + 1)?;
     // SAFETY: `handle` came from cuDeviceGetDefaultMemPool.
     unsafe { sys::cuMemPoolTrimTo(handle, 0) }
@@ -298,6 +298,9 @@ struct GpuInner {
     /// The context's per-thread stack limit when the device was opened (reserved by the
     /// driver from the start, inside the VRAM margin).
     initial_stack: u64,
+    /// Whether the device has stream-ordered memory pools (allocations go through its
+    /// default pool, whose policy `open_with` set).
+    pools: bool,
     local: Mutex<LocalMemory>,
 }
 
@@ -451,6 +454,7 @@ impl Gpu {
                 feeders: config.feeders_first,
                 resident_threads: u64::from(sm_count) * u64::from(max_threads_per_sm),
                 initial_stack,
+                pools: pools != 0,
                 local: Mutex::new(LocalMemory::default()),
             }),
             stream,
@@ -551,17 +555,10 @@ impl Gpu {
     /// The device's default stream-ordered pool now: mapped and in-use bytes (zeros on a
     /// device without memory pools, whose allocations do not go through one).
     pub fn pool_bytes(&self) -> Result<PoolBytes, GpuError> {
-        let ordinal = self.inner.info.ordinal;
-        let supported = self
-            .inner
-            .ctx
-            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
-            .map_err(GpuError::driver(
-                "cuDeviceGetAttribute(MEMORY_POOLS_SUPPORTED)",
-            ))?;
-        if supported == 0 {
+        if !self.inner.pools {
             return Ok(PoolBytes::default());
         }
+        let ordinal = self.inner.info.ordinal;
         let handle = default_pool(ordinal, ordinal + 1)?;
         let get = |attr, call: &'static str| -> Result<u64, GpuError> {
             let mut v: u64 = 0;
@@ -582,6 +579,12 @@ impl Gpu {
                 "cuMemPoolGetAttribute(USED_MEM_CURRENT)",
             )?,
         })
+    }
+
+    /// Gives the memory the device's pool keeps unused back to the driver; `false` on a
+    /// device without pools or when the driver refused (nothing was given back).
+    pub(crate) fn trim_pool(&self) -> bool {
+        self.inner.pools && trim_default_pool(self.inner.info.ordinal).is_ok()
     }
 
     /// `cuMemGetInfo`'s free bytes now, 0 when the driver does not answer.

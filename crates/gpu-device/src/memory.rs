@@ -142,10 +142,7 @@ impl Gpu {
     ) -> Result<CudaSlice<T>, GpuError> {
         match alloc(self.stream()) {
             Ok(slice) => Ok(slice),
-            Err(e) if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
-                if crate::device::trim_default_pool(self.info().ordinal).is_err() {
-                    return Err(device_memory_error(self, "cuMemAlloc", bytes, e));
-                }
+            Err(e) if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY && self.trim_pool() => {
                 alloc(self.stream()).map_err(|e| device_memory_error(self, "cuMemAlloc", bytes, e))
             }
             Err(e) => Err(device_memory_error(self, "cuMemAlloc", bytes, e)),
