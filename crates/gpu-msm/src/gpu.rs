@@ -208,8 +208,9 @@ pub enum GpuMsmError {
     /// Two-level sort sizes out of range.
     #[error(
         "two-level sort sizes {params:?}: chunk_log must be within 8..=24, bin_entries_log \
-         at most 31, place_bins within 1..={max_bins}, sort_shared_kib at most 227",
-        max_bins = TWO_LEVEL_MAX_BINS
+         at most 31, place_bins within 1..={max_bins}, sort_shared_kib at most {max_kib}",
+        max_bins = TWO_LEVEL_MAX_BINS,
+        max_kib = MAX_BLOCK_SHARED >> 10
     )]
     BadTwoLevel {
         /// The sizes asked for.
@@ -927,7 +928,7 @@ impl TwoLevelParams {
         if (8..=24).contains(&self.chunk_log)
             && self.bin_entries_log <= 31
             && (1..=TWO_LEVEL_MAX_BINS).contains(&self.place_bins)
-            && self.sort_shared_kib <= 227
+            && u64::from(self.sort_shared_kib) << 10 <= u64::from(MAX_BLOCK_SHARED)
         {
             Ok(())
         } else {
@@ -960,7 +961,6 @@ pub enum SortKind {
 
 /// Threads per block of the two-level sort's passes.
 const BIN_THREADS: u32 = 1024;
-const MAX_BINS: u32 = TWO_LEVEL_MAX_BINS;
 /// Widest bins of the two-level sort, in bits of keys: a `msm_bin_sort` block's 2^15 key
 /// counters and its threads' sums take 132 KB of shared memory (of the 227 KB an sm_90
 /// block may ask for).
@@ -1090,7 +1090,7 @@ impl GpuMsmPlan {
             .floor()
             .max(0.0) as u32;
         let mut fine_log = want.min(MAX_BIN_KEYS_LOG);
-        while (self.n_keys >> fine_log) > MAX_BINS && fine_log < MAX_BIN_KEYS_LOG {
+        while (self.n_keys >> fine_log) > TWO_LEVEL_MAX_BINS && fine_log < MAX_BIN_KEYS_LOG {
             fine_log += 1;
         }
         // No bin spans two windows (the place launches take whole windows).
@@ -2484,25 +2484,21 @@ impl GpuMsm {
         mark("scan")?;
         // A few windows a launch: the (block, bin) runs being filled at once stay few.
         let bins_per_window = plan.n_buckets >> fine_log;
-        let mut windows_per_place = (tl.place_bins / bins_per_window).max(1);
+        let max_windows = (tl.place_bins / bins_per_window).max(1);
         // Staged: blocks of `place_chunk` scalars and launches of as many windows as their
         // staging fits in a block's shared memory (place blocks need not be count blocks:
         // each recounts its own digits).
-        let staged = if tl.staged {
-            staged_place_shape(chunk, bins_per_window, windows_per_place)
-        } else {
-            None
-        };
-        if let Some((_, w)) = staged {
-            windows_per_place = w;
-        }
-        let (place_entry, place_chunk) = match staged {
+        let staged = tl
+            .staged
+            .then(|| staged_place_shape(chunk, bins_per_window, max_windows))
+            .flatten();
+        let (place_entry, place_chunk, windows_per_place) = match staged {
             Some((place_chunk, w)) => {
                 let bytes = staged_place_shared_bytes(place_chunk, bins_per_window, w);
                 raise(Entry::MsmBinPlaceStaged, bytes)?;
-                (Entry::MsmBinPlaceStaged, place_chunk)
+                (Entry::MsmBinPlaceStaged, place_chunk, w)
             }
-            None => (Entry::MsmBinPlace, chunk),
+            None => (Entry::MsmBinPlace, chunk, max_windows),
         };
         let place_blocks = n.div_ceil(place_chunk);
         let f = gpu.function(place_entry)?;
@@ -2936,9 +2932,12 @@ mod tests {
                          fine_log {fine_log}"
                     );
                     assert!(fine_log <= MAX_BIN_KEYS_LOG, "{what}");
-                    assert!(bin_sort_shared_bytes(fine_log) <= 227 << 10, "{what}");
+                    assert!(
+                        bin_sort_shared_bytes(fine_log) <= MAX_BLOCK_SHARED,
+                        "{what}"
+                    );
                     assert_eq!(plan.n_buckets % (1 << fine_log), 0, "{what}");
-                    assert!(plan.n_keys >> fine_log <= MAX_BINS, "{what}");
+                    assert!(plan.n_keys >> fine_log <= TWO_LEVEL_MAX_BINS, "{what}");
                     // Wider bins than the target size only where narrower ones would be
                     // too many.
                     let per_bin = n_entries as f64 / f64::from(plan.n_keys >> fine_log);
@@ -2947,7 +2946,7 @@ mod tests {
                             || fine_log == 0
                             || fine_log == MAX_BIN_KEYS_LOG
                             || fine_log == c - 1
-                            || plan.n_keys >> (fine_log - 1) > MAX_BINS,
+                            || plan.n_keys >> (fine_log - 1) > TWO_LEVEL_MAX_BINS,
                         "{what}: {per_bin} entries a bin"
                     );
                 }
