@@ -10,6 +10,8 @@
 //! host memory (the three host-to-device copies included). The default (`GpuNtt::new`, tuned
 //! for each size) comes first; `PINION_NTT_TILES=11:2,10:1` compares only those tile shapes,
 //! each on every size, with it (`PINION_NTT_TILES=` the default alone).
+//! `PINION_NTT_SIZES=21,23,25` times the forward rows at those sizes instead of the
+//! reference's (2^20, 2^22, 2^24, 2^26, 2^27).
 //! Prints a Markdown table, then one `PINION_BENCH {json}` line per row for `cargo xtask
 //! bench`; `PINION_BENCH_QUICK=1` stops at 2^22 (no H rows).
 
@@ -147,11 +149,28 @@ fn main() -> Res<()> {
         (27, 42.3),
     ]
     .map(|(log_n, ms)| (log_n, recorded.then_some(ms)));
+    // PINION_NTT_SIZES=21,23,25: these sizes' forward rows instead (no reference figure for
+    // a size the issue did not record).
+    let sizes: Vec<(u32, Option<f64>)> = match std::env::var("PINION_NTT_SIZES") {
+        Ok(list) => list
+            .split(',')
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| {
+                let log_n: u32 = t
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("PINION_NTT_SIZES: {t:?} is not a log2 size"))?;
+                let r = reference.iter().find(|r| r.0 == log_n).and_then(|r| r.1);
+                Ok((log_n, r))
+            })
+            .collect::<Result<_, String>>()?,
+        Err(_) => reference.to_vec(),
+    };
     // The default first (`GpuNtt::new`: tuned for each size), then those shapes.
     let ntts: Vec<GpuNtt> = std::iter::once(GpuNtt::new(gpu.clone()))
         .chain(configs.iter().map(|&c| GpuNtt::with_config(gpu.clone(), c)))
         .collect();
-    for &(log_n, reference_ms) in reference.iter().filter(|r| r.0 <= max_log) {
+    for &(log_n, reference_ms) in sizes.iter().filter(|r| r.0 <= max_log) {
         let n = 1usize << log_n;
         let mut buf = gpu.upload(&random_words(n, seed ^ u64::from(log_n)), "bench data")?;
         for (i, ntt) in ntts.iter().enumerate() {
