@@ -419,6 +419,136 @@ __device__ __forceinline__ Fe<P> fe_sqr(const Fe<P>& a) {
   return out;
 }
 
+namespace detail {
+
+// p = x * y for K-limb x, y (K even), p of 2K words: row i is two parity chains, as in
+// fe_sqr's first step; after row i the sum is below x_{<=i} * y < 2^(32(K+i+1)), so the
+// even chain's carry stops in word i+K and the odd chain (ending there) carries out nothing.
+template <int K>
+__device__ __forceinline__ void mul_full(uint32_t (&p)[2 * K], const uint32_t (&x)[K],
+                                         const uint32_t (&y)[K]) {
+  static_assert(K % 2 == 0 && K >= 2, "two parity chains a row");
+#pragma unroll
+  for (int k = 0; k < 2 * K; ++k) p[k] = 0;
+#pragma unroll
+  for (int i = 0; i < K; ++i) {
+    p[i] = cc::mad_lo_cc(x[i], y[0], p[i]);
+    p[i + 1] = cc::madc_hi_cc(x[i], y[0], p[i + 1]);
+#pragma unroll
+    for (int j = 2; j < K; j += 2) {
+      p[i + j] = cc::madc_lo_cc(x[i], y[j], p[i + j]);
+      p[i + j + 1] = cc::madc_hi_cc(x[i], y[j], p[i + j + 1]);
+    }
+    p[i + K] = cc::addc(p[i + K], 0);
+    p[i + 1] = cc::mad_lo_cc(x[i], y[1], p[i + 1]);
+    p[i + 2] = cc::madc_hi_cc(x[i], y[1], p[i + 2]);
+#pragma unroll
+    for (int j = 3; j < K; j += 2) {
+      p[i + j] = cc::madc_lo_cc(x[i], y[j], p[i + j]);
+      p[i + j + 1] = cc::madc_hi_cc(x[i], y[j], p[i + j + 1]);
+    }
+  }
+}
+
+}  // namespace detail
+
+// Montgomery product by one level of Karatsuba (an experiment behind PINION_FP_KARATSUBA,
+// fp2.cuh's fp_mul_call; not used by the committed modules). With a = a1 2^(32K) + a0 and
+// b likewise (K = N/2): z0 = a0 b0, z2 = a1 b1 and z1 = (a0 + a1)(b0 + b1) - z0 - z2, three
+// K x K products (3K^2 wide multiplies instead of N^2 = 4K^2; Fp: 108 instead of 144), the
+// sums' carry bits folded in by masked adds; t = z0 + z1 2^(32K) + z2 2^(32N) = a b, then
+// REDC of the low half plus the high half, as in fe_sqr (U = t / R < m since a b < m^2).
+// Bounds: each sum is below 2^(32K+1), so (a0 + a1)(b0 + b1) < 2^(32N+2) fits N + 1 words,
+// and z1 = a0 b1 + a1 b0 is non-negative. Same result as fe_mul.
+template <class P>
+__device__ __forceinline__ Fe<P> fe_mul_kara(const Fe<P>& a, const Fe<P>& b) {
+  constexpr int N = P::N;
+  constexpr int K = N / 2;
+  uint32_t a0[K], a1[K], b0[K], b1[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    a0[k] = a.l[k];
+    a1[k] = a.l[K + k];
+    b0[k] = b.l[k];
+    b1[k] = b.l[K + k];
+  }
+  uint32_t t[2 * N];
+  {
+    uint32_t z[2 * K];
+    detail::mul_full<K>(z, a0, b0);
+#pragma unroll
+    for (int k = 0; k < N; ++k) t[k] = z[k];
+    detail::mul_full<K>(z, a1, b1);
+#pragma unroll
+    for (int k = 0; k < N; ++k) t[N + k] = z[k];
+  }
+  uint32_t sa[K], sb[K];
+  sa[0] = cc::add_cc(a0[0], a1[0]);
+#pragma unroll
+  for (int k = 1; k < K; ++k) sa[k] = cc::addc_cc(a0[k], a1[k]);
+  const uint32_t ca = cc::addc(0, 0);
+  sb[0] = cc::add_cc(b0[0], b1[0]);
+#pragma unroll
+  for (int k = 1; k < K; ++k) sb[k] = cc::addc_cc(b0[k], b1[k]);
+  const uint32_t cb = cc::addc(0, 0);
+  uint32_t z1[N + 1];
+  {
+    uint32_t z[2 * K];
+    detail::mul_full<K>(z, sa, sb);
+#pragma unroll
+    for (int k = 0; k < N; ++k) z1[k] = z[k];
+  }
+  z1[N] = ca & cb;
+  // + ca sb 2^(32K) + cb sa 2^(32K)
+  const uint32_t ma = 0u - ca, mb = 0u - cb;
+  z1[K] = cc::add_cc(z1[K], sb[0] & ma);
+#pragma unroll
+  for (int k = 1; k < K; ++k) z1[K + k] = cc::addc_cc(z1[K + k], sb[k] & ma);
+  z1[N] = cc::addc(z1[N], 0);
+  z1[K] = cc::add_cc(z1[K], sa[0] & mb);
+#pragma unroll
+  for (int k = 1; k < K; ++k) z1[K + k] = cc::addc_cc(z1[K + k], sa[k] & mb);
+  z1[N] = cc::addc(z1[N], 0);
+  // - z0 - z2
+  z1[0] = cc::sub_cc(z1[0], t[0]);
+#pragma unroll
+  for (int k = 1; k < N; ++k) z1[k] = cc::subc_cc(z1[k], t[k]);
+  z1[N] = cc::subc(z1[N], 0);
+  z1[0] = cc::sub_cc(z1[0], t[N]);
+#pragma unroll
+  for (int k = 1; k < N; ++k) z1[k] = cc::subc_cc(z1[k], t[N + k]);
+  z1[N] = cc::subc(z1[N], 0);
+  // t += z1 2^(32K)
+  t[K] = cc::add_cc(t[K], z1[0]);
+#pragma unroll
+  for (int k = 1; k <= N; ++k) t[K + k] = cc::addc_cc(t[K + k], z1[k]);
+#pragma unroll
+  for (int k = K + N + 1; k < 2 * N - 1; ++k) t[k] = cc::addc_cc(t[k], 0);
+  t[2 * N - 1] = cc::addc(t[2 * N - 1], 0);
+  // REDC of the low half, then add the high half
+  uint32_t m[N];
+  P::modulus(m);
+  uint32_t r[N + 1];
+#pragma unroll
+  for (int k = 0; k < N; ++k) r[k] = t[k];
+  r[N] = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    detail::redc_step<P>(r, m);
+#pragma unroll
+    for (int k = 0; k < N; ++k) r[k] = r[k + 1];
+    r[N] = 0;
+  }
+  uint32_t s[N];
+  s[0] = cc::add_cc(r[0], t[N]);
+#pragma unroll
+  for (int k = 1; k < N - 1; ++k) s[k] = cc::addc_cc(r[k], t[N + k]);
+  s[N - 1] = cc::addc(r[N - 1], t[2 * N - 1]);
+  Fe<P> out;
+  detail::reduce_once<P>(out.l, s);
+  return out;
+}
+
 // a^(m-2) = a^-1 by Fermat; the inverse of zero is defined as zero. Left-to-right
 // square-and-multiply over the exponent's words; the exponent is shifted through
 // registers (compile-time indices only) so nothing lands in local memory. Cost:
