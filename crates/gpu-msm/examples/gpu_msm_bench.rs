@@ -22,8 +22,9 @@
 //! `PINION_VRAM_POOL=driver`: the device's memory pool gives freed memory back at each
 //! synchronization, as the driver's default does (`VramPool::DRIVER`; by default it keeps
 //! it up to the VRAM budget, `VramPool::KEEP`).
-//! `PINION_MSM_SORT=two-level` times every engine with `SortKind::TwoLevel` (its sum
-//! checked against the counting sort's once a size);
+//! `PINION_MSM_SORT=counting|two-level` times every engine with that `SortKind` instead of
+//! the library's `Auto` (unless counting, each size's sum is checked against the counting
+//! sort's once);
 //! `PINION_MSM_TWO_LEVEL=chunk_log,bin_entries_log,place_bins[,staged][,sort=KIB]` its
 //! sizes, whether its place pass stages in shared memory and the shared memory a bin-sort
 //! block asks for (`TwoLevelParams`).
@@ -333,8 +334,9 @@ fn parse_args() -> BenchResult<Args> {
 /// Settings shared by every curve's rows.
 struct Run {
     gpu: Gpu,
-    /// `PINION_MSM_SORT=two-level`: every timed engine sorts with [`SortKind::TwoLevel`] (its
-    /// sums checked against the counting sort's once a size).
+    /// `PINION_MSM_SORT=auto|counting|two-level` (default auto, the library's): how every
+    /// timed engine sorts (unless counting, its sums checked against the counting sort's
+    /// once a size).
     sort: SortKind,
     /// `PINION_MSM_TWO_LEVEL=chunk_log,bin_entries_log,place_bins[,staged][,sort=KIB]`: the
     /// two-level sort's sizes.
@@ -363,6 +365,8 @@ fn parse_two_level(v: &str) -> Option<TwoLevelParams> {
         chunk_log: num(0)?,
         bin_entries_log: num(1)?,
         place_bins: num(2)?,
+        // Unstaged unless named (the default's is staged).
+        staged: false,
         ..TwoLevelParams::default()
     };
     for extra in parts.iter().skip(3) {
@@ -407,10 +411,13 @@ fn main() -> BenchResult<()> {
         );
     }
     let sort = match std::env::var("PINION_MSM_SORT").as_deref() {
-        Err(_) | Ok("counting") => SortKind::Counting,
+        Err(_) | Ok("auto") => SortKind::Auto,
+        Ok("counting") => SortKind::Counting,
         Ok("two-level") => SortKind::TwoLevel,
         Ok(other) => {
-            return Err(format!("PINION_MSM_SORT: {other:?} is not counting or two-level").into())
+            return Err(
+                format!("PINION_MSM_SORT: {other:?} is not auto, counting or two-level").into(),
+            )
         }
     };
     let two_level = match std::env::var("PINION_MSM_TWO_LEVEL") {
@@ -421,8 +428,8 @@ fn main() -> BenchResult<()> {
             )
         })?,
     };
-    if sort == SortKind::TwoLevel {
-        println!("two-level sort: {two_level:?}");
+    if sort != SortKind::Counting {
+        println!("sort {sort:?}, two-level sizes: {two_level:?}");
     }
     let mut run = Run {
         gpu,
@@ -620,7 +627,12 @@ where
         );
         let engine = GpuMsm::with_config(gpu.clone(), config)?;
         if run.sort != SortKind::Counting {
-            let want = GpuMsm::new(gpu.clone()).msm_resident(&bases, &d_scalars)?;
+            let counting = GpuMsmConfig {
+                sort: SortKind::Counting,
+                ..GpuMsmConfig::default()
+            };
+            let want =
+                GpuMsm::with_config(gpu.clone(), counting)?.msm_resident(&bases, &d_scalars)?;
             if engine.msm_resident(&bases, &d_scalars)? != want {
                 return Err(format!("{name} 2^{log_n}: {:?} sort, wrong sum", run.sort).into());
             }

@@ -37,8 +37,9 @@
 //! weights; scalars equal to 0 produce no work. Bucket assignment is a counting sort by
 //! bucket key (count with atomics, prefix sum, scatter in launches of a few windows each,
 //! so that the buckets being filled stay within L2: [`SCATTER_BUCKETS`]; or, with
-//! [`SortKind::TwoLevel`], an experiment not yet timed, by bins of keys per block and then
-//! per bin), then the bucket
+//! [`SortKind::TwoLevel`], by bins of keys per block and then per bin, which
+//! [`SortKind::Auto`], the default, takes for windows of [`TWO_LEVEL_FROM_BITS`] bits or
+//! more), then the bucket
 //! accumulation adds each bucket's bases in XYZZ coordinates, buckets are reduced by
 //! running sums over segments of buckets (one thread each) and a tree of sums, and the host
 //! makes the `W + 1` window sums affine and combines them by doubling.
@@ -879,8 +880,8 @@ pub struct GpuMsmConfig {
     /// Windows whose entries one scatter launch writes (the ones window counts as one);
     /// `None`: as many as keep [`SCATTER_BUCKETS`] buckets or fewer per launch.
     pub scatter_windows: Option<u32>,
-    /// How the scalars' digits are sorted by bucket (same entries; [`SortKind::Counting`]
-    /// by default). Tables of precomputed windows always use the counting sort.
+    /// How the scalars' digits are sorted by bucket (same entries; [`SortKind::Auto`] by
+    /// default). Tables of precomputed windows always use the counting sort.
     pub sort: SortKind,
     /// The two-level sort's block and bin sizes (used with [`SortKind::TwoLevel`]).
     pub two_level: TwoLevelParams,
@@ -901,7 +902,8 @@ pub struct TwoLevelParams {
     /// Whether a place block stages its entries in shared memory in bin order and writes
     /// each run out in one coalesced store (`msm_bin_place_staged`; its blocks take the
     /// largest power-of-two part of `2^chunk_log` scalars whose staging fits, and its
-    /// launches as many windows as fit). An experiment (session 32), not yet timed.
+    /// launches as many windows as fit). On an H100 (session 33) this made the two-level
+    /// sort faster than the counting sort at 2^26.
     pub staged: bool,
     /// Dynamic shared memory a `msm_bin_sort` block asks for at least, in KiB (0..=227):
     /// 116 makes one block hold an SM (few bins' ranges of `entries` filled at once, which
@@ -909,13 +911,16 @@ pub struct TwoLevelParams {
     pub sort_shared_kib: u32,
 }
 
+/// The sizes measured fastest of those swept on an H100 (session 33, G1 at 2^24 and 2^26:
+/// chunks of 2^12 or 2^13 scalars, bins of 2^16 or 2^18 entries, 2048 or 4096 bins a
+/// place launch, staged, 56 or 116 KiB a bin-sort block; the unstaged sizes in session 32).
 impl Default for TwoLevelParams {
     fn default() -> Self {
         TwoLevelParams {
-            chunk_log: 14,
+            chunk_log: 12,
             bin_entries_log: 16,
-            place_bins: 2048,
-            staged: false,
+            place_bins: 4096,
+            staged: true,
             sort_shared_kib: 116,
         }
     }
@@ -945,18 +950,40 @@ pub const TWO_LEVEL_MAX_BINS: u32 = 48 << 10;
 /// counts either way (a tuning choice).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SortKind {
-    /// Count, scan, scatter: one global atomic per entry in the count and another in the
-    /// scatter, the scatter in launches of a few windows (the default).
+    /// [`Self::TwoLevel`] for windows of [`TWO_LEVEL_FROM_BITS`] bits or more when the VRAM
+    /// budget grants its extra scratch at the time, else [`Self::Counting`] (the default).
+    /// Measured on an H100 (session 33, staged place, the default [`TwoLevelParams`]): G1 at
+    /// 2^26 (c = 20) 404.9 against 434.2 ms with the scalars resident; at c = 16 the two
+    /// sorts were within 3% of each other either way (2^24 uniform 115.8 / 119.1 ms, 2^26
+    /// Groth16-shaped 206.5 / 201.7 ms), so smaller windows keep the counting sort.
     #[default]
+    Auto,
+    /// Count, scan, scatter: one global atomic per entry in the count and another in the
+    /// scatter, the scatter in launches of a few windows.
     Counting,
     /// Keys in bins of [`GpuMsmPlan::two_level_fine_log`] bits: each block counts and places
     /// its scalars' digits per bin with one global atomic per bin, then one block a bin
-    /// sorts the bin in key order (`msm_bin_count`, `msm_bin_place`, `msm_bin_sort`).
-    /// Device scratch: 6 bytes an entry more than [`Self::Counting`]. An experiment built
-    /// from Nsight Compute's profile of the counting sort (cuda-kernels/NOTES.md, "A
-    /// two-level sort"); with the default [`TwoLevelParams`] it measured no faster than the
-    /// counting sort (session 32: 2^26 74.7 against 72.5 ms on an H100).
+    /// sorts the bin in key order (`msm_bin_count`, `msm_bin_place` or
+    /// `msm_bin_place_staged`, `msm_bin_sort`). Device scratch: 6 bytes an entry more than
+    /// [`Self::Counting`] while it sorts. Built from Nsight Compute's profile of the
+    /// counting sort (cuda-kernels/NOTES.md, "A two-level sort").
     TwoLevel,
+}
+
+/// Window bits from which [`SortKind::Auto`] sorts with [`SortKind::TwoLevel`] (the
+/// default windows reach them from [`LARGE_WINDOW_FROM`] scalars, c = 20).
+pub const TWO_LEVEL_FROM_BITS: u32 = 17;
+
+/// The two-level sort's device scratch, allocated before it starts (so that
+/// [`SortKind::Auto`] can keep the counting sort when the budget refuses it).
+struct TwoLevelScratch {
+    fine_log: u32,
+    n_bins: u32,
+    bin_counts: DeviceBuffer<u32>,
+    bin_offsets: DeviceBuffer<u32>,
+    bin_cursors: DeviceBuffer<u32>,
+    tmp_entries: DeviceBuffer<u32>,
+    tmp_low: DeviceBuffer<u16>,
 }
 
 /// Threads per block of the two-level sort's passes.
@@ -2216,12 +2243,27 @@ impl GpuMsm {
         // every buffer outlives the stream work (the final download synchronizes).
         // (Shared: msm_count_shared / msm_scatter_shared take the table's row length
         // before the output pointers; the table holds W rows of `stride >= n` bases.)
-        if shared.is_none() && self.config.sort == SortKind::TwoLevel {
+        let two_level = match self.config.sort {
+            _ if shared.is_some() => None,
+            SortKind::Counting => None,
+            SortKind::TwoLevel => Some(self.two_level_scratch(plan, n_entries)?),
+            SortKind::Auto if c >= TWO_LEVEL_FROM_BITS => {
+                match self.two_level_scratch(plan, n_entries) {
+                    Ok(scratch) => Some(scratch),
+                    Err(GpuMsmError::Gpu(
+                        GpuError::Budget { .. } | GpuError::OutOfMemory { .. },
+                    )) => None,
+                    Err(e) => return Err(e),
+                }
+            }
+            SortKind::Auto => None,
+        };
+        if let Some(scratch) = two_level {
             self.two_level_sort(
                 scalars,
                 n,
                 plan,
-                n_entries,
+                scratch,
                 &mut entries,
                 &mut offsets,
                 &mut counts,
@@ -2401,17 +2443,39 @@ impl GpuMsm {
         Ok(())
     }
 
+    /// The two-level sort's scratch for the plan's keys and at most `n_entries` entries
+    /// (bins of [`GpuMsmPlan::two_level_fine_log`] bits), charged to the VRAM budget.
+    fn two_level_scratch(
+        &self,
+        plan: &GpuMsmPlan,
+        n_entries: usize,
+    ) -> Result<TwoLevelScratch, GpuMsmError> {
+        let gpu = &self.gpu;
+        let fine_log = plan.two_level_fine_log(n_entries, self.config.two_level.bin_entries_log);
+        let n_bins = plan.n_keys >> fine_log;
+        Ok(TwoLevelScratch {
+            fine_log,
+            n_bins,
+            bin_counts: gpu.alloc_zeros::<u32>(n_bins as usize, "gpu-msm bin counts")?,
+            bin_offsets: gpu.alloc_for_overwrite::<u32>(n_bins as usize, "gpu-msm bin offsets")?,
+            bin_cursors: gpu.alloc_for_overwrite::<u32>(n_bins as usize, "gpu-msm bin cursors")?,
+            tmp_entries: gpu
+                .alloc_for_overwrite::<u32>(n_entries.max(1), "gpu-msm binned entries")?,
+            tmp_low: gpu.alloc_for_overwrite::<u16>(n_entries.max(1), "gpu-msm binned key bits")?,
+        })
+    }
+
     /// [`SortKind::TwoLevel`]: `entries`, `offsets` and `counts` of the plan's keys for the
-    /// first `n` scalars (at most `n_entries` entries), as the counting sort leaves them;
-    /// `mark` is called after the bin count ("count") and the bins' scan ("scan"); the
-    /// caller marks the end of the placing and sorting ("scatter").
+    /// first `n` scalars (at most the entries `scratch` was sized for), as the counting sort
+    /// leaves them; `mark` is called after the bin count ("count") and the bins' scan
+    /// ("scan"); the caller marks the end of the placing and sorting ("scatter").
     #[allow(clippy::too_many_arguments)]
     fn two_level_sort(
         &self,
         scalars: &CudaView<'_, u32>,
         n: u32,
         plan: &GpuMsmPlan,
-        n_entries: usize,
+        scratch: TwoLevelScratch,
         entries: &mut DeviceBuffer<u32>,
         offsets: &mut DeviceBuffer<u32>,
         counts: &mut DeviceBuffer<u32>,
@@ -2421,8 +2485,15 @@ impl GpuMsm {
         let stream = gpu.stream();
         let (c, n_windows) = (plan.window_bits, plan.n_windows);
         let tl = self.config.two_level;
-        let fine_log = plan.two_level_fine_log(n_entries, tl.bin_entries_log);
-        let n_bins = plan.n_keys >> fine_log;
+        let TwoLevelScratch {
+            fine_log,
+            n_bins,
+            mut bin_counts,
+            mut bin_offsets,
+            mut bin_cursors,
+            mut tmp_entries,
+            mut tmp_low,
+        } = scratch;
         let chunk = 1u32 << tl.chunk_log;
         let n_blocks = n.div_ceil(chunk);
         let hist_bytes = 4 * n_bins;
@@ -2445,15 +2516,6 @@ impl GpuMsm {
             block_dim: (BIN_THREADS, 1, 1),
             shared_mem_bytes: shared,
         };
-        let mut bin_counts = gpu.alloc_zeros::<u32>(n_bins as usize, "gpu-msm bin counts")?;
-        let mut bin_offsets =
-            gpu.alloc_for_overwrite::<u32>(n_bins as usize, "gpu-msm bin offsets")?;
-        let mut bin_cursors =
-            gpu.alloc_for_overwrite::<u32>(n_bins as usize, "gpu-msm bin cursors")?;
-        let mut tmp_entries =
-            gpu.alloc_for_overwrite::<u32>(n_entries.max(1), "gpu-msm binned entries")?;
-        let mut tmp_low =
-            gpu.alloc_for_overwrite::<u16>(n_entries.max(1), "gpu-msm binned key bits")?;
         // SAFETY (three launches): msm_bin_count / msm_bin_place / msm_bin_sort as in msm.cu;
         // block b of the count and place launches reads scalars [b·chunk, min(n, (b+1)·chunk))
         // and has n_bins shared counters (hist_bytes, the attribute raised above; a place
