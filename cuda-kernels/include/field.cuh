@@ -166,35 +166,6 @@ __device__ __forceinline__ void reduce_once(uint32_t (&r)[P::N], const uint32_t 
   for (int j = 0; j < N; ++j) r[j] = borrow ? t[j] : s[j];
 }
 
-// t * R^-1 mod m for t = L + U * R < m * R (2N words, U < m): REDC(L) by shifted one-word
-// steps gives r <= m, then r + U <= 2m - 1 < 2^(32N), and one conditional subtraction
-// reduces it (fe_sqr, fe_mul_kara).
-template <class P>
-__device__ __forceinline__ Fe<P> redc_wide(const uint32_t (&t)[2 * P::N]) {
-  constexpr int N = P::N;
-  uint32_t m[N];
-  P::modulus(m);
-  uint32_t r[N + 1];
-#pragma unroll
-  for (int k = 0; k < N; ++k) r[k] = t[k];
-  r[N] = 0;
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
-    redc_step<P>(r, m);
-#pragma unroll
-    for (int k = 0; k < N; ++k) r[k] = r[k + 1];
-    r[N] = 0;
-  }
-  uint32_t s[N];
-  s[0] = cc::add_cc(r[0], t[N]);
-#pragma unroll
-  for (int k = 1; k < N - 1; ++k) s[k] = cc::addc_cc(r[k], t[N + k]);
-  s[N - 1] = cc::addc(r[N - 1], t[2 * N - 1]);
-  Fe<P> out;
-  reduce_once<P>(out.l, s);
-  return out;
-}
-
 }  // namespace detail
 
 template <class P>
@@ -425,7 +396,27 @@ __device__ __forceinline__ Fe<P> fe_sqr(const Fe<P>& a) {
     t[2 * i + 1] = cc::madc_hi_cc(a.l[i], a.l[i], t[2 * i + 1]);
   }
   // 3. REDC of the low half, then add the high half
-  return detail::redc_wide<P>(t);
+  uint32_t m[N];
+  P::modulus(m);
+  uint32_t r[N + 1];
+#pragma unroll
+  for (int k = 0; k < N; ++k) r[k] = t[k];
+  r[N] = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    detail::redc_step<P>(r, m);
+#pragma unroll
+    for (int k = 0; k < N; ++k) r[k] = r[k + 1];
+    r[N] = 0;
+  }
+  uint32_t s[N];
+  s[0] = cc::add_cc(r[0], t[N]);
+#pragma unroll
+  for (int k = 1; k < N - 1; ++k) s[k] = cc::addc_cc(r[k], t[N + k]);
+  s[N - 1] = cc::addc(r[N - 1], t[2 * N - 1]);
+  Fe<P> out;
+  detail::reduce_once<P>(out.l, s);
+  return out;
 }
 
 namespace detail {
@@ -534,7 +525,28 @@ __device__ __forceinline__ Fe<P> fe_mul_kara(const Fe<P>& a, const Fe<P>& b) {
 #pragma unroll
   for (int k = K + N + 1; k < 2 * N - 1; ++k) t[k] = cc::addc_cc(t[k], 0);
   t[2 * N - 1] = cc::addc(t[2 * N - 1], 0);
-  return detail::redc_wide<P>(t);
+  // REDC of the low half, then add the high half
+  uint32_t m[N];
+  P::modulus(m);
+  uint32_t r[N + 1];
+#pragma unroll
+  for (int k = 0; k < N; ++k) r[k] = t[k];
+  r[N] = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    detail::redc_step<P>(r, m);
+#pragma unroll
+    for (int k = 0; k < N; ++k) r[k] = r[k + 1];
+    r[N] = 0;
+  }
+  uint32_t s[N];
+  s[0] = cc::add_cc(r[0], t[N]);
+#pragma unroll
+  for (int k = 1; k < N - 1; ++k) s[k] = cc::addc_cc(r[k], t[N + k]);
+  s[N - 1] = cc::addc(r[N - 1], t[2 * N - 1]);
+  Fe<P> out;
+  detail::reduce_once<P>(out.l, s);
+  return out;
 }
 
 // a^(m-2) = a^-1 by Fermat; the inverse of zero is defined as zero. Left-to-right
