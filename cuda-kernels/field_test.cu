@@ -97,15 +97,8 @@ SQR_CHAIN_KERNEL(fr, Fr, 4, fe_load<FrParams>, fe_store<FrParams>, fe_mul<FrPara
                  fe_sqr<FrParams>)
 
 // The two-accumulator product (fe_mul_ab), for the comparison with fe_mul.
-// With PINION_FP_KARATSUBA these two chains multiply with fe_mul_kara instead (an
-// experiment's variant module; field_bench then reports it as the `_ab` rows).
-#if defined(PINION_FP_KARATSUBA)
-MUL_CHAIN_KERNEL(fp_ab, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fe_mul_kara<FpParams>)
-MUL_CHAIN_KERNEL(fr_ab, Fr, 4, fe_load<FrParams>, fe_store<FrParams>, fe_mul_kara<FrParams>)
-#else
 MUL_CHAIN_KERNEL(fp_ab, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fe_mul_ab<FpParams>)
 MUL_CHAIN_KERNEL(fr_ab, Fr, 4, fe_load<FrParams>, fe_store<FrParams>, fe_mul_ab<FrParams>)
-#endif
 // The 64-bit-limb variant (include/field64.cuh), same chains and result as fp_mul_chain.
 MUL_CHAIN_KERNEL(fp64, Fp, 4, fe_load<FpParams>, fe_store<FpParams>, fp_mul_u64)
 // The FP64-pipe products (include/field_f64.cuh), same chains and results as fr_mul_chain

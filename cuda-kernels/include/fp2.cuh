@@ -26,12 +26,7 @@ __device__ __forceinline__ Fp2 fp2_neg(const Fp2& a) { return {fe_neg(a.c0), fe_
 // instruction caches; as a call the G2 MSM at 2^24 took 399 instead of 490 ms on the H200
 // (session 23), and nvcc builds msm_g2 in a minute instead of ten. Arguments and result
 // travel in registers (ptxas: no stack frame for the call).
-// PINION_FP_KARATSUBA (an experiment, off in the committed modules): fe_mul_kara instead.
-#if defined(PINION_FP_KARATSUBA)
-__device__ __noinline__ Fp fp_mul_call(Fp a, Fp b) { return fe_mul_kara(a, b); }
-#else
 __device__ __noinline__ Fp fp_mul_call(Fp a, Fp b) { return fe_mul_ab(a, b); }
-#endif
 
 // Karatsuba: three Fp products instead of four. Uses fe_mul_ab, measured 17% faster
 // here than fe_mul (fewer registers: 167 vs 190 in the 2-chain throughput kernel).

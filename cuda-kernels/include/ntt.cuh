@@ -15,12 +15,7 @@ namespace ntt {
 // The Fr product of the transforms' kernels: fe_mul_ab, measured faster here than fe_mul
 // (h200, 2026-12-04: 2^27 forward 44.08 -> 40.72 ms, H step 336.8 -> 314.7 ms), although
 // slower in field.cuh's single-product throughput kernels (see fe_mul_ab).
-// PINION_FR_KARATSUBA (an experiment, off in the committed modules): fe_mul_kara instead.
-#if defined(PINION_FR_KARATSUBA)
-__device__ __forceinline__ Fr fr_mul(const Fr& a, const Fr& b) { return fe_mul_kara<FrParams>(a, b); }
-#else
 __device__ __forceinline__ Fr fr_mul(const Fr& a, const Fr& b) { return fe_mul_ab<FrParams>(a, b); }
-#endif
 
 // Position of logical index i among 2^log_n elements in bit-reversed order (log_n >= 1).
 __device__ __forceinline__ uint32_t bit_reverse(uint32_t i, uint32_t log_n) {

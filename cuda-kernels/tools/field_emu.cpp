@@ -64,8 +64,6 @@ static void run(const char* name, int n) {
     printf("%s sub", name); print(a); print(b); print(fe_sub(a, b)); printf("\n");
     printf("%s mul", name); print(a); print(b); print(fe_mul(a, b)); printf("\n");
     printf("%s mul", name); print(a); print(b); print(fe_mul_ab(a, b)); printf("\n");
-    printf("%s mul", name); print(a); print(b); print(fe_mul_kara(a, b)); printf("\n");
-    printf("%s mul", name); print(a); print(a); print(fe_mul_kara(a, a)); printf("\n");
     printf("%s mul", name); print(a); print(a); print(fe_sqr(a)); printf("\n");
     printf("%s mul", name); print(b); print(b); print(fe_sqr(b)); printf("\n");
     if constexpr (P::N == 12) {
