@@ -950,8 +950,9 @@ pub const TWO_LEVEL_MAX_BINS: u32 = 48 << 10;
 /// counts either way (a tuning choice).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SortKind {
-    /// [`Self::TwoLevel`] for windows of [`TWO_LEVEL_FROM_BITS`] bits or more when the VRAM
-    /// budget grants its extra scratch at the time, else [`Self::Counting`] (the default).
+    /// [`Self::TwoLevel`] for windows of [`TWO_LEVEL_FROM_BITS`] bits or more when its extra
+    /// scratch (6 bytes an entry) is at most half of what the VRAM budget has free and the
+    /// budget grants it, else [`Self::Counting`] (the default).
     /// Measured on an H100 (session 33, staged place, the default [`TwoLevelParams`]): G1 at
     /// 2^26 (c = 20) 404.9 against 434.2 ms with the scalars resident; at c = 16 the two
     /// sorts were within 3% of each other either way (2^24 uniform 115.8 / 119.1 ms, 2^26
@@ -2247,7 +2248,14 @@ impl GpuMsm {
             _ if shared.is_some() => None,
             SortKind::Counting => None,
             SortKind::TwoLevel => Some(self.two_level_scratch(plan, n_entries)?),
-            SortKind::Auto if c >= TWO_LEVEL_FROM_BITS => {
+            // Only where the scratch is at most half of what the budget has free: what a
+            // caller planned for a concurrent MSM (the prover's side MSMs, sized for the
+            // counting sort) stays free.
+            SortKind::Auto
+                if c >= TWO_LEVEL_FROM_BITS
+                    && 2 * self.two_level_scratch_bytes(plan, n_entries)
+                        <= gpu.vram_budget().available_bytes() =>
+            {
                 match self.two_level_scratch(plan, n_entries) {
                     Ok(scratch) => Some(scratch),
                     Err(GpuMsmError::Gpu(
@@ -2441,6 +2449,13 @@ impl GpuMsm {
             .arg(cursors.slice_mut());
         unsafe { l.launch(grid(n_chunks, SCALAR_BLOCK)) }.map_err(launch_err)?;
         Ok(())
+    }
+
+    /// Device bytes of [`Self::two_level_scratch`]: three words a bin, six bytes an entry.
+    fn two_level_scratch_bytes(&self, plan: &GpuMsmPlan, n_entries: usize) -> u64 {
+        let fine_log = plan.two_level_fine_log(n_entries, self.config.two_level.bin_entries_log);
+        let n_bins = u64::from(plan.n_keys >> fine_log);
+        12 * n_bins + 6 * n_entries.max(1) as u64
     }
 
     /// The two-level sort's scratch for the plan's keys and at most `n_entries` entries
