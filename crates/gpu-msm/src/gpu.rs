@@ -2451,23 +2451,28 @@ impl GpuMsm {
         Ok(())
     }
 
-    /// Device bytes of [`Self::two_level_scratch`]: three words a bin, six bytes an entry.
-    fn two_level_scratch_bytes(&self, plan: &GpuMsmPlan, n_entries: usize) -> u64 {
+    /// The two-level sort's bins for the plan's keys and `n_entries` entries: their width
+    /// in bits of keys ([`GpuMsmPlan::two_level_fine_log`]) and their number.
+    fn two_level_bins(&self, plan: &GpuMsmPlan, n_entries: usize) -> (u32, u32) {
         let fine_log = plan.two_level_fine_log(n_entries, self.config.two_level.bin_entries_log);
-        let n_bins = u64::from(plan.n_keys >> fine_log);
-        12 * n_bins + 6 * n_entries.max(1) as u64
+        (fine_log, plan.n_keys >> fine_log)
     }
 
-    /// The two-level sort's scratch for the plan's keys and at most `n_entries` entries
-    /// (bins of [`GpuMsmPlan::two_level_fine_log`] bits), charged to the VRAM budget.
+    /// Device bytes of [`Self::two_level_scratch`]: three words a bin, six bytes an entry.
+    fn two_level_scratch_bytes(&self, plan: &GpuMsmPlan, n_entries: usize) -> u64 {
+        let (_, n_bins) = self.two_level_bins(plan, n_entries);
+        12 * u64::from(n_bins) + 6 * n_entries.max(1) as u64
+    }
+
+    /// The two-level sort's scratch for the plan's keys and at most `n_entries` entries,
+    /// charged to the VRAM budget.
     fn two_level_scratch(
         &self,
         plan: &GpuMsmPlan,
         n_entries: usize,
     ) -> Result<TwoLevelScratch, GpuMsmError> {
         let gpu = &self.gpu;
-        let fine_log = plan.two_level_fine_log(n_entries, self.config.two_level.bin_entries_log);
-        let n_bins = plan.n_keys >> fine_log;
+        let (fine_log, n_bins) = self.two_level_bins(plan, n_entries);
         Ok(TwoLevelScratch {
             fine_log,
             n_bins,
