@@ -106,4 +106,19 @@ impl GpuError {
     pub(crate) fn driver(call: &'static str) -> impl FnOnce(DriverError) -> GpuError {
         move |code| GpuError::Driver { call, code }
     }
+
+    /// Whether the allocation was refused for lack of device memory: by the VRAM budget
+    /// ([`GpuError::Budget`]) or by the driver ([`GpuError::OutOfMemory`]). Callers with
+    /// somewhere else to put the work (the CPU, a smaller plan) fall back on these and
+    /// report every other error.
+    ///
+    /// ```
+    /// use gpu_device::GpuError;
+    /// let oom = GpuError::OutOfMemory { requested_bytes: 1 << 30, free_bytes: 0 };
+    /// assert!(oom.is_vram_refusal());
+    /// assert!(!GpuError::NoDriver.is_vram_refusal());
+    /// ```
+    pub fn is_vram_refusal(&self) -> bool {
+        matches!(self, GpuError::Budget { .. } | GpuError::OutOfMemory { .. })
+    }
 }

@@ -1379,9 +1379,7 @@ impl GpuMsm {
             .reserve_local_memory(&f, "gpu-msm affine accumulation's local memory")
         {
             Ok(()) => Ok(kernel),
-            Err(GpuError::Budget { .. } | GpuError::OutOfMemory { .. })
-                if self.config.accumulate == AccumulateKernel::Auto =>
-            {
+            Err(e) if e.is_vram_refusal() && self.config.accumulate == AccumulateKernel::Auto => {
                 Ok(C::DEFAULT_ACCUMULATE.resolve::<C>())
             }
             Err(e) => Err(e.into()),
@@ -2258,9 +2256,7 @@ impl GpuMsm {
             {
                 match self.two_level_scratch(plan, n_entries) {
                     Ok(scratch) => Some(scratch),
-                    Err(GpuMsmError::Gpu(
-                        GpuError::Budget { .. } | GpuError::OutOfMemory { .. },
-                    )) => None,
+                    Err(GpuMsmError::Gpu(e)) if e.is_vram_refusal() => None,
                     Err(e) => return Err(e),
                 }
             }

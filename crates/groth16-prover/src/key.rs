@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use bls12_381::{Bls12, G1Affine, G2Affine};
 use bls_repr::{G1AffineRepr, G2AffineRepr};
-use gpu_device::{DeviceBuffer, Gpu, GpuError};
+use gpu_device::{DeviceBuffer, Gpu};
 use gpu_msm::{G1Curve, G2Curve, GpuCurve};
 use groth16::{Parameters, PreparedVerifyingKey, VerifyingKey};
 use memory_budget::Budget;
@@ -725,12 +725,7 @@ fn vram_admits(gpu: &Gpu, bytes: u64) -> bool {
 fn refused_for_memory(e: &SrsError) -> bool {
     match e {
         SrsError::Budget { .. } | SrsError::Alloc { .. } => true,
-        SrsError::Gpu { source, .. } => {
-            matches!(
-                source,
-                GpuError::Budget { .. } | GpuError::OutOfMemory { .. }
-            )
-        }
+        SrsError::Gpu { source, .. } => source.is_vram_refusal(),
         _ => false,
     }
 }

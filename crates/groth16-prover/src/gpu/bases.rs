@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use gpu_device::{Gpu, GpuError};
+use gpu_device::Gpu;
 use gpu_msm::{
     DeviceBasesView, DeviceScalars, G1Curve, GpuCurve, GpuMsm, GpuMsmError, MsmBase,
     PrecomputedBases, PrecomputedBasesG1,
@@ -256,7 +256,7 @@ impl GpuBackend {
                 cache.tables[q as usize] = Some(t.clone());
                 Ok(Some(t))
             }
-            Err(GpuMsmError::Gpu(GpuError::Budget { .. } | GpuError::OutOfMemory { .. })) => {
+            Err(GpuMsmError::Gpu(e)) if e.is_vram_refusal() => {
                 cache.refused = true;
                 Ok(None)
             }

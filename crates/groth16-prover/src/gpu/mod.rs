@@ -216,10 +216,7 @@ fn headroom_with(lens: &QueryLens, side: bool) -> u64 {
 
 /// Whether a device MSM failed for lack of device memory (then the CPU takes the query).
 fn out_of_vram(e: &GpuMsmError) -> bool {
-    matches!(
-        e,
-        GpuMsmError::Gpu(GpuError::Budget { .. } | GpuError::OutOfMemory { .. })
-    )
+    matches!(e, GpuMsmError::Gpu(g) if g.is_vram_refusal())
 }
 
 impl GpuBackend {

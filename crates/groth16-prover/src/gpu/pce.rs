@@ -209,11 +209,9 @@ impl GpuBackend {
                 }
                 // Room from the others no proof holds (one a proof holds stays listed,
                 // so the next proof of its circuit finds it instead of uploading another).
-                Err(GpuNttError::Gpu(GpuError::Budget { .. } | GpuError::OutOfMemory { .. }))
-                    if attempt == 0 && list.drop_idle() > 0 => {}
-                Err(GpuNttError::Gpu(GpuError::Budget { .. } | GpuError::OutOfMemory { .. })) => {
-                    return Ok(None)
-                }
+                Err(GpuNttError::Gpu(e))
+                    if e.is_vram_refusal() && attempt == 0 && list.drop_idle() > 0 => {}
+                Err(GpuNttError::Gpu(e)) if e.is_vram_refusal() => return Ok(None),
                 Err(e) => return Err(ntt_err(e)),
             }
         }
@@ -471,7 +469,7 @@ fn alloc_or_none(
 ) -> Result<Option<DeviceBuffer<u64>>, ProverError> {
     match gpu.alloc_for_overwrite::<u64>(words, label) {
         Ok(d) => Ok(Some(d)),
-        Err(GpuError::Budget { .. } | GpuError::OutOfMemory { .. }) => Ok(None),
+        Err(e) if e.is_vram_refusal() => Ok(None),
         Err(e) => Err(gpu_err(e)),
     }
 }
