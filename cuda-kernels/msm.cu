@@ -21,7 +21,8 @@
 //   msm_select(const u32* src, u32 n, const u64* mask, const u32* word_offsets, u32* dst)
 //                                                                    compaction by a mask
 //   msm_count_shared(scalars, n, c, W, stride, counts)              shared buckets (two
-//   msm_scatter_shared(scalars, n, c, W, stride, cursors, entries)  groups: |d|, the ones)
+//   msm_scatter_shared(scalars, n, c, W, stride, key_lo, key_hi,    groups: |d|, the ones);
+//                      cursors, entries)                             keys [key_lo, key_hi)
 //   g1_precompute_windows(const G1Affine* bases, u32 n, u32 c, u32 W, G1Affine* table)
 //                                                  table[w n + i] = 2^(c w) bases[i]
 // Point kernels (g1_ here, g2_ in msm_g2.cu; the macro is in include/msm_kernels.cuh):
@@ -148,7 +149,8 @@ extern "C" __global__ void msm_classify(const uint32_t* scalars, uint32_t n, uin
 
 // Shared buckets over a table of precomputed windows (msm_precompute.cuh): the count and
 // the scatter of for_each_digit<true> (keys |d| - 1 for every window, B + (i mod B) for the
-// ones; entries w * stride + i), all W + 1 windows in one launch.
+// ones; entries w * stride + i), all W + 1 windows in one launch; a scatter launch writes
+// the entries of keys [key_lo, key_hi) (the host splits the keys over launches).
 extern "C" __global__ void msm_count_shared(const uint32_t* scalars, uint32_t n, uint32_t c,
                                             uint32_t n_windows, uint32_t stride,
                                             uint32_t* counts) {
@@ -157,10 +159,11 @@ extern "C" __global__ void msm_count_shared(const uint32_t* scalars, uint32_t n,
 
 extern "C" __global__ void msm_scatter_shared(const uint32_t* scalars, uint32_t n, uint32_t c,
                                               uint32_t n_windows, uint32_t stride,
+                                              uint32_t key_lo, uint32_t key_hi,
                                               uint32_t* cursors, uint32_t* entries) {
   GRID_STRIDE(i, n) {
-    scatter_body<true>(scalars, Windows{c, n_windows, stride}, 0, n_windows + 1, cursors,
-                       entries, i);
+    scatter_shared_body(scalars, Windows{c, n_windows, stride}, key_lo, key_hi, cursors,
+                        entries, i);
   }
 }
 

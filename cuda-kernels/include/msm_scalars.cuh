@@ -114,6 +114,20 @@ __device__ __forceinline__ void scatter_body(const uint32_t* scalars, Windows wi
   });
 }
 
+// Shared buckets: the entries whose key lies in [key_lo, key_hi). All windows write into
+// the same 2^(c-1) buckets, so the host splits the keys instead of the windows over
+// launches, for the same reason (few partly written sectors open at once); each launch
+// reads every scalar again.
+__device__ __forceinline__ void scatter_shared_body(const uint32_t* scalars, Windows win,
+                                                    uint32_t key_lo, uint32_t key_hi,
+                                                    uint32_t* cursors, uint32_t* entries,
+                                                    uint32_t i) {
+  const Scalar256 s = scalar_load(scalars, i);
+  for_each_digit<true>(s, i, win, 0, win.n_windows + 1, [&](uint32_t key, uint32_t entry) {
+    if (key - key_lo < key_hi - key_lo) entries[atomic_inc(cursors + key)] = entry;
+  });
+}
+
 // ---- Two-level sort (gpu.rs's SortKind::TwoLevel; an experiment, off by default) --------
 // The same entries, offsets and counts as count + scan + scatter, without a global atomic
 // per entry (cuda-kernels/NOTES.md, "A two-level sort"). Keys are grouped into bins of

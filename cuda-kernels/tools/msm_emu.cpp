@@ -14,6 +14,7 @@
 // over a table of precomputed windows with one shared set of buckets (msm_precompute.cuh).
 //   g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
 //       cuda-kernels/tools/msm_emu.cpp -o /tmp/msm_emu && /tmp/msm_emu SEED
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -243,8 +244,15 @@ static int run_pipeline_shared(const char* curve, std::mt19937& rng, const Affin
     uint32_t total = 0;
     for (uint32_t k = 0; k < n_keys; ++k) { offsets[k] = total; total += counts[k]; }
     std::vector<uint32_t> cursors = offsets, entries(total);
-    for (uint32_t i = 0; i < n; ++i)
-      scatter_body<true>(scalars.data(), win, 0, n_windows + 1, cursors.data(), entries.data(), i);
+    // The keys split over 1-4 launches at random points, as the host may split them; a
+    // launch that wrote keys outside its range, or missed one of its own, leaves entries
+    // unwritten or written twice and the sum wrong.
+    std::vector<uint32_t> cuts{0, n_keys};
+    for (uint32_t k = rng() % 4; k > 0; --k) cuts.push_back(rng() % (n_keys + 1));
+    std::sort(cuts.begin(), cuts.end());
+    for (size_t r = 0; r + 1 < cuts.size(); ++r)
+      for (uint32_t i = 0; i < n; ++i)
+        scatter_shared_body(scalars.data(), win, cuts[r], cuts[r + 1], cursors.data(), entries.data(), i);
     const uint32_t chunk_len = (uint32_t)K << (rng() % 4), n_chunks = (total + chunk_len - 1) / chunk_len;
     std::vector<Xyzz<F>> buckets(n_keys, xyzz_infinity<F>()), partials(2 * n_chunks + 2, xyzz_infinity<F>());
     const bool affine = rng() % 2;

@@ -29,7 +29,9 @@
 //! sizes, whether its place pass stages in shared memory and the shared memory a bin-sort
 //! block asks for (`TwoLevelParams`).
 //! G1 also runs over precomputed windows at the sizes up to 2^24 (`PINION_MSM_PRECOMPUTED=0`
-//! skips it; `PINION_MSM_PRECOMPUTED_WINDOWS=16,20,22` the windows, those by default).
+//! skips it; `PINION_MSM_PRECOMPUTED_WINDOWS=16,20,22` the windows, those by default;
+//! `PINION_MSM_SHARED_SCATTER=all,18,17` the keys one shared-bucket scatter launch writes,
+//! log2 or `all` (one launch, the default), each timed).
 //! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
 //! "bases streamed from pinned" row: bases in pinned host memory, copied in chunks of
 //! 2^`PINION_MSM_STREAM_CHUNK_LOG` (default 22) on a second stream while the previous
@@ -593,6 +595,7 @@ where
                             reduce,
                             chunk_len: chunked.then_some(chunk_len),
                             scatter_windows,
+                            shared_scatter_keys: None,
                             sort: run.sort,
                             two_level: run.two_level,
                         };
@@ -741,6 +744,22 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
             .collect::<Result<_, _>>()
             .map_err(|e| format!("PINION_MSM_PRECOMPUTED_WINDOWS: {e}"))?,
     };
+    // Keys a shared-bucket scatter launch writes (log2; `all`: one launch).
+    let splits: Vec<Option<u32>> = match std::env::var("PINION_MSM_SHARED_SCATTER") {
+        Err(_) => vec![None],
+        Ok(list) => list
+            .split(',')
+            .map(|k| match k.trim() {
+                "all" => Ok(None),
+                k => match k.parse::<u32>() {
+                    Ok(log) if log < 32 => Ok(Some(1u32 << log)),
+                    _ => Err(format!(
+                        "PINION_MSM_SHARED_SCATTER: {k:?} is not all or a log2 below 32"
+                    )),
+                },
+            })
+            .collect::<Result<_, _>>()?,
+    };
     let gpu = run.gpu.clone();
     let rng = &mut run.rng;
     for &log_n in logs.iter().filter(|&&l| l <= 24) {
@@ -756,15 +775,30 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
             let t = Instant::now();
             let table = engine.precompute_windows_g1(&d_bases.view(), c)?;
             let build_ms = t.elapsed().as_secs_f64() * 1e3;
-            if engine.msm_g1_precomputed(&table, &d_scalars)? != want {
-                return Err(format!("precomputed windows c = {c} at 2^{log_n}: wrong sum").into());
-            }
-            let timing = time_msm(&engine, &words, run.runs, |scalars| {
-                Ok(engine.msm_g1_precomputed(&table, scalars)?)
-            })?;
-            let r = reference_ms("g1", log_n, run.recorded);
-            run.rows.push(format!(
-                "| g1 | 2^{log_n} precomputed windows ({} rows, {:.2} GiB, built in {build_ms:.0} ms) | {c} shared buckets | {:.2} | {:.2} | {} | {} |",
+            for &split in &splits {
+                let engine = GpuMsm::with_config(
+                    gpu.clone(),
+                    GpuMsmConfig {
+                        shared_scatter_keys: split,
+                        ..GpuMsmConfig::default()
+                    },
+                )?;
+                let c_label = match split {
+                    None => format!("{c}"),
+                    Some(k) => format!("{c} (scatter 2^{} keys a launch)", k.trailing_zeros()),
+                };
+                if engine.msm_g1_precomputed(&table, &d_scalars)? != want {
+                    return Err(format!(
+                        "precomputed windows c = {c_label} at 2^{log_n}: wrong sum"
+                    )
+                    .into());
+                }
+                let timing = time_msm(&engine, &words, run.runs, |scalars| {
+                    Ok(engine.msm_g1_precomputed(&table, scalars)?)
+                })?;
+                let r = reference_ms("g1", log_n, run.recorded);
+                run.rows.push(format!(
+                "| g1 | 2^{log_n} precomputed windows ({} rows, {:.2} GiB, built in {build_ms:.0} ms) | {c_label} shared buckets | {:.2} | {:.2} | {} | {} |",
                 table.n_windows(),
                 table.device_bytes() as f64 / GIB,
                 timing.with_copy_ms,
@@ -772,12 +806,13 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
                 r.map_or("-".into(), |r| format!("{r:.1}")),
                 r.map_or("-".into(), |r| format!("{:.2}", timing.with_copy_ms as f64 / r)),
             ));
-            println!("{}", run.rows.last().map_or("", String::as_str));
-            let what = format!("uniform, precomputed windows c = {c}, with scalar copy");
-            emit_bench_line("g1", &what, log_n, timing.with_copy_ms, None);
-            let (_, phases) = engine.msm_g1_precomputed_profiled(&table, &d_scalars)?;
-            let label = format!("g1 2^{log_n} uniform, precomputed windows c = {c}");
-            run.phase_lines.push(phase_line(&label, &phases));
+                println!("{}", run.rows.last().map_or("", String::as_str));
+                let what = format!("uniform, precomputed windows c = {c_label}, with scalar copy");
+                emit_bench_line("g1", &what, log_n, timing.with_copy_ms, None);
+                let (_, phases) = engine.msm_g1_precomputed_profiled(&table, &d_scalars)?;
+                let label = format!("g1 2^{log_n} uniform, precomputed windows c = {c_label}");
+                run.phase_lines.push(phase_line(&label, &phases));
+            }
         }
     }
     Ok(())

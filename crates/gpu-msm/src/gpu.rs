@@ -206,6 +206,9 @@ pub enum GpuMsmError {
     /// Zero windows per scatter launch.
     #[error("windows per scatter launch must be at least 1, got 0")]
     BadScatterWindows,
+    /// Zero keys per scatter launch over shared buckets.
+    #[error("keys per shared-bucket scatter launch must be at least 1, got 0")]
+    BadSharedScatterKeys,
     /// Two-level sort sizes out of range.
     #[error(
         "two-level sort sizes {params:?}: chunk_log must be within 8..=24, bin_entries_log \
@@ -880,6 +883,10 @@ pub struct GpuMsmConfig {
     /// Windows whose entries one scatter launch writes (the ones window counts as one);
     /// `None`: as many as keep [`SCATTER_BUCKETS`] buckets or fewer per launch.
     pub scatter_windows: Option<u32>,
+    /// Over tables of precomputed windows (one shared set of buckets for every window):
+    /// keys one scatter launch writes at most, each launch reading every scalar again;
+    /// `None`: all keys in one launch.
+    pub shared_scatter_keys: Option<u32>,
     /// How the scalars' digits are sorted by bucket (same entries; [`SortKind::Auto`] by
     /// default). Tables of precomputed windows always use the counting sort.
     pub sort: SortKind,
@@ -1324,6 +1331,9 @@ impl GpuMsm {
         }
         if config.scatter_windows == Some(0) {
             return Err(GpuMsmError::BadScatterWindows);
+        }
+        if config.shared_scatter_keys == Some(0) {
+            return Err(GpuMsmError::BadSharedScatterKeys);
         }
         config.two_level.check()?;
         Ok(GpuMsm { gpu, config })
@@ -2291,17 +2301,23 @@ impl GpuMsm {
             self.exclusive_scan(&counts, n_keys, &mut offsets, &mut cursors)?;
             mark("scan")?;
             if let Some(sh) = &shared {
-                // One launch: all windows write into the same 2^(c-1) buckets.
+                // All windows write into the same 2^(c-1) buckets: the launches split the
+                // keys (each reads every scalar), not the windows.
                 let f = gpu.function(Entry::MsmScatterShared)?;
-                let mut l = stream.launch_builder(&f);
-                l.arg(scalars)
-                    .arg(&n)
-                    .arg(&c)
-                    .arg(&n_windows)
-                    .arg(&sh.stride)
-                    .arg(cursors.slice_mut())
-                    .arg(entries.slice_mut());
-                unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
+                let per_launch = self.config.shared_scatter_keys.unwrap_or(n_keys);
+                for (key_lo, key_hi) in scatter_ranges(n_keys, per_launch) {
+                    let mut l = stream.launch_builder(&f);
+                    l.arg(scalars)
+                        .arg(&n)
+                        .arg(&c)
+                        .arg(&n_windows)
+                        .arg(&sh.stride)
+                        .arg(&key_lo)
+                        .arg(&key_hi)
+                        .arg(cursors.slice_mut())
+                        .arg(entries.slice_mut());
+                    unsafe { l.launch(grid(n, SCALAR_BLOCK)) }.map_err(launch_err)?;
+                }
             }
             let f = gpu.function(Entry::MsmScatter)?;
             let per_window_ranges = match shared {
@@ -2646,13 +2662,13 @@ impl GpuMsm {
     }
 }
 
-/// `[lo, hi)` window ranges of the scatter launches: `n_groups` windows (the ones window
-/// included) in `⌈n_groups / per_launch⌉` launches of near-equal size.
+/// `[lo, hi)` ranges of the scatter launches: `n_groups` windows (the ones window
+/// included), or keys of shared buckets, in `⌈n_groups / per_launch⌉` launches of near-equal
+/// size.
 fn scatter_ranges(n_groups: u32, per_launch: u32) -> Vec<(u32, u32)> {
     let launches = n_groups.div_ceil(per_launch.max(1)).max(1);
-    (0..launches)
-        .map(|k| (k * n_groups / launches, (k + 1) * n_groups / launches))
-        .collect()
+    let at = |k: u32| (u64::from(k) * u64::from(n_groups) / u64::from(launches)) as u32;
+    (0..launches).map(|k| (at(k), at(k + 1))).collect()
 }
 
 impl GpuMsm {
@@ -3043,6 +3059,20 @@ mod tests {
                 assert!(r.windows(2).all(|p| p[0].1 == p[1].0));
                 assert!(r.iter().all(|&(lo, hi)| lo < hi && hi - lo <= per));
             }
+        }
+        // Shared-bucket keys: up to 2^22 keys, where k * n_keys leaves u32.
+        for (n_keys, per) in [
+            (1u32 << 22, 1u32 << 17),
+            (1 << 22, 1000),
+            (1 << 21, 7),
+            (1 << 22, 1 << 22),
+        ] {
+            let r = scatter_ranges(n_keys, per);
+            assert_eq!(r.len() as u32, n_keys.div_ceil(per));
+            assert_eq!(r.first().map(|x| x.0), Some(0));
+            assert_eq!(r.last().map(|x| x.1), Some(n_keys));
+            assert!(r.windows(2).all(|p| p[0].1 == p[1].0));
+            assert!(r.iter().all(|&(lo, hi)| lo < hi && hi - lo <= per));
         }
     }
 

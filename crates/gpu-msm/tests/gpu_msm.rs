@@ -882,8 +882,9 @@ fn gpu_g2_prefix_of_borrowed_bases_matches_cpu() {
 /// MSMs over precomputed windows (one shared set of buckets) give the CPU's sums: window
 /// sizes from 2 to 22 bits, the full set of bases and a prefix, bases at infinity, scalars
 /// 0, 1, −1 and random, the XYZZ and affine accumulations (and a one-thread-a-bucket
-/// configuration, which runs the chunked one here); a bad window size, too many
-/// scalars and an empty table are typed results.
+/// configuration, which runs the chunked one here), the scatter in one launch or split by
+/// keys; a bad window size, too many scalars, an empty table and a zero split are typed
+/// results.
 #[test]
 fn gpu_precomputed_windows_match_cpu() {
     let Some(gpu) = gpu_or_skip("gpu-msm") else {
@@ -895,15 +896,18 @@ fn gpu_precomputed_windows_match_cpu() {
     bases[17] = identity::<G1Curve>();
     bases[n - 1] = identity::<G1Curve>();
     // (Capped128, one thread a bucket, is replaced by the chunked kernel over shared buckets.)
-    for kernel in [
-        AccumulateKernel::ChunkedCapped,
-        AccumulateKernel::ChunkedAffine,
-        AccumulateKernel::Capped128,
+    // Each kernel with a scatter split: one launch, 2^12 keys a launch (1 to 1024
+    // launches), 777 (a split that is no power of two: up to 5398 launches at c = 22).
+    for (kernel, split) in [
+        (AccumulateKernel::ChunkedCapped, None),
+        (AccumulateKernel::ChunkedAffine, Some(1u32 << 12)),
+        (AccumulateKernel::Capped128, Some(777)),
     ] {
         let engine = GpuMsm::with_config(
             gpu.clone(),
             GpuMsmConfig {
                 accumulate: kernel,
+                shared_scatter_keys: split,
                 ..GpuMsmConfig::default()
             },
         )
@@ -928,7 +932,10 @@ fn gpu_precomputed_windows_match_cpu() {
                 let got = engine
                     .msm_g1_precomputed(&table, &d_scalars)
                     .expect("precomputed msm");
-                assert_eq!(got, want, "{kernel:?} c = {c}, {m} of {n} bases");
+                assert_eq!(
+                    got, want,
+                    "{kernel:?} c = {c}, {m} of {n} bases, split {split:?}"
+                );
             }
         }
         assert!(matches!(
@@ -957,7 +964,7 @@ fn gpu_precomputed_windows_match_cpu() {
     let n = 1 << 16;
     let bases = points::<G1Curve>(&mut rng, n);
     let scalars = random_scalars(&mut rng, n);
-    let engine = GpuMsm::new(gpu);
+    let engine = GpuMsm::new(gpu.clone());
     let d_bases = engine.upload_bases_g1(&bases).expect("bases");
     let d_scalars = engine.upload_scalars(&scalars).expect("scalars");
     let table = engine
@@ -970,6 +977,32 @@ fn gpu_precomputed_windows_match_cpu() {
             .expect("precomputed"),
         want
     );
+    // The same with the scatter split over four launches (2^14 of the 2^16 keys each, the
+    // ones group in the last two).
+    let split = GpuMsm::with_config(
+        gpu.clone(),
+        GpuMsmConfig {
+            shared_scatter_keys: Some(1 << 14),
+            ..GpuMsmConfig::default()
+        },
+    )
+    .expect("config");
+    assert_eq!(
+        split
+            .msm_g1_precomputed(&table, &d_scalars)
+            .expect("precomputed, split scatter"),
+        want
+    );
+    assert!(matches!(
+        GpuMsm::with_config(
+            gpu,
+            GpuMsmConfig {
+                shared_scatter_keys: Some(0),
+                ..GpuMsmConfig::default()
+            },
+        ),
+        Err(GpuMsmError::BadSharedScatterKeys)
+    ));
     assert_eq!(
         want,
         CpuMsm::new().msm_g1(&bases, &scalars, None).expect("cpu")
