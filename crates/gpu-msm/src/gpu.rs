@@ -3050,14 +3050,17 @@ mod tests {
 
     #[test]
     fn scatter_ranges_cover_every_window_once() {
+        let check = |n: u32, per: u32| {
+            let r = scatter_ranges(n, per);
+            assert_eq!(r.len() as u32, n.div_ceil(per));
+            assert_eq!(r.first().map(|x| x.0), Some(0));
+            assert_eq!(r.last().map(|x| x.1), Some(n));
+            assert!(r.windows(2).all(|p| p[0].1 == p[1].0));
+            assert!(r.iter().all(|&(lo, hi)| lo < hi && hi - lo <= per));
+        };
         for n_groups in 1..40u32 {
             for per in 1..45u32 {
-                let r = scatter_ranges(n_groups, per);
-                assert_eq!(r.len() as u32, n_groups.div_ceil(per));
-                assert_eq!(r.first().map(|x| x.0), Some(0));
-                assert_eq!(r.last().map(|x| x.1), Some(n_groups));
-                assert!(r.windows(2).all(|p| p[0].1 == p[1].0));
-                assert!(r.iter().all(|&(lo, hi)| lo < hi && hi - lo <= per));
+                check(n_groups, per);
             }
         }
         // Shared-bucket keys: up to 2^22 keys, where k * n_keys leaves u32.
@@ -3067,12 +3070,7 @@ mod tests {
             (1 << 21, 7),
             (1 << 22, 1 << 22),
         ] {
-            let r = scatter_ranges(n_keys, per);
-            assert_eq!(r.len() as u32, n_keys.div_ceil(per));
-            assert_eq!(r.first().map(|x| x.0), Some(0));
-            assert_eq!(r.last().map(|x| x.1), Some(n_keys));
-            assert!(r.windows(2).all(|p| p[0].1 == p[1].0));
-            assert!(r.iter().all(|&(lo, hi)| lo < hi && hi - lo <= per));
+            check(n_keys, per);
         }
     }
 
