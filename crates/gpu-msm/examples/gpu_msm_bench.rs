@@ -31,7 +31,7 @@
 //! G1 also runs over precomputed windows at the sizes up to 2^24 (`PINION_MSM_PRECOMPUTED=0`
 //! skips it; `PINION_MSM_PRECOMPUTED_WINDOWS=16,20,22` the windows, those by default;
 //! `PINION_MSM_SHARED_SCATTER=all,18,17` the keys one shared-bucket scatter launch writes,
-//! log2 or `all` (one launch, the default), each timed).
+//! log2 or `all` (one launch), each timed; the library's default alone without it).
 //! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
 //! "bases streamed from pinned" row: bases in pinned host memory, copied in chunks of
 //! 2^`PINION_MSM_STREAM_CHUNK_LOG` (default 22) on a second stream while the previous
@@ -744,13 +744,14 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
             .collect::<Result<_, _>>()
             .map_err(|e| format!("PINION_MSM_PRECOMPUTED_WINDOWS: {e}"))?,
     };
-    // Keys a shared-bucket scatter launch writes (log2; `all`: one launch).
+    // Keys a shared-bucket scatter launch writes (log2; `all`: one launch; unset: the
+    // library's default).
     let splits: Vec<Option<u32>> = match std::env::var("PINION_MSM_SHARED_SCATTER") {
         Err(_) => vec![None],
         Ok(list) => list
             .split(',')
             .map(|k| match k.trim() {
-                "all" => Ok(None),
+                "all" => Ok(Some(u32::MAX)),
                 k => match k.parse::<u32>() {
                     Ok(log) if log < 32 => Ok(Some(1u32 << log)),
                     _ => Err(format!(
@@ -785,6 +786,7 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
                 )?;
                 let c_label = match split {
                     None => format!("{c}"),
+                    Some(u32::MAX) => format!("{c} (scatter in one launch)"),
                     Some(k) => format!("{c} (scatter 2^{} keys a launch)", k.trailing_zeros()),
                 };
                 if engine.msm_g1_precomputed(&table, &d_scalars)? != want {

@@ -179,6 +179,13 @@ const FIXUP_GROUP: u32 = 64;
 /// c = 20 at 2^26 **568.2** / 570.5 / 572.6 / 593.8, at 2^27 **1103.7** / 1103.7 / 1109.3 /
 /// 1152.7 (its scatter phase 100 ms instead of 148).
 pub const SCATTER_BUCKETS: u32 = 1 << 17;
+/// Keys one scatter launch over shared buckets (tables of precomputed windows) writes by
+/// default ([`GpuMsmConfig::shared_scatter_keys`]): the keys are split, each launch reading
+/// every scalar again. Session 35 on an H100, 2^24 uniform, resident scalars (scatter / MSM,
+/// ms; all keys in one launch, then 2^19, 2^18, 2^17 keys a launch): c = 20 (2^20 keys)
+/// 12.17 / 109.74, 12.73 / 110.50, **9.46 / 107.19**, 9.55 / 107.40; c = 22 (2^22 keys)
+/// 14.83 / 112.98, 13.66 / 111.81, **13.31 / 111.31**, 18.47 / 116.65.
+pub const SHARED_SCATTER_KEYS: u32 = 1 << 18;
 /// Most terms one GPU MSM takes (entry indices keep a sign bit; the sorted entries must
 /// fit u32 offsets).
 pub const GPU_MAX_TERMS: usize = 1 << 28;
@@ -885,7 +892,7 @@ pub struct GpuMsmConfig {
     pub scatter_windows: Option<u32>,
     /// Over tables of precomputed windows (one shared set of buckets for every window):
     /// keys one scatter launch writes at most, each launch reading every scalar again;
-    /// `None`: all keys in one launch.
+    /// `None`: [`SHARED_SCATTER_KEYS`] (`Some(u32::MAX)`: all keys in one launch).
     pub shared_scatter_keys: Option<u32>,
     /// How the scalars' digits are sorted by bucket (same entries; [`SortKind::Auto`] by
     /// default). Tables of precomputed windows always use the counting sort.
@@ -2304,7 +2311,10 @@ impl GpuMsm {
                 // All windows write into the same 2^(c-1) buckets: the launches split the
                 // keys (each reads every scalar), not the windows.
                 let f = gpu.function(Entry::MsmScatterShared)?;
-                let per_launch = self.config.shared_scatter_keys.unwrap_or(n_keys);
+                let per_launch = self
+                    .config
+                    .shared_scatter_keys
+                    .unwrap_or(SHARED_SCATTER_KEYS);
                 for (key_lo, key_hi) in scatter_ranges(n_keys, per_launch) {
                     let mut l = stream.launch_builder(&f);
                     l.arg(scalars)

@@ -897,11 +897,13 @@ fn gpu_precomputed_windows_match_cpu() {
     bases[n - 1] = identity::<G1Curve>();
     // (Capped128, one thread a bucket, is replaced by the chunked kernel over shared buckets.)
     // Each kernel with a scatter split: one launch, 2^12 keys a launch (1 to 1024
-    // launches), 777 (a split that is no power of two: up to 5398 launches at c = 22).
+    // launches), 777 (a split that is no power of two: up to 5398 launches at c = 22), the
+    // default (SHARED_SCATTER_KEYS: 16 launches at c = 22).
     for (kernel, split) in [
-        (AccumulateKernel::ChunkedCapped, None),
+        (AccumulateKernel::ChunkedCapped, Some(u32::MAX)),
         (AccumulateKernel::ChunkedAffine, Some(1u32 << 12)),
         (AccumulateKernel::Capped128, Some(777)),
+        (AccumulateKernel::ChunkedAffine, None),
     ] {
         let engine = GpuMsm::with_config(
             gpu.clone(),
