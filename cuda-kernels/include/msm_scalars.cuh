@@ -104,12 +104,12 @@ __device__ __forceinline__ void count_body(const uint32_t* scalars, Windows win,
 // The entries of windows [w_lo, w_hi): the host splits the W + 1 windows over launches so
 // that the buckets one launch writes into stay few (their partly written 32-byte sectors
 // then stay in L2 instead of being written back and read again for every 4-byte entry).
-template <bool SHARED = false>
+// (Shared buckets: scatter_shared_body.)
 __device__ __forceinline__ void scatter_body(const uint32_t* scalars, Windows win,
                                              uint32_t w_lo, uint32_t w_hi, uint32_t* cursors,
                                              uint32_t* entries, uint32_t i) {
   const Scalar256 s = scalar_load(scalars, i);
-  for_each_digit<SHARED>(s, i, win, w_lo, w_hi, [&](uint32_t key, uint32_t entry) {
+  for_each_digit(s, i, win, w_lo, w_hi, [&](uint32_t key, uint32_t entry) {
     entries[atomic_inc(cursors + key)] = entry;
   });
 }
