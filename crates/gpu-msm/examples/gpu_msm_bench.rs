@@ -30,8 +30,11 @@
 //! block asks for (`TwoLevelParams`).
 //! G1 also runs over precomputed windows at the sizes up to 2^24 (`PINION_MSM_PRECOMPUTED=0`
 //! skips it; `PINION_MSM_PRECOMPUTED_WINDOWS=16,20,22` the windows, those by default;
-//! `PINION_MSM_SHARED_SCATTER=all,18,17` the keys one shared-bucket scatter launch writes,
-//! log2 or `all` (one launch), each timed; the library's default alone without it).
+//! `PINION_MSM_SHARED_SCATTER=all,18,17,18w,18a` the keys one shared-bucket scatter launch
+//! writes, log2 or `all` (one launch), a suffix `w` putting the ones' keys into the digits'
+//! last launch, `a` into one launch of their own (`OnesScatter`), each timed; the library's
+//! default alone without it; `PINION_MSM_PRECOMPUTED_SHAPES=uniform,groth16` the scalars,
+//! uniform by default).
 //! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
 //! "bases streamed from pinned" row: bases in pinned host memory, copied in chunks of
 //! 2^`PINION_MSM_STREAM_CHUNK_LOG` (default 22) on a second stream while the previous
@@ -49,7 +52,7 @@ use bls12_381::{G1Affine, G1Projective};
 use gpu_device::{Gpu, GpuConfig, VramPool};
 use gpu_msm::{
     AccumulateKernel, DeviceBases, DeviceScalars, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
-    PinnedBases, ReduceKernel, SortKind, TwoLevelParams,
+    OnesScatter, PinnedBases, ReduceKernel, SortKind, TwoLevelParams,
 };
 use group::Curve;
 use memory_budget::{Budget, Category};
@@ -596,6 +599,7 @@ where
                             chunk_len: chunked.then_some(chunk_len),
                             scatter_windows,
                             shared_scatter_keys: None,
+                            shared_scatter_ones: OnesScatter::Split,
                             sort: run.sort,
                             two_level: run.two_level,
                         };
@@ -745,75 +749,126 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
             .map_err(|e| format!("PINION_MSM_PRECOMPUTED_WINDOWS: {e}"))?,
     };
     // Keys a shared-bucket scatter launch writes (log2; `all`: one launch; unset: the
-    // library's default).
-    let splits: Vec<Option<u32>> = match std::env::var("PINION_MSM_SHARED_SCATTER") {
-        Err(_) => vec![None],
+    // library's default), a suffix `w` or `a` putting the ones with the digits' last launch
+    // or alone in one.
+    let splits: Vec<(Option<u32>, OnesScatter)> = match std::env::var("PINION_MSM_SHARED_SCATTER") {
+        Err(_) => vec![(None, OnesScatter::default())],
+        Ok(list) => list
+            .split(',')
+            .map(|k| {
+                let k = k.trim();
+                let (k, ones) = match k.as_bytes().last() {
+                    Some(b'w') => (&k[..k.len() - 1], OnesScatter::WithLast),
+                    Some(b'a') => (&k[..k.len() - 1], OnesScatter::Alone),
+                    _ => (k, OnesScatter::Split),
+                };
+                match k {
+                    "all" => Ok((Some(u32::MAX), ones)),
+                    "" => Ok((None, ones)),
+                    k => match k.parse::<u32>() {
+                        Ok(log) if log < 32 => Ok((Some(1u32 << log), ones)),
+                        _ => Err(format!(
+                            "PINION_MSM_SHARED_SCATTER: {k:?} is not all or a log2 below 32 \
+                             (with an optional w or a)"
+                        )),
+                    },
+                }
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    // Scalar shapes: uniform (default) and Groth16's (30% zeros, 30% ones).
+    let shapes: Vec<bool> = match std::env::var("PINION_MSM_PRECOMPUTED_SHAPES") {
+        Err(_) => vec![false],
         Ok(list) => list
             .split(',')
             .map(|k| match k.trim() {
-                "all" => Ok(Some(u32::MAX)),
-                k => match k.parse::<u32>() {
-                    Ok(log) if log < 32 => Ok(Some(1u32 << log)),
-                    _ => Err(format!(
-                        "PINION_MSM_SHARED_SCATTER: {k:?} is not all or a log2 below 32"
-                    )),
-                },
+                "uniform" => Ok(false),
+                "groth16" => Ok(true),
+                k => Err(format!(
+                    "PINION_MSM_PRECOMPUTED_SHAPES: {k:?} is not uniform or groth16"
+                )),
             })
             .collect::<Result<_, _>>()?,
     };
     let gpu = run.gpu.clone();
-    let rng = &mut run.rng;
     for &log_n in logs.iter().filter(|&&l| l <= 24) {
         let n = 1usize << log_n;
         let engine = GpuMsm::new(gpu.clone());
-        let pool = point_pool::<G1Projective>(rng, n);
+        let pool = point_pool::<G1Projective>(&mut run.rng, n);
         let bases: Vec<G1Affine> = (0..n).map(|i| pool[i % pool.len()]).collect();
         let d_bases = engine.upload_bases_g1(&bases)?;
-        let words = scalar_words(rng, n, false);
-        let d_scalars = engine.upload_scalar_words(&words)?;
-        let want = engine.msm_resident(&d_bases, &d_scalars)?;
+        let mut inputs = Vec::new();
+        for &groth16 in &shapes {
+            let words = scalar_words(&mut run.rng, n, groth16);
+            let d_scalars = engine.upload_scalar_words(&words)?;
+            let want = engine.msm_resident(&d_bases, &d_scalars)?;
+            inputs.push((groth16, words, d_scalars, want));
+        }
         for &c in &windows {
             let t = Instant::now();
             let table = engine.precompute_windows_g1(&d_bases.view(), c)?;
             let build_ms = t.elapsed().as_secs_f64() * 1e3;
-            for &split in &splits {
-                let engine = GpuMsm::with_config(
-                    gpu.clone(),
-                    GpuMsmConfig {
-                        shared_scatter_keys: split,
-                        ..GpuMsmConfig::default()
-                    },
-                )?;
-                let c_label = match split {
-                    None => format!("{c}"),
-                    Some(u32::MAX) => format!("{c} (scatter in one launch)"),
-                    Some(k) => format!("{c} (scatter 2^{} keys a launch)", k.trailing_zeros()),
+            for (groth16, words, d_scalars, want) in &inputs {
+                let shape = if *groth16 {
+                    "Groth16-shaped"
+                } else {
+                    "uniform"
                 };
-                if engine.msm_g1_precomputed(&table, &d_scalars)? != want {
-                    return Err(format!(
-                        "precomputed windows c = {c_label} at 2^{log_n}: wrong sum"
-                    )
-                    .into());
+                for &(split, ones) in &splits {
+                    let engine = GpuMsm::with_config(
+                        gpu.clone(),
+                        GpuMsmConfig {
+                            shared_scatter_keys: split,
+                            shared_scatter_ones: ones,
+                            ..GpuMsmConfig::default()
+                        },
+                    )?;
+                    let ones_label = match ones {
+                        OnesScatter::Split => None,
+                        OnesScatter::WithLast => Some("ones with the last"),
+                        OnesScatter::Alone => Some("ones alone"),
+                    };
+                    let split_label = match split {
+                        None => None,
+                        Some(u32::MAX) => Some("scatter in one launch".to_string()),
+                        Some(k) => Some(format!("scatter 2^{} keys a launch", k.trailing_zeros())),
+                    };
+                    let notes: Vec<String> = split_label
+                        .into_iter()
+                        .chain(ones_label.map(String::from))
+                        .collect();
+                    let c_label = if notes.is_empty() {
+                        format!("{c}")
+                    } else {
+                        format!("{c} ({})", notes.join(", "))
+                    };
+                    if engine.msm_g1_precomputed(&table, d_scalars)? != *want {
+                        return Err(format!(
+                            "precomputed windows c = {c_label} at 2^{log_n}, {shape}: wrong sum"
+                        )
+                        .into());
+                    }
+                    let timing = time_msm(&engine, words, run.runs, |scalars| {
+                        Ok(engine.msm_g1_precomputed(&table, scalars)?)
+                    })?;
+                    let r = reference_ms("g1", log_n, run.recorded && !*groth16);
+                    run.rows.push(format!(
+                        "| g1 | 2^{log_n} {shape}, precomputed windows ({} rows, {:.2} GiB, built in {build_ms:.0} ms) | {c_label} shared buckets | {:.2} | {:.2} | {} | {} |",
+                        table.n_windows(),
+                        table.device_bytes() as f64 / GIB,
+                        timing.with_copy_ms,
+                        timing.resident_ms,
+                        r.map_or("-".into(), |r| format!("{r:.1}")),
+                        r.map_or("-".into(), |r| format!("{:.2}", timing.with_copy_ms as f64 / r)),
+                    ));
+                    println!("{}", run.rows.last().map_or("", String::as_str));
+                    let what =
+                        format!("{shape}, precomputed windows c = {c_label}, with scalar copy");
+                    emit_bench_line("g1", &what, log_n, timing.with_copy_ms, None);
+                    let (_, phases) = engine.msm_g1_precomputed_profiled(&table, d_scalars)?;
+                    let label = format!("g1 2^{log_n} {shape}, precomputed windows c = {c_label}");
+                    run.phase_lines.push(phase_line(&label, &phases));
                 }
-                let timing = time_msm(&engine, &words, run.runs, |scalars| {
-                    Ok(engine.msm_g1_precomputed(&table, scalars)?)
-                })?;
-                let r = reference_ms("g1", log_n, run.recorded);
-                run.rows.push(format!(
-                "| g1 | 2^{log_n} precomputed windows ({} rows, {:.2} GiB, built in {build_ms:.0} ms) | {c_label} shared buckets | {:.2} | {:.2} | {} | {} |",
-                table.n_windows(),
-                table.device_bytes() as f64 / GIB,
-                timing.with_copy_ms,
-                timing.resident_ms,
-                r.map_or("-".into(), |r| format!("{r:.1}")),
-                r.map_or("-".into(), |r| format!("{:.2}", timing.with_copy_ms as f64 / r)),
-            ));
-                println!("{}", run.rows.last().map_or("", String::as_str));
-                let what = format!("uniform, precomputed windows c = {c_label}, with scalar copy");
-                emit_bench_line("g1", &what, log_n, timing.with_copy_ms, None);
-                let (_, phases) = engine.msm_g1_precomputed_profiled(&table, &d_scalars)?;
-                let label = format!("g1 2^{log_n} uniform, precomputed windows c = {c_label}");
-                run.phase_lines.push(phase_line(&label, &phases));
             }
         }
     }

@@ -894,11 +894,35 @@ pub struct GpuMsmConfig {
     /// keys one scatter launch writes at most, each launch reading every scalar again;
     /// `None`: [`SHARED_SCATTER_KEYS`] (`Some(u32::MAX)`: all keys in one launch).
     pub shared_scatter_keys: Option<u32>,
+    /// Over tables of precomputed windows: which scatter launches write the ones' keys
+    /// (the second half of the shared keys); [`OnesScatter::WithLast`] by default.
+    pub shared_scatter_ones: OnesScatter,
     /// How the scalars' digits are sorted by bucket (same entries; [`SortKind::Auto`] by
     /// default). Tables of precomputed windows always use the counting sort.
     pub sort: SortKind,
     /// The two-level sort's block and bin sizes (used with [`SortKind::TwoLevel`]).
     pub two_level: TwoLevelParams,
+}
+
+/// Which scatter launches write the ones' keys of an MSM over shared buckets (tables of
+/// precomputed windows: keys `[0, B)` take every window's digits, `[B, 2B)` the scalars
+/// equal to one, key `B + (i mod B)` for term `i`, so that a launch's ones fill a few
+/// consecutive keys at a time whatever their number). Each launch reads every scalar
+/// again; uniform scalars have almost no ones, Groth16's many.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnesScatter {
+    /// All `2B` keys split evenly, [`GpuMsmConfig::shared_scatter_keys`] a launch: half
+    /// the launches write only ones (session 35's rule).
+    Split,
+    /// The digits' keys split, the last of their launches also writing every one (the
+    /// default: half the launches of `Split`). Session 36 on an H100, 2^24, 2^18 keys a
+    /// launch, scatter phase against `Split` (ms): c = 22 uniform 13.32 -> 9.10,
+    /// Groth16-shaped 9.35 -> 5.28; c = 20 9.47 -> 8.35 and 4.75 -> 4.08 (`Alone`
+    /// 9.62, 5.62, 8.91, 4.19).
+    #[default]
+    WithLast,
+    /// The digits' keys split, then one launch for all the ones.
+    Alone,
 }
 
 /// The sizes of the two-level sort ([`SortKind::TwoLevel`]); checked by
@@ -2315,7 +2339,8 @@ impl GpuMsm {
                     .config
                     .shared_scatter_keys
                     .unwrap_or(SHARED_SCATTER_KEYS);
-                for (key_lo, key_hi) in scatter_ranges(n_keys, per_launch) {
+                let ones = self.config.shared_scatter_ones;
+                for (key_lo, key_hi) in shared_scatter_ranges(plan.n_buckets, per_launch, ones) {
                     let mut l = stream.launch_builder(&f);
                     l.arg(scalars)
                         .arg(&n)
@@ -2679,6 +2704,28 @@ fn scatter_ranges(n_groups: u32, per_launch: u32) -> Vec<(u32, u32)> {
     let launches = n_groups.div_ceil(per_launch.max(1)).max(1);
     let at = |k: u32| (u64::from(k) * u64::from(n_groups) / u64::from(launches)) as u32;
     (0..launches).map(|k| (at(k), at(k + 1))).collect()
+}
+
+/// `[lo, hi)` key ranges of the scatter launches over `2 * n_buckets` shared keys (the
+/// digits' `[0, n_buckets)`, then the ones'), `per_launch` keys a launch at most but where
+/// `ones` puts all the ones into one launch.
+fn shared_scatter_ranges(n_buckets: u32, per_launch: u32, ones: OnesScatter) -> Vec<(u32, u32)> {
+    let n_keys = 2 * n_buckets;
+    match ones {
+        OnesScatter::Split => scatter_ranges(n_keys, per_launch),
+        OnesScatter::WithLast => {
+            let mut r = scatter_ranges(n_buckets, per_launch);
+            if let Some(last) = r.last_mut() {
+                last.1 = n_keys;
+            }
+            r
+        }
+        OnesScatter::Alone => {
+            let mut r = scatter_ranges(n_buckets, per_launch);
+            r.push((n_buckets, n_keys));
+            r
+        }
+    }
 }
 
 impl GpuMsm {
@@ -3053,6 +3100,48 @@ mod tests {
                             || plan.n_keys >> (fine_log - 1) > TWO_LEVEL_MAX_BINS,
                         "{what}: {per_bin} entries a bin"
                     );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shared_scatter_ranges_cover_every_key_once() {
+        for n_buckets in [1u32, 2, 3, 1 << 10, 1 << 19, 1 << 21] {
+            for per in [1u32, 2, 5, 1 << 12, 1 << 17, 1 << 18, u32::MAX] {
+                let n_keys = 2 * n_buckets;
+                for ones in [
+                    OnesScatter::Split,
+                    OnesScatter::WithLast,
+                    OnesScatter::Alone,
+                ] {
+                    let r = shared_scatter_ranges(n_buckets, per, ones);
+                    let what = format!("{n_buckets} buckets, {per} a launch, {ones:?}");
+                    assert_eq!(r.first().map(|x| x.0), Some(0), "{what}");
+                    assert_eq!(r.last().map(|x| x.1), Some(n_keys), "{what}");
+                    assert!(r.windows(2).all(|p| p[0].1 == p[1].0), "{what}");
+                    assert!(r.iter().all(|&(lo, hi)| lo < hi), "{what}");
+                    let digit_launches = n_buckets.div_ceil(per) as usize;
+                    match ones {
+                        OnesScatter::Split => {
+                            assert_eq!(r.len() as u32, n_keys.div_ceil(per), "{what}");
+                            assert!(r.iter().all(|&(lo, hi)| hi - lo <= per), "{what}");
+                        }
+                        OnesScatter::WithLast => {
+                            assert_eq!(r.len(), digit_launches, "{what}");
+                            // Every launch but the last within the limit; the last holds
+                            // every one.
+                            let (last, rest) = r.split_last().unwrap();
+                            assert!(rest.iter().all(|&(lo, hi)| hi - lo <= per), "{what}");
+                            assert!(last.0 < n_buckets, "{what}");
+                        }
+                        OnesScatter::Alone => {
+                            assert_eq!(r.len(), digit_launches + 1, "{what}");
+                            assert_eq!(r.last(), Some(&(n_buckets, n_keys)), "{what}");
+                            let digits = &r[..digit_launches];
+                            assert!(digits.iter().all(|&(lo, hi)| hi - lo <= per), "{what}");
+                        }
+                    }
                 }
             }
         }

@@ -90,7 +90,7 @@ pub use error::MsmError;
 pub use gpu::{
     scalars_from_words, scalars_to_words, select_scalar_words_into, AccumulateKernel, DeviceBases,
     DeviceBasesG1, DeviceBasesG2, DeviceBasesView, DeviceMask, DeviceScalars, G1Curve, G2Curve,
-    GpuCurve, GpuMsm, GpuMsmConfig, GpuMsmError, GpuMsmPlan, PhaseTimes, PinnedBases,
+    GpuCurve, GpuMsm, GpuMsmConfig, GpuMsmError, GpuMsmPlan, OnesScatter, PhaseTimes, PinnedBases,
     PrecomputedBases, PrecomputedBasesG1, ReduceKernel, SortKind, TwoLevelParams, AFFINE_FROM,
     G2_AFFINE_FROM, GPU_MAX_TERMS, GPU_MAX_WINDOW_BITS, GPU_MIN_WINDOW_BITS, LARGE_WINDOW_FROM,
     MAX_CHUNK_LEN, MAX_DEFAULT_CHUNK_LEN, MAX_SEGMENTS, MAX_SEGMENTS_CAPPED, MIN_DEFAULT_CHUNK_LEN,

@@ -9,8 +9,8 @@ use gpu_device::testing::gpu_or_skip;
 use gpu_msm::reference::naive_msm;
 use gpu_msm::{
     AccumulateKernel, CpuMsm, DensityMask, G1Curve, G2Curve, GpuCurve, GpuMsm, GpuMsmConfig,
-    GpuMsmError, MsmBackend, MsmError, PinnedBases, ReduceKernel, SortKind, TwoLevelParams,
-    GPU_MAX_WINDOW_BITS,
+    GpuMsmError, MsmBackend, MsmError, OnesScatter, PinnedBases, ReduceKernel, SortKind,
+    TwoLevelParams, GPU_MAX_WINDOW_BITS,
 };
 use group::{Curve, Group};
 use rand::rngs::StdRng;
@@ -898,18 +898,43 @@ fn gpu_precomputed_windows_match_cpu() {
     // (Capped128, one thread a bucket, is replaced by the chunked kernel over shared buckets.)
     // Each kernel with a scatter split: one launch, 2^12 keys a launch (1 to 1024
     // launches), 777 (a split that is no power of two: up to 5398 launches at c = 22), the
-    // default (SHARED_SCATTER_KEYS: 16 launches at c = 22).
-    for (kernel, split) in [
-        (AccumulateKernel::ChunkedCapped, Some(u32::MAX)),
-        (AccumulateKernel::ChunkedAffine, Some(1u32 << 12)),
-        (AccumulateKernel::Capped128, Some(777)),
-        (AccumulateKernel::ChunkedAffine, None),
+    // default (SHARED_SCATTER_KEYS: 16 launches at c = 22); the ones' keys split with the
+    // rest, in the digits' last launch or in one of their own (OnesScatter).
+    for (kernel, split, ones) in [
+        (
+            AccumulateKernel::ChunkedCapped,
+            Some(u32::MAX),
+            OnesScatter::Split,
+        ),
+        (
+            AccumulateKernel::ChunkedAffine,
+            Some(1u32 << 12),
+            OnesScatter::Split,
+        ),
+        (AccumulateKernel::Capped128, Some(777), OnesScatter::Split),
+        (AccumulateKernel::ChunkedAffine, None, OnesScatter::Split),
+        (
+            AccumulateKernel::ChunkedAffine,
+            Some(777),
+            OnesScatter::WithLast,
+        ),
+        (
+            AccumulateKernel::ChunkedCapped,
+            Some(1u32 << 12),
+            OnesScatter::Alone,
+        ),
+        (
+            AccumulateKernel::ChunkedAffine,
+            Some(u32::MAX),
+            OnesScatter::Alone,
+        ),
     ] {
         let engine = GpuMsm::with_config(
             gpu.clone(),
             GpuMsmConfig {
                 accumulate: kernel,
                 shared_scatter_keys: split,
+                shared_scatter_ones: ones,
                 ..GpuMsmConfig::default()
             },
         )
@@ -936,7 +961,7 @@ fn gpu_precomputed_windows_match_cpu() {
                     .expect("precomputed msm");
                 assert_eq!(
                     got, want,
-                    "{kernel:?} c = {c}, {m} of {n} bases, split {split:?}"
+                    "{kernel:?} c = {c}, {m} of {n} bases, split {split:?}, ones {ones:?}"
                 );
             }
         }
@@ -980,21 +1005,30 @@ fn gpu_precomputed_windows_match_cpu() {
         want
     );
     // The same with the scatter split over four launches (2^14 of the 2^16 keys each, the
-    // ones group in the last two).
-    let split = GpuMsm::with_config(
-        gpu.clone(),
-        GpuMsmConfig {
-            shared_scatter_keys: Some(1 << 14),
-            ..GpuMsmConfig::default()
-        },
-    )
-    .expect("config");
-    assert_eq!(
-        split
-            .msm_g1_precomputed(&table, &d_scalars)
-            .expect("precomputed, split scatter"),
-        want
-    );
+    // ones group in the last two), over two with the ones in the second, over three with
+    // the ones in the third.
+    for ones in [
+        OnesScatter::Split,
+        OnesScatter::WithLast,
+        OnesScatter::Alone,
+    ] {
+        let split = GpuMsm::with_config(
+            gpu.clone(),
+            GpuMsmConfig {
+                shared_scatter_keys: Some(1 << 14),
+                shared_scatter_ones: ones,
+                ..GpuMsmConfig::default()
+            },
+        )
+        .expect("config");
+        assert_eq!(
+            split
+                .msm_g1_precomputed(&table, &d_scalars)
+                .expect("precomputed, split scatter"),
+            want,
+            "ones {ones:?}"
+        );
+    }
     assert!(matches!(
         GpuMsm::with_config(
             gpu,
