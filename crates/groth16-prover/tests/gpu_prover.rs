@@ -774,7 +774,7 @@ fn gpu_precomputed_windows_keep_the_proofs() {
         self_check: SelfCheck::Always,
         ..ProverConfig::default()
     };
-    let prove_all = |prover: &Prover, what: &str| -> Vec<Vec<BasesKind>> {
+    let prove_all = |prover: &Prover, what: &str| -> Vec<Vec<groth16_prover::QueryPlacement>> {
         rs.iter()
             .map(|r| {
                 let want = bytes(
@@ -785,7 +785,7 @@ fn gpu_precomputed_windows_keep_the_proofs() {
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert_eq!(bytes(&got.proof), want, "{what}");
                 assert!(verifies(prover.key(), &got.proof, &inputs), "{what}");
-                kinds(&got.bases)
+                got.bases
             })
             .collect()
     };
@@ -796,13 +796,25 @@ fn gpu_precomputed_windows_keep_the_proofs() {
         );
         let prover =
             Prover::with_shared_backend(Arc::new(key), budget.clone(), config, backend.clone());
-        for k in prove_all(&prover, &format!("{bits}-bit tables")) {
-            // h, l, a and b on G1 over the tables; b on G2 in place.
-            let precomputed = k.iter().filter(|k| **k == BasesKind::Precomputed).count();
-            assert!(precomputed >= 3, "{bits} bits: {k:?}");
-            assert!(k
-                .iter()
-                .all(|k| matches!(k, BasesKind::Precomputed | BasesKind::Resident)));
+        for placed in prove_all(&prover, &format!("{bits}-bit tables")) {
+            // h, l, a and b on G1 over the tables where they have a term for each of the
+            // 2^(bits-1) shared buckets (h's 65,535 always), in place otherwise; b on G2
+            // in place.
+            for p in &placed {
+                let tables = p.query != "b_g2_query" && p.n >= 1 << (bits - 1);
+                let want = if tables {
+                    BasesKind::Precomputed
+                } else {
+                    BasesKind::Resident
+                };
+                assert_eq!(p.kind, want, "{bits} bits: {placed:?}");
+            }
+            assert!(
+                placed
+                    .iter()
+                    .any(|p| p.query == "h_query" && p.kind == BasesKind::Precomputed),
+                "{bits} bits: {placed:?}"
+            );
         }
         let held = backend.precomputed_bytes();
         assert!(held > 0, "{bits} bits: tables kept");
@@ -835,7 +847,8 @@ fn gpu_precomputed_windows_keep_the_proofs() {
         GpuBackend::with_gpu(tight.clone(), budget.clone()).with_precomputed_windows(Some(2)),
     );
     let refused = Prover::with_shared_backend(key, budget.clone(), config, backend.clone());
-    for k in prove_all(&refused, "tables refused") {
+    for placed in prove_all(&refused, "tables refused") {
+        let k = kinds(&placed);
         assert!(!k.contains(&BasesKind::Precomputed), "{k:?}");
     }
     assert_eq!(backend.precomputed_bytes(), 0);

@@ -267,9 +267,11 @@ impl GpuBackend {
     /// of precomputed windows of `bits` bits instead (`gpu_msm::PrecomputedBasesG1`: each
     /// window's digits into one shared set of buckets, W = ⌈256 / bits⌉ copies of the
     /// bases). Default `None`, or `PINION_PRECOMPUTED_WINDOWS` (bits, e.g. `20`) for a
-    /// benchmark's comparison. The tables of the last key proved are kept (made on its first
-    /// proof, about W times its G1 queries' VRAM, charged to the VRAM budget; a key whose
-    /// table the budget refuses is proved over its bases as they are). Not for a device
+    /// benchmark's comparison. A query with fewer terms than the 2^(bits-1) shared buckets
+    /// is summed over its bases as they are (no table). The tables of the last key proved
+    /// are kept (made on its first proof, about W times its G1 queries' VRAM, charged to
+    /// the VRAM budget; a key whose table the budget refuses is proved over its bases as
+    /// they are). Not for a device
     /// shared by several keys' proofs: the engine's VRAM planning (`device_headroom_bytes`)
     /// does not count these tables, which only the budget's refusals bound. Same proofs;
     /// on an H200 a synthetic 2^24 proof's H + MSMs took 0.357 s with 20 bits against 0.384
@@ -874,9 +876,13 @@ impl GpuBackend {
             }
         }
         // Bases on this device read through tables of precomputed windows instead, when
-        // this backend makes them (`with_precomputed_windows`).
-        if self.precomputed_bits.is_some() {
+        // this backend makes them (`with_precomputed_windows`) and the query has terms
+        // enough for them (`uses_precomputed`).
+        if let Some(bits) = self.precomputed_bits {
             for q in [G1Query::H, G1Query::L, G1Query::A, G1Query::BG1] {
+                if !uses_precomputed(bits, used_terms(q, n_h, x)) {
+                    continue;
+                }
                 let table = match &placed[q as usize] {
                     Some(Placed::Gpu(GpuBases::Resident(v))) => {
                         self.precomputed_table(view.key_id(), q, v)?
@@ -1200,6 +1206,15 @@ impl GpuBackend {
 }
 
 /// Scalars of G1 query `q` in a proof (for its CPU fallback's scratch).
+/// Whether a G1 query of `n` terms sums over tables of `bits`-bit precomputed windows: when
+/// it has at least one term for each of the 2^(bits-1) shared buckets. A smaller one pays
+/// the reduction of every bucket, empty or not, for few additions (synthetic 2^24, B on G1
+/// with 16 terms on a 20-bit table: 16 ms against 1-2 ms over its bases, H100, session 36),
+/// and takes the window its size picks over its bases instead.
+fn uses_precomputed(bits: u32, n: usize) -> bool {
+    n > 0 && n >= 1usize << (bits - 1)
+}
+
 fn used_terms(q: G1Query, n_h: usize, x: &MsmInputs<'_>) -> usize {
     match q {
         G1Query::H => n_h,
@@ -1249,6 +1264,18 @@ mod tests {
             b_g1: n / 4,
             b_g2: n / 4,
         }
+    }
+
+    #[test]
+    fn small_queries_skip_the_tables() {
+        assert!(uses_precomputed(20, 1 << 24));
+        assert!(uses_precomputed(20, 1 << 19));
+        assert!(!uses_precomputed(20, (1 << 19) - 1));
+        assert!(!uses_precomputed(20, 16));
+        assert!(!uses_precomputed(22, 1 << 20));
+        assert!(uses_precomputed(2, 2));
+        assert!(!uses_precomputed(2, 1));
+        assert!(!uses_precomputed(2, 0));
     }
 
     #[test]
