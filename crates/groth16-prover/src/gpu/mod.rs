@@ -271,9 +271,9 @@ impl GpuBackend {
     /// is summed over its bases as they are (no table). The tables of the last key proved
     /// are kept (made on its first proof, about W times its G1 queries' VRAM, charged to
     /// the VRAM budget; a key whose table the budget refuses is proved over its bases as
-    /// they are). Not for a device
-    /// shared by several keys' proofs: the engine's VRAM planning (`device_headroom_bytes`)
-    /// does not count these tables, which only the budget's refusals bound. Same proofs;
+    /// they are). Not for a device shared by several keys' proofs: the engine's VRAM
+    /// planning (`device_headroom_bytes`) does not count these tables, which only the
+    /// budget's refusals bound. Same proofs;
     /// on an H200 a synthetic 2^24 proof's H + MSMs took 0.357 s with 20 bits against 0.384
     /// (session 26; on an H100 in session 36, 0.345 against 0.393 s), tables of 19.5 GiB a
     /// query, built in about 2 s each on the key's first proof.
@@ -1206,16 +1206,16 @@ impl GpuBackend {
     }
 }
 
-/// Scalars of G1 query `q` in a proof (for its CPU fallback's scratch).
 /// Whether a G1 query of `n` terms sums over tables of `bits`-bit precomputed windows: when
 /// it has at least one term for each of the 2^(bits-1) shared buckets. A smaller one pays
 /// the reduction of every bucket, empty or not, for few additions (synthetic 2^24, B on G1
 /// with 16 terms on a 20-bit table: 16 ms against 1-2 ms over its bases, H100, session 36),
 /// and takes the window its size picks over its bases instead.
 fn uses_precomputed(bits: u32, n: usize) -> bool {
-    n > 0 && n >= 1usize << (bits - 1)
+    n >= 1usize << (bits - 1)
 }
 
+/// Scalars of G1 query `q` in a proof (for its CPU fallback's scratch).
 fn used_terms(q: G1Query, n_h: usize, x: &MsmInputs<'_>) -> usize {
     match q {
         G1Query::H => n_h,
