@@ -70,3 +70,25 @@ fn inv_is_minus_modulus_inverse_mod_2_32() {
         assert_eq!(m.wrapping_mul(inv), u32::MAX, "m * inv must be -1 mod 2^32");
     }
 }
+
+/// The `B` of `AFFINE_KERNEL(<g>, <field>, K, B)` in a module's source.
+fn affine_blocks(src: &str, curve: &str) -> u32 {
+    let args = src
+        .split_once(&format!("\nAFFINE_KERNEL({curve}, "))
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(args, _)| args)
+        .unwrap_or_else(|| panic!("AFFINE_KERNEL({curve}, ...) not found"));
+    args.rsplit(',').next().unwrap().trim().parse().unwrap()
+}
+
+#[test]
+fn affine_blocks_per_sm_match_the_kernels() {
+    assert_eq!(
+        affine_blocks(include_str!("../msm.cu"), "g1"),
+        crate::G1_AFFINE_BLOCKS_PER_SM
+    );
+    assert_eq!(
+        affine_blocks(include_str!("../msm_g2.cu"), "g2"),
+        crate::G2_AFFINE_BLOCKS_PER_SM
+    );
+}

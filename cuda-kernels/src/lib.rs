@@ -125,6 +125,13 @@ fn read_external(module: Module, file: &str) -> Result<std::borrow::Cow<'static,
         })
 }
 
+/// Blocks of 128 threads an SM that `g1_accumulate_chunks_affine`'s registers are capped for
+/// (`AFFINE_KERNEL(g1, Fp, 64, 4)` in msm.cu): with its 64 streams a thread, what one wave
+/// of the kernel holds.
+pub const G1_AFFINE_BLOCKS_PER_SM: u32 = 4;
+/// [`G1_AFFINE_BLOCKS_PER_SM`] for `g2_accumulate_chunks_affine` (msm_g2.cu).
+pub const G2_AFFINE_BLOCKS_PER_SM: u32 = 2;
+
 /// Environment variable naming the PTX directory of `external-ptx` builds.
 pub const PTX_DIR_VAR: &str = "PINION_PTX_DIR";
 

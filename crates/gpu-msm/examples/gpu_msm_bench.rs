@@ -34,7 +34,8 @@
 //! writes, log2 or `all` (one launch), a suffix `w` putting the ones' keys into the digits'
 //! last launch, `a` into one launch of their own (`OnesScatter`), each timed; the library's
 //! default alone without it; `PINION_MSM_PRECOMPUTED_SHAPES=uniform,groth16` the scalars,
-//! uniform by default).
+//! uniform by default; `PINION_MSM_PRECOMPUTED_CHUNKS=2048,4096` the accumulation's entries a
+//! thread, the library's default without it).
 //! `PINION_BENCH_RUNS` (default 7) timed runs per row. Sizes of 2^24 and more also get a
 //! "bases streamed from pinned" row: bases in pinned host memory, copied in chunks of
 //! 2^`PINION_MSM_STREAM_CHUNK_LOG` (default 22) on a second stream while the previous
@@ -776,6 +777,18 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
             })
             .collect::<Result<_, _>>()?,
     };
+    // Entries a thread of the accumulation takes (unset: the library's default).
+    let chunks: Vec<Option<u32>> = match std::env::var("PINION_MSM_PRECOMPUTED_CHUNKS") {
+        Err(_) => vec![None],
+        Ok(list) => list
+            .split(',')
+            .map(|k| {
+                k.trim().parse::<u32>().map(Some).map_err(|e| {
+                    format!("PINION_MSM_PRECOMPUTED_CHUNKS: {k:?} is not a chunk length: {e}")
+                })
+            })
+            .collect::<Result<_, _>>()?,
+    };
     // Scalar shapes: uniform (default) and Groth16's (30% zeros, 30% ones).
     let shapes: Vec<bool> = match std::env::var("PINION_MSM_PRECOMPUTED_SHAPES") {
         Err(_) => vec![false],
@@ -814,12 +827,16 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
                 } else {
                     "uniform"
                 };
-                for &(split, ones) in &splits {
+                for (&(split, ones), &chunk_len) in splits
+                    .iter()
+                    .flat_map(|s| chunks.iter().map(move |c| (s, c)))
+                {
                     let engine = GpuMsm::with_config(
                         gpu.clone(),
                         GpuMsmConfig {
                             shared_scatter_keys: split,
                             shared_scatter_ones: ones,
+                            chunk_len,
                             ..GpuMsmConfig::default()
                         },
                     )?;
@@ -836,6 +853,7 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
                     let notes: Vec<String> = split_label
                         .into_iter()
                         .chain(ones_label.map(String::from))
+                        .chain(chunk_len.map(|c| format!("chunks of {c}")))
                         .collect();
                     let c_label = if notes.is_empty() {
                         format!("{c}")

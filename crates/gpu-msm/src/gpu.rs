@@ -346,6 +346,9 @@ pub trait GpuCurve: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {
     /// Streams a thread of `<g>_accumulate_chunks_affine` runs side by side (its template
     /// argument; its chunk length is a multiple of it).
     const AFFINE_STREAMS: u32;
+    /// Blocks of [`POINT_BLOCK`] threads an SM holds of `<g>_accumulate_chunks_affine` (its
+    /// registers' cap; `pinion_kernels` checks it against the kernel's source).
+    const AFFINE_BLOCKS_PER_SM: u32;
     /// From this many windowed terms on, [`AccumulateKernel::Auto`] picks the affine
     /// kernel on this curve; `None`: never.
     const AUTO_AFFINE_FROM: Option<usize>;
@@ -394,6 +397,7 @@ impl GpuCurve for G1Curve {
     const ACCUMULATE_CHUNKS_CAPPED: Option<Entry> = Some(Entry::G1AccumulateChunksCapped);
     const ACCUMULATE_CHUNKS_AFFINE: Option<Entry> = Some(Entry::G1AccumulateChunksAffine);
     const AFFINE_STREAMS: u32 = 64;
+    const AFFINE_BLOCKS_PER_SM: u32 = pinion_kernels::G1_AFFINE_BLOCKS_PER_SM;
     const AUTO_AFFINE_FROM: Option<usize> = Some(AFFINE_FROM);
     const FIXUP_GROUPS: Entry = Entry::G1FixupGroups;
     const FIXUP_BUCKETS: Entry = Entry::G1FixupBuckets;
@@ -430,6 +434,7 @@ impl GpuCurve for G2Curve {
     // 32 streams keep the state at G1's ~22 KB a thread; 64 measured 4% faster at 2^24
     // (312.9 vs 326.3 ms, session 24) for twice the local memory (11.6 GiB on an H200).
     const AFFINE_STREAMS: u32 = 32;
+    const AFFINE_BLOCKS_PER_SM: u32 = pinion_kernels::G2_AFFINE_BLOCKS_PER_SM;
     const AUTO_AFFINE_FROM: Option<usize> = Some(G2_AFFINE_FROM);
     const FIXUP_GROUPS: Entry = Entry::G2FixupGroups;
     const FIXUP_BUCKETS: Entry = Entry::G2FixupBuckets;
@@ -771,7 +776,9 @@ pub enum AccumulateKernel {
     /// [`GpuCurve::AFFINE_STREAMS`] streams of its chunk side by side (64 on G1, 32 on G2)
     /// and adds their next points with one shared inversion (a binary GCD), about 6 field
     /// products an addition instead of 10. The chunk length is rounded up to a multiple of
-    /// the streams; by default [`GpuMsmPlan::default_affine_chunk_len`]. The streams' state
+    /// the streams; by default [`GpuMsmPlan::default_affine_chunk_len`], cut to fill whole
+    /// waves of the device's threads when that launches fewer than three, the last one
+    /// badly filled (at 2^24 over 20- or 22-bit tables: one wave). The streams' state
     /// is ~22 KB of local memory a thread on either curve, which the driver reserves for
     /// every thread the device holds (5.4 GiB beyond the initial stack on an H200): charged
     /// to the VRAM budget before its first launch ([`Gpu::reserve_local_memory`]).
@@ -885,7 +892,8 @@ pub struct GpuMsmConfig {
     /// [`GpuCurve::AFFINE_STREAMS`],
     /// also when [`AccumulateKernel::Auto`] picks it); `None` is
     /// [`GpuMsmPlan::default_chunk_len`], or [`GpuMsmPlan::default_affine_chunk_len`] for the
-    /// affine kernel.
+    /// affine kernel, cut to fill whole waves of the device where it fills them badly
+    /// ([`AccumulateKernel::ChunkedAffine`]).
     pub chunk_len: Option<u32>,
     /// Windows whose entries one scatter launch writes (the ones window counts as one);
     /// `None`: as many as keep [`SCATTER_BUCKETS`] buckets or fewer per launch.
@@ -2706,6 +2714,32 @@ fn scatter_ranges(n_groups: u32, per_launch: u32) -> Vec<(u32, u32)> {
     (0..launches).map(|k| (at(k), at(k + 1))).collect()
 }
 
+/// The affine accumulation's chunk (entries a thread, `streams` streams of 16 to 64 each)
+/// for `n_entries` entries on a device holding `wave` of its threads at once: `default`,
+/// unless its threads fill fewer than three waves with the last one less than 90% full;
+/// then the chunk whose threads just fit the fewest whole waves. Its blocks run as SMs
+/// free, so a last wave a fraction full costs nearly a whole one when there are few.
+/// Session 36 on an H100 (wave 67,584 threads), 2^24 over 20- and 22-bit tables (2^24·13
+/// and 2^24·12 entries), the accumulation at 16 / 26 / 32 (the default) / 47 / 51 / 64
+/// entries a stream (ms): c = 20 87.9 / 86.3 / 91.3 / 103.1 (1.07 waves) / **84.6** (0.99
+/// waves) / 98.8; c = 22 87.1 / 89.1 / 87.8 / **84.5** (0.99 waves) / 87.0 / 88.9. Plain
+/// MSMs of 2^24 (16 windows: 1.94 waves) and 2^26 (6.3) keep the default, measured best or
+/// even there.
+fn wave_filling_affine_chunk(n_entries: usize, default: u32, streams: u32, wave: u32) -> u32 {
+    let (streams, wave, entries) = (u64::from(streams), u64::from(wave), n_entries as u64);
+    if streams == 0 || wave == 0 || default == 0 {
+        return default;
+    }
+    let waves = entries as f64 / (u64::from(default) * wave) as f64;
+    if waves >= 3.0 || waves.ceil() - waves <= 0.1 {
+        return default;
+    }
+    (1..=3u64)
+        .map(|k| entries.div_ceil(streams * wave * k))
+        .find(|&per_stream| per_stream <= 64)
+        .map_or(default, |per_stream| (per_stream.max(16) * streams) as u32)
+}
+
 /// `[lo, hi)` key ranges of the scatter launches over `2 * n_buckets` shared keys (the
 /// digits' `[0, n_buckets)`, then the ones'), `per_launch` keys a launch at most but where
 /// `ones` puts all the ones into one launch.
@@ -2754,7 +2788,15 @@ impl GpuMsm {
             AccumulateKernel::ChunkedAffine => self
                 .config
                 .chunk_len
-                .unwrap_or_else(|| plan.default_affine_chunk_len::<C>(n_terms))
+                .unwrap_or_else(|| {
+                    let wave = gpu.info().sm_count * C::AFFINE_BLOCKS_PER_SM * POINT_BLOCK;
+                    wave_filling_affine_chunk(
+                        n_entries,
+                        plan.default_affine_chunk_len::<C>(n_terms),
+                        C::AFFINE_STREAMS,
+                        wave,
+                    )
+                })
                 .next_multiple_of(C::AFFINE_STREAMS),
             _ => self
                 .config
@@ -3101,6 +3143,38 @@ mod tests {
                         "{what}: {per_bin} entries a bin"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn affine_chunks_fill_whole_waves() {
+        let h100 = 132 * 4 * 128;
+        // 2^24 over 20- and 22-bit tables: one wave, just under.
+        assert_eq!(wave_filling_affine_chunk(13 << 24, 2048, 64, h100), 51 * 64);
+        assert_eq!(wave_filling_affine_chunk(12 << 24, 2048, 64, h100), 47 * 64);
+        for (entries, chunk) in [(13usize << 24, 51 * 64u32), (12 << 24, 47 * 64)] {
+            let threads = entries.div_ceil(chunk as usize);
+            assert!(threads <= h100 as usize && threads > h100 as usize * 9 / 10);
+        }
+        // 16 windows (1.94 waves) and many waves keep the default.
+        assert_eq!(wave_filling_affine_chunk(16 << 24, 2048, 64, h100), 2048);
+        assert_eq!(wave_filling_affine_chunk(13 << 26, 2048, 64, h100), 2048);
+        assert_eq!(wave_filling_affine_chunk(13 << 27, 4096, 64, h100), 4096);
+        // Few entries: 16 a stream at least, more threads than the default's.
+        assert_eq!(wave_filling_affine_chunk(13 << 22, 2048, 64, h100), 16 * 64);
+        assert_eq!(wave_filling_affine_chunk(1, 1024, 64, h100), 16 * 64);
+        // Between one and three waves badly filled, at most 64 a stream: two waves.
+        let two = wave_filling_affine_chunk(100 * 64 * h100 as usize, 4096, 64, h100);
+        assert_eq!(two, 50 * 64);
+        // G2 (32 streams, two blocks an SM) and degenerate devices.
+        let g2 = 132 * 2 * 128;
+        assert_eq!(wave_filling_affine_chunk(16 << 24, 2048, 32, g2), 2048);
+        assert_eq!(wave_filling_affine_chunk(13 << 24, 1024, 32, 0), 1024);
+        for entries in [1usize, 1000, 1 << 20, 13 << 24, 3 << 28] {
+            for default in [1024u32, 2048, 4096] {
+                let c = wave_filling_affine_chunk(entries, default, 64, h100);
+                assert!(c == default || (c % 64 == 0 && (16 * 64..=64 * 64).contains(&c)));
             }
         }
     }
