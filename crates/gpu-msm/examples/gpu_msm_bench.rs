@@ -30,9 +30,10 @@
 //! block asks for (`TwoLevelParams`).
 //! G1 also runs over precomputed windows at the sizes up to 2^24 (`PINION_MSM_PRECOMPUTED=0`
 //! skips it; `PINION_MSM_PRECOMPUTED_WINDOWS=16,20,22` the windows, those by default;
-//! `PINION_MSM_SHARED_SCATTER=all,18,17,18w,18a` the keys one shared-bucket scatter launch
-//! writes, log2 or `all` (one launch), a suffix `w` putting the ones' keys into the digits'
-//! last launch, `a` into one launch of their own (`OnesScatter`), each timed; the library's
+//! `PINION_MSM_SHARED_SCATTER=all,18,17,18s,18a` the keys one shared-bucket scatter launch
+//! writes, log2 or `all` (one launch), a suffix `s` splitting the ones' keys with the
+//! digits', `w` putting them into the digits' last launch, `a` into one launch of their own
+//! (`OnesScatter`; no suffix: the library's default), each timed; the library's
 //! default alone without it; `PINION_MSM_PRECOMPUTED_SHAPES=uniform,groth16` the scalars,
 //! uniform by default; `PINION_MSM_PRECOMPUTED_CHUNKS=2048,4096` the accumulation's entries a
 //! thread, the library's default without it).
@@ -600,7 +601,7 @@ where
                             chunk_len: chunked.then_some(chunk_len),
                             scatter_windows,
                             shared_scatter_keys: None,
-                            shared_scatter_ones: OnesScatter::Split,
+                            shared_scatter_ones: OnesScatter::default(),
                             sort: run.sort,
                             two_level: run.two_level,
                         };
@@ -752,31 +753,34 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
     // Keys a shared-bucket scatter launch writes (log2; `all`: one launch; unset: the
     // library's default), a suffix `w` or `a` putting the ones with the digits' last launch
     // or alone in one.
-    let splits: Vec<(Option<u32>, OnesScatter)> = match std::env::var("PINION_MSM_SHARED_SCATTER") {
-        Err(_) => vec![(None, OnesScatter::default())],
-        Ok(list) => list
-            .split(',')
-            .map(|k| {
-                let k = k.trim();
-                let (k, ones) = match k.as_bytes().last() {
-                    Some(b'w') => (&k[..k.len() - 1], OnesScatter::WithLast),
-                    Some(b'a') => (&k[..k.len() - 1], OnesScatter::Alone),
-                    _ => (k, OnesScatter::Split),
-                };
-                match k {
-                    "all" => Ok((Some(u32::MAX), ones)),
-                    "" => Ok((None, ones)),
-                    k => match k.parse::<u32>() {
-                        Ok(log) if log < 32 => Ok((Some(1u32 << log), ones)),
-                        _ => Err(format!(
-                            "PINION_MSM_SHARED_SCATTER: {k:?} is not all or a log2 below 32 \
-                             (with an optional w or a)"
-                        )),
-                    },
-                }
-            })
-            .collect::<Result<_, _>>()?,
-    };
+    let splits: Vec<(Option<u32>, Option<OnesScatter>)> =
+        match std::env::var("PINION_MSM_SHARED_SCATTER") {
+            Err(_) => vec![(None, None)],
+            Ok(list) => list
+                .split(',')
+                .map(|k| {
+                    let k = k.trim();
+                    let ones = match k.as_bytes().last() {
+                        Some(b's') => Some(OnesScatter::Split),
+                        Some(b'w') => Some(OnesScatter::WithLast),
+                        Some(b'a') => Some(OnesScatter::Alone),
+                        _ => None,
+                    };
+                    let k = if ones.is_some() { &k[..k.len() - 1] } else { k };
+                    match k {
+                        "all" => Ok((Some(u32::MAX), ones)),
+                        "" => Ok((None, ones)),
+                        k => match k.parse::<u32>() {
+                            Ok(log) if log < 32 => Ok((Some(1u32 << log), ones)),
+                            _ => Err(format!(
+                                "PINION_MSM_SHARED_SCATTER: {k:?} is not all or a log2 below 32 \
+                                 (with an optional s, w or a)"
+                            )),
+                        },
+                    }
+                })
+                .collect::<Result<_, _>>()?,
+        };
     // Entries a thread of the accumulation takes (unset: the library's default).
     let chunks: Vec<Option<u32>> = match std::env::var("PINION_MSM_PRECOMPUTED_CHUNKS") {
         Err(_) => vec![None],
@@ -835,16 +839,16 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
                         gpu.clone(),
                         GpuMsmConfig {
                             shared_scatter_keys: split,
-                            shared_scatter_ones: ones,
+                            shared_scatter_ones: ones.unwrap_or_default(),
                             chunk_len,
                             ..GpuMsmConfig::default()
                         },
                     )?;
-                    let ones_label = match ones {
-                        OnesScatter::Split => None,
-                        OnesScatter::WithLast => Some("ones with the last"),
-                        OnesScatter::Alone => Some("ones alone"),
-                    };
+                    let ones_label = ones.map(|o| match o {
+                        OnesScatter::Split => "ones split with the digits",
+                        OnesScatter::WithLast => "ones with the last",
+                        OnesScatter::Alone => "ones alone",
+                    });
                     let split_label = match split {
                         None => None,
                         Some(u32::MAX) => Some("scatter in one launch".to_string()),
