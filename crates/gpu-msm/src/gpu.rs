@@ -186,6 +186,10 @@ pub const SCATTER_BUCKETS: u32 = 1 << 17;
 /// 12.17 / 109.74, 12.73 / 110.50, **9.46 / 107.19**, 9.55 / 107.40; c = 22 (2^22 keys)
 /// 14.83 / 112.98, 13.66 / 111.81, **13.31 / 111.31**, 18.47 / 116.65.
 pub const SHARED_SCATTER_KEYS: u32 = 1 << 18;
+/// Entries a stream of the affine accumulation takes by default
+/// ([`GpuMsmPlan::default_affine_chunk_len`] and its cut to whole waves): each stream's sum
+/// costs one more mixed addition at the end, so not fewer than 16.
+const AFFINE_STREAM_ENTRIES: std::ops::RangeInclusive<u32> = 16..=64;
 /// Most terms one GPU MSM takes (entry indices keep a sign bit; the sorted entries must
 /// fit u32 offsets).
 pub const GPU_MAX_TERMS: usize = 1 << 28;
@@ -1149,7 +1153,10 @@ impl GpuMsmPlan {
     /// 128.7 ms; session 23's first call (the kernel's products inlined) 2^26 at 2048 / 4096
     /// 513.1 / 528.1 ms.
     pub fn default_affine_chunk_len<C: GpuCurve>(&self, n: usize) -> u32 {
-        (4 * self.default_chunk_len(n)).clamp(16 * C::AFFINE_STREAMS, 64 * C::AFFINE_STREAMS)
+        (4 * self.default_chunk_len(n)).clamp(
+            AFFINE_STREAM_ENTRIES.start() * C::AFFINE_STREAMS,
+            AFFINE_STREAM_ENTRIES.end() * C::AFFINE_STREAMS,
+        )
     }
 
     /// The two-level sort's bin width in bits (bins of `2^fine_log` consecutive keys) for
@@ -2734,10 +2741,16 @@ fn wave_filling_affine_chunk(n_entries: usize, default: u32, streams: u32, wave:
     if waves >= 3.0 || waves.ceil() - waves <= 0.1 {
         return default;
     }
+    let (shortest, longest) = (
+        u64::from(*AFFINE_STREAM_ENTRIES.start()),
+        u64::from(*AFFINE_STREAM_ENTRIES.end()),
+    );
     (1..=3u64)
         .map(|k| entries.div_ceil(streams * wave * k))
-        .find(|&per_stream| per_stream <= 64)
-        .map_or(default, |per_stream| (per_stream.max(16) * streams) as u32)
+        .find(|&per_stream| per_stream <= longest)
+        .map_or(default, |per_stream| {
+            (per_stream.max(shortest) * streams) as u32
+        })
 }
 
 /// `[lo, hi)` key ranges of the scatter launches over `2 * n_buckets` shared keys (the
