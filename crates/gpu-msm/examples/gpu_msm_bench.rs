@@ -751,8 +751,8 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
             .map_err(|e| format!("PINION_MSM_PRECOMPUTED_WINDOWS: {e}"))?,
     };
     // Keys a shared-bucket scatter launch writes (log2; `all`: one launch; unset: the
-    // library's default), a suffix `w` or `a` putting the ones with the digits' last launch
-    // or alone in one.
+    // library's default), a suffix `s`, `w` or `a` splitting the ones with the digits',
+    // putting them into the digits' last launch or alone into one (none: the default).
     let splits: Vec<(Option<u32>, Option<OnesScatter>)> =
         match std::env::var("PINION_MSM_SHARED_SCATTER") {
             Err(_) => vec![(None, None)],
