@@ -5,8 +5,13 @@
 use super::{Input, Target, Verdict};
 use crate::mutate::{Layout, Seed};
 
-/// What a canary does with inputs whose bytes XOR to an odd value (about half of the
-/// mutated inputs; the others, and the seed, are rejected, so a run sees both outcomes).
+/// What a canary does with three mutated inputs in four: those whose knob (a hash of the
+/// bytes) is not a multiple of 4. The others, and the seed itself, are rejected, so a run
+/// sees both outcomes. A hash rather than a property of the bytes, because most mutations
+/// keep a simple property (the parity of the bytes' low bits, say) of the seed: with that
+/// rule one run of 12 inputs in about 1,300 had no misbehaviour at all (seeds 1..=1300), and
+/// the harness's tests, which ask for at least one, failed CI now and then. With the hash,
+/// 11 mutated inputs all miss with probability 4^-11.
 #[derive(Clone, Copy)]
 enum Misbehaviour {
     Panic,
@@ -14,6 +19,11 @@ enum Misbehaviour {
     Allocate,
     Abort,
     Accept,
+}
+
+/// The one seed every canary starts from.
+fn seed_bytes() -> Vec<u8> {
+    (0u8..64).collect()
 }
 
 struct Canary {
@@ -57,17 +67,17 @@ impl Target for Canary {
     fn seeds(&self) -> Vec<Seed> {
         vec![Seed {
             name: "bytes",
-            bytes: (0u8..64).collect(),
+            bytes: seed_bytes(),
             layout: Layout::default(),
         }]
     }
 
     fn run(&self, input: &Input<'_>) -> Verdict {
-        if input.bytes.iter().fold(0u8, |acc, b| acc ^ b) & 1 == 0 {
+        if input.knob % 4 == 0 || input.bytes == seed_bytes().as_slice() {
             return Verdict::Rejected;
         }
         match self.what {
-            Misbehaviour::Panic => panic!("canary: odd parity"),
+            Misbehaviour::Panic => panic!("canary: a misbehaving input"),
             Misbehaviour::Hang => loop {
                 std::thread::sleep(std::time::Duration::from_millis(50));
             },
