@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use filecoin_hashers::Hasher;
+use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
 use filecoin_proofs::{
     as_safe_commitment, partition_vanilla_proofs, single_partition_vanilla_proofs,
@@ -202,8 +202,20 @@ fn post_job_for<Tree: 'static + MerkleTreeTrait>(
                 sectors,
                 k: None,
             };
-            let proofs = partition_vanilla_proofs(&config, &params, &inputs, n, &vanilla)
-                .map_err(invalid)?;
+            // Checked against the public inputs the verifier uses. For Winning PoSt those
+            // repeat the sector once per unrolled challenge: filecoin-proofs' check zips the
+            // public sectors with the 66 unrolled sector proofs, so with the one real sector
+            // it would look at the first challenge only, and a vanilla proof made for other
+            // randomness that happens to share that first leaf (1 time in 64 on a 2 KiB
+            // sector) would be proved, and fail only at the verifier.
+            let proofs = partition_vanilla_proofs(
+                &config,
+                &params,
+                &verifier_inputs(kind, &params, &inputs),
+                n,
+                &vanilla,
+            )
+            .map_err(invalid)?;
             let partitions = proofs
                 .into_iter()
                 .enumerate()
@@ -213,16 +225,10 @@ fn post_job_for<Tree: 'static + MerkleTreeTrait>(
         }
     };
     let n_partitions = partitions.len();
-    let mut verifier_inputs = inputs.clone();
-    if kind == ProofKind::WinningPost {
-        verifier_inputs.sectors = (0..params.sector_count)
-            .flat_map(|_| inputs.sectors.iter().cloned())
-            .collect();
-    }
     let s = Arc::new(Post::<Tree> {
+        verifier_inputs: verifier_inputs(kind, &params, &inputs),
         params,
         inputs,
-        verifier_inputs,
         partitions,
     });
     let (b, p, i) = (s.clone(), s.clone(), s);
@@ -252,6 +258,22 @@ fn post_job_for<Tree: 'static + MerkleTreeTrait>(
         },
         _circuit: std::marker::PhantomData,
     }))
+}
+
+/// The public inputs filecoin-proofs' verifier derives the circuit inputs from: for Winning
+/// PoSt the sector repeated once per unrolled challenge (its verifier does so), else `inputs`.
+fn verifier_inputs<D: Domain>(
+    kind: ProofKind,
+    params: &Params,
+    inputs: &fallback::PublicInputs<D>,
+) -> fallback::PublicInputs<D> {
+    let mut v = inputs.clone();
+    if kind == ProofKind::WinningPost {
+        v.sectors = (0..params.sector_count)
+            .flat_map(|_| inputs.sectors.iter().cloned())
+            .collect();
+    }
+    v
 }
 
 /// filecoin-proofs reports vanilla proofs that fail its verifier with this message.

@@ -42,6 +42,29 @@ fn vanilla(proof: RegisteredPoStProof, sealed: &Sealed, randomness: &[u8; 32]) -
     generate_single_vanilla_proof(proof, id, &replica, &challenges[&id]).expect("vanilla proof")
 }
 
+/// Randomness other than `good`; with `same_first_leaf`, one whose first challenged leaf of
+/// the test's sector is the one `good` challenges first (found by trying, 1 in 64 hits).
+fn other_randomness(
+    proof: RegisteredPoStProof,
+    good: &[u8; 32],
+    same_first_leaf: bool,
+    g: &mut SplitMix,
+) -> [u8; 32] {
+    let id = SectorId::from(SECTOR);
+    let first = |r: &[u8; 32]| {
+        generate_fallback_sector_challenges(proof, r, &[id], porep_prover()).expect("challenges")
+            [&id][0]
+    };
+    let want = first(good);
+    for _ in 0..10_000 {
+        let r = bytes32(g);
+        if r != *good && (!same_first_leaf || first(&r) == want) {
+            return r;
+        }
+    }
+    panic!("no randomness with first leaf {want} in 10,000 tries");
+}
+
 fn porep_prover() -> [u8; 32] {
     pinion_filecoin::porep::prover_id(MINER)
 }
@@ -108,11 +131,19 @@ fn window_and_winning_post_verify() {
             post::post_job(other, &req),
             Err(FilecoinError::ProofTypeMismatch { .. })
         ));
-        let mut bad = req.clone();
-        bad.randomness = bytes32(&mut g);
-        match post::post_job(kind, &bad) {
-            Err(e @ FilecoinError::InvalidVanillaProof { .. }) => eprintln!("{e}"),
-            other => panic!("expected an invalid vanilla proof, got {:?}", other.err()),
+        // Other randomness fails the vanilla check: any, and one whose first challenged
+        // leaf is the same (filecoin-proofs' own check of a Winning PoSt looks at that
+        // leaf only, unless given the sector once per challenge).
+        for same_first_leaf in [false, true] {
+            let mut bad = req.clone();
+            bad.randomness = other_randomness(proof, &req.randomness, same_first_leaf, &mut g);
+            match post::post_job(kind, &bad) {
+                Err(e @ FilecoinError::InvalidVanillaProof { .. }) => eprintln!("{e}"),
+                other => panic!(
+                    "expected an invalid vanilla proof (same first leaf: {same_first_leaf}), got {:?}",
+                    other.err()
+                ),
+            }
         }
         let mut bad = req.clone();
         let n = bad.vanilla_proofs[0].len();
