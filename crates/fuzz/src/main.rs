@@ -1,7 +1,7 @@
 //! `pinion-fuzz`: mutation fuzzing of Pinion's parsers and entry points (see the library
 //! docs). `cargo xtask fuzz` builds and runs it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,11 +149,10 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run(args),
         Command::List => {
             let dir = scratch_dir("list")?;
-            let fx = Arc::new(Fixtures::new(1, &dir)?);
+            let fx = Arc::new(Fixtures::new(1, dir.path())?);
             for t in registry(&fx) {
                 println!("{:<15} {}", t.name(), t.about());
             }
-            let _ = std::fs::remove_dir_all(&dir);
             Ok(ExitCode::SUCCESS)
         }
         Command::Replay {
@@ -181,10 +180,26 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn scratch_dir(what: &str) -> anyhow::Result<PathBuf> {
+/// A folder of this process's own under the temporary directory, removed when dropped: on
+/// every return, an error's included, and when a replayed input panics.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch_dir(what: &str) -> anyhow::Result<ScratchDir> {
     let dir = std::env::temp_dir().join(format!("pinion-fuzz-{what}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    Ok(dir)
+    Ok(ScratchDir(dir))
 }
 
 fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
@@ -215,9 +230,8 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     // Unknown target names fail here, before any worker starts.
     {
         let dir = scratch_dir("check")?;
-        let fx = Arc::new(Fixtures::new(seed, &dir)?);
+        let fx = Arc::new(Fixtures::new(seed, dir.path())?);
         select(&fx, &cfg.targets)?;
-        let _ = std::fs::remove_dir_all(&dir);
     }
     println!(
         "fuzz: seed {seed} (PINION_SEED={seed} or --seed {seed} replays), {jobs} worker(s), {}",
@@ -245,16 +259,16 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 
 fn replay(target: &str, seed: u64, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let dir = scratch_dir("replay")?;
-    let fx = Arc::new(Fixtures::new(seed, &dir)?);
+    let fx = Arc::new(Fixtures::new(seed, dir.path())?);
     let targets = select(&fx, &[target.to_string()])?;
     let mut wrong = 0;
     for f in files {
         let bytes = std::fs::read(f).with_context(|| format!("cannot read {}", f.display()))?;
-        let verdict = worker::run_input(&*targets[0], &bytes, &dir.join("input"), 256 << 20)?;
+        let verdict =
+            worker::run_input(&*targets[0], &bytes, &dir.path().join("input"), 256 << 20)?;
         println!("{}: {verdict:?}", f.display());
         wrong += usize::from(matches!(verdict, Verdict::WronglyAccepted(_)));
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(if wrong > 0 {
         ExitCode::from(1)
     } else {
