@@ -171,6 +171,9 @@ pub struct TestDevice {
     pub gate: Option<Arc<Gate>>,
     /// Per mille of MSM calls that fail as a device fault would.
     pub fault_per_mille: u64,
+    /// Whether the first MSM call fails so whatever the draw (a test that needs at least
+    /// one fault then has it for every seed).
+    pub fault_first: bool,
     state: AtomicU64,
     pub faults: AtomicU64,
     pub calls: AtomicU64,
@@ -227,6 +230,7 @@ impl TestDevice {
             inner: CpuBackend::new(budget.clone()),
             gate: None,
             fault_per_mille: 0,
+            fault_first: false,
             state: AtomicU64::new(seed | 1),
             faults: AtomicU64::new(0),
             calls: AtomicU64::new(0),
@@ -336,11 +340,12 @@ impl ProverBackend for TestDevice {
         h: HPoly,
         x: &MsmInputs<'_>,
     ) -> Result<MsmOutputs, ProverError> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
+        let call = self.calls.fetch_add(1, Ordering::Relaxed);
         if let Some(g) = &self.gate {
             g.pass();
         }
-        if self.fault_per_mille > 0 && self.draw() < self.fault_per_mille {
+        let first = self.fault_first && call == 0;
+        if first || (self.fault_per_mille > 0 && self.draw() < self.fault_per_mille) {
             self.faults.fetch_add(1, Ordering::Relaxed);
             return Err(ProverError::Msm {
                 query: "h_query",
