@@ -990,8 +990,17 @@ pub(crate) mod tests {
         let mut rng = Rng(seed() | 1);
         for _ in 0..100 {
             let mut bad = bytes.clone();
-            for _ in 0..1 + rng.below(3) {
+            // Distinct positions, each XORed with a nonzero byte: two flips of one byte
+            // could cancel and leave the file intact.
+            let flips = 1 + rng.below(3) as usize;
+            let mut at: Vec<usize> = Vec::new();
+            while at.len() < flips {
                 let i = rng.below(bad.len() as u64) as usize;
+                if !at.contains(&i) {
+                    at.push(i);
+                }
+            }
+            for i in at {
                 bad[i] ^= 1 + rng.below(255) as u8;
             }
             let (checked, unchecked) = load_bytes(&dir, "flip.pce", &bad);
