@@ -63,10 +63,24 @@ __device__ __forceinline__ uint32_t bits_at(const uint32_t (&x)[12], int s) {
   return sh ? (lo >> sh) | (hi << (32 - sh)) : lo;
 }
 
+// The transition matrix's entries: each row has |f| + |g| <= 2^j after j steps (a step
+// subtracts one row from the other and doubles the second), 2^30 after a round, so 32-bit
+// signed words hold them. With PINION_GCD_I32 they are int32_t: the inner steps update
+// 32-bit registers, and the linear combinations multiply a word by a sign-extended 32-bit
+// value, which ptxas does with fewer instructions than a 64 x 64 product (sm_90 SASS, one
+// inversion a thread: 26 + 990 instructions a round outside the inner steps' loop, against
+// 36 a step and 1,089; about 1,610 a round with lincomb_mod's single fix-ups, against 2,169).
+// Not yet timed on a device (cuda-kernels/NOTES.md, "Open measurements"); int64_t otherwise.
+#if defined(PINION_GCD_I32)
+typedef int32_t coef_t;
+#else
+typedef int64_t coef_t;
+#endif
+
 // t = x f + y g as 13 words, two's complement, for x, y < 2^384 and |f| + |g| <= 2^30
 // (each column's sum stays below 2^63 in magnitude).
 __device__ __forceinline__ void signed_lincomb(const uint32_t (&x)[12], const uint32_t (&y)[12],
-                                               int64_t f, int64_t g, uint32_t (&t)[13]) {
+                                               coef_t f, coef_t g, uint32_t (&t)[13]) {
   int64_t carry = 0;
 #pragma unroll
   for (int i = 0; i < 12; ++i) {
@@ -79,7 +93,7 @@ __device__ __forceinline__ void signed_lincomb(const uint32_t (&x)[12], const ui
 
 // r = |x f + y g| / 2^30 (exact division), returns whether x f + y g < 0.
 __device__ __forceinline__ bool lincomb_shift(const uint32_t (&x)[12], const uint32_t (&y)[12],
-                                              int64_t f, int64_t g, uint32_t (&r)[12]) {
+                                              coef_t f, coef_t g, uint32_t (&r)[12]) {
   uint32_t t[13];
   signed_lincomb(x, y, f, g, t);
   const bool neg = (int32_t)t[12] < 0;
@@ -100,7 +114,7 @@ __device__ __forceinline__ bool lincomb_shift(const uint32_t (&x)[12], const uin
 // r = (x f + y g) / 2^30 mod m for x, y < m, |f| + |g| <= 2^30; r < m.
 // minv30 = -m^-1 mod 2^30.
 __device__ __forceinline__ void lincomb_mod(const uint32_t (&x)[12], const uint32_t (&y)[12],
-                                            int64_t f, int64_t g, const uint32_t (&m)[12],
+                                            coef_t f, coef_t g, const uint32_t (&m)[12],
                                             uint32_t minv30, uint32_t (&r)[12]) {
   uint32_t t[13];
   signed_lincomb(x, y, f, g, t);
@@ -115,10 +129,18 @@ __device__ __forceinline__ void lincomb_mod(const uint32_t (&x)[12], const uint3
   t[12] += (uint32_t)c;
 #pragma unroll
   for (int i = 0; i < 12; ++i) r[i] = (t[i] >> 30) | (t[i + 1] << 2);
-  int32_t hi = ((int32_t)t[12]) >> 30;  // value = hi * 2^384 + r, in (-2m, 3m)
-  // add m while negative (at most twice)
+  // value = hi * 2^384 + r. |x f + y g| < 2^30 m and 0 <= q m < 2^30 m, so the value is in
+  // (-m, 2m): one conditional addition of m and one subtraction bring it below m. Without
+  // PINION_GCD_I32 two of each (the bound (-2m, 3m) this code first assumed).
+  int32_t hi = ((int32_t)t[12]) >> 30;
+#if defined(PINION_GCD_I32)
+  constexpr int FIXES = 1;
+#else
+  constexpr int FIXES = 2;
+#endif
+  // add m while negative
 #pragma unroll
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < FIXES; ++k) {
     const uint32_t mask = hi < 0 ? 0xffffffffu : 0u;
     uint64_t cc = 0;
 #pragma unroll
@@ -129,9 +151,9 @@ __device__ __forceinline__ void lincomb_mod(const uint32_t (&x)[12], const uint3
     }
     hi += (int32_t)(cc & mask);
   }
-  // subtract m while >= m (at most twice)
+  // subtract m while >= m
 #pragma unroll
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < FIXES; ++k) {
     uint32_t d[12];
     int64_t br = 0;
 #pragma unroll
@@ -164,7 +186,7 @@ __device__ __forceinline__ void inv_words(const uint32_t (&x)[12], const uint32_
     n = n < 62 ? 62 : n;
     uint64_t A = (uint64_t)(a[0] & M30) | ((uint64_t)bits_at(a, n - 32) << 30);
     uint64_t B = (uint64_t)(b[0] & M30) | ((uint64_t)bits_at(b, n - 32) << 30);
-    int64_t f0 = 1, g0 = 0, f1 = 0, g1 = 1;
+    coef_t f0 = 1, g0 = 0, f1 = 0, g1 = 1;
 #pragma unroll 2
     for (int j = 0; j < 30; ++j) {
       const bool odd = A & 1;
@@ -172,10 +194,10 @@ __device__ __forceinline__ void inv_words(const uint32_t (&x)[12], const uint32_
       const uint64_t tA = sw ? B : A;
       B = sw ? A : B;
       A = tA;
-      const int64_t tf = sw ? f1 : f0;
+      const coef_t tf = sw ? f1 : f0;
       f1 = sw ? f0 : f1;
       f0 = tf;
-      const int64_t tg = sw ? g1 : g0;
+      const coef_t tg = sw ? g1 : g0;
       g1 = sw ? g0 : g1;
       g0 = tg;
       A -= odd ? B : 0;
