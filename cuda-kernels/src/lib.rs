@@ -1,5 +1,20 @@
 //! Pinion's CUDA kernels, embedded as PTX.
 //!
+//! # Example
+//! A kernel is named by an [`Entry`], which knows its module; the module's PTX (embedded in
+//! the binary unless built with `external-ptx`) is inflated on demand:
+//! ```
+//! use pinion_kernels::{Entry, Module};
+//!
+//! let entry = Entry::NttPassDif;
+//! assert_eq!((entry.name(), entry.module()), ("ntt_pass_dif", Module::Ntt));
+//! let ptx = entry.module().ptx()?;
+//! assert!(ptx.contains(".entry ntt_pass_dif("));
+//! // Every entry point is defined in its module (the crate's unit test checks all of them).
+//! assert!(Entry::ALL.iter().filter(|e| e.module() == Module::Ntt).all(|e| ptx.contains(e.name())));
+//! # Ok::<(), pinion_kernels::PtxError>(())
+//! ```
+//!
 //! Contract: every top-level `cuda-kernels/<stem>.cu` is compiled by `cargo xtask kernels`
 //! (`nvcc -arch=sm_90 -ptx -O3 -std=c++17 -I cuda-kernels/include`) to PTX stored
 //! zlib-compressed as `cuda-kernels/ptx/<stem>.ptx.zlib`, which is committed, so building this

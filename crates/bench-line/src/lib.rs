@@ -6,6 +6,27 @@
 //! `ours`, `peer` (number or null), `unit`, `lower_is_better`, `target` (string or null) and
 //! `pass` (bool or null). The ratio in the table is always ours / peer.
 //!
+//! # Example
+//! ```
+//! use pinion_bench::BenchLine;
+//!
+//! let line = BenchLine {
+//!     what: "msm g1 uniform",
+//!     size: "2^16".into(),
+//!     ours: 6.8,
+//!     peer: Some(9.8),
+//!     unit: "ms",
+//!     lower_is_better: true,
+//!     target: Some("<= 0.8x peer"),
+//!     pass: Some(6.8 <= 0.8 * 9.8),
+//! };
+//! assert_eq!(
+//!     line.line(),
+//!     r#"PINION_BENCH {"what":"msm g1 uniform","size":"2^16","ours":6.8,"peer":9.8,"unit":"ms","lower_is_better":true,"target":"<= 0.8x peer","pass":true}"#
+//! );
+//! line.emit(); // the same line on stdout, for `cargo xtask bench` to collect
+//! ```
+//!
 //! This crate has no dependencies so that every crate can take it as a dev-dependency.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]

@@ -4,6 +4,25 @@
 //! `srs-store`, 192-byte proofs, public values). The binary (`src/main.rs`) wires these and
 //! the workspace crates into subcommands.
 //!
+//! # Example
+//! Parse a circom `.r1cs` and two `.wtns` files (the bytes of `fixtures/circom/`:
+//! `x³ + x + k = out`), check the witnesses against the constraints, and see truncated
+//! bytes refused:
+//! ```
+//! use pinion::circom::parse_wtns;
+//! use pinion::{fixtures, CircomError, R1cs};
+//!
+//! let files: std::collections::HashMap<_, _> = fixtures::cubic_files().into_iter().collect();
+//! let r1cs = R1cs::parse(&files["cubic.r1cs"])?;
+//! assert_eq!((r1cs.n_wires(), r1cs.n_public(), r1cs.constraints().len()), (6, 2, 3));
+//! r1cs.check_witness(&parse_wtns(&files["cubic.wtns"])?)?;
+//! // out = 36 instead of 35: the last constraint fails, named in the error.
+//! assert!(r1cs.check_witness(&parse_wtns(&files["cubic-bad.wtns"])?).is_err());
+//! let r1cs_bytes = &files["cubic.r1cs"];
+//! assert!(R1cs::parse(&r1cs_bytes[..r1cs_bytes.len() - 1]).is_err());
+//! # Ok::<(), CircomError>(())
+//! ```
+//!
 //! # Guarantees
 //! - Parsers are pure functions of the file's bytes. Every declared size is checked
 //!   against the bytes present before anything proportional to it is allocated; every

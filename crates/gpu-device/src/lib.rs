@@ -1,6 +1,29 @@
 //! CUDA devices for Pinion: discovery, contexts and streams, the embedded PTX modules,
 //! budget-charged device memory, pinned host memory, and the field-kernel launches.
 //!
+//! # Example
+//! Open the first device, if there is one, and round-trip a buffer through its memory,
+//! charged to the device's VRAM budget while it lives:
+//! ```
+//! use gpu_device::{Gpu, GpuError};
+//!
+//! match Gpu::open(0) {
+//!     Ok(gpu) => {
+//!         let info = gpu.info();
+//!         println!("{}: {} SMs, VRAM budget {} bytes", info.name, info.sm_count,
+//!             gpu.vram_budget().total_bytes());
+//!         let before = gpu.vram_budget().used_bytes();
+//!         let buf = gpu.upload(&[1u32, 2, 3], "example")?;
+//!         assert!(gpu.vram_budget().used_bytes() >= before + 12);
+//!         assert_eq!(gpu.download(&buf)?, vec![1, 2, 3]);
+//!     }
+//!     // No driver, or no device: a typed error, never a panic.
+//!     Err(GpuError::NoDriver | GpuError::NoDevice { .. }) => println!("no GPU here"),
+//!     Err(e) => return Err(e.into()),
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Contract
 //! - **No driver is an error, never a panic.** Every entry point first checks that
 //!   `libcuda` can be loaded ([`driver_present`]); without it you get [`GpuError::NoDriver`],

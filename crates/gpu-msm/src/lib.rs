@@ -1,5 +1,29 @@
 //! Multi-scalar multiplication (MSM) on BLS12-381 G1 and G2.
 //!
+//! # Example
+//! `Σ scalars[i]·bases[i]` on the CPU backend, and a sparse query (a [`DensityMask`] picks
+//! which scalars have a base, as Groth16's A and B queries do); [`GpuMsm`] implements the
+//! same [`MsmBackend`] on a CUDA device:
+//! ```
+//! use bls12_381::{G1Affine, G1Projective, Scalar};
+//! use gpu_msm::{reference, CpuMsm, DensityMask, MsmBackend};
+//!
+//! let g = G1Projective::generator();
+//! let bases: Vec<G1Affine> = (1..=4u64).map(|k| G1Affine::from(g * Scalar::from(k))).collect();
+//! let scalars: Vec<Scalar> = [5u64, 0, 1, 7].into_iter().map(Scalar::from).collect();
+//! let msm = CpuMsm::new();
+//! // 5·1 + 0·2 + 1·3 + 7·4 = 36 times the generator.
+//! assert_eq!(msm.msm_g1(&bases, &scalars, None)?, g * Scalar::from(36));
+//!
+//! // Four scalars, the last two with bases (the k-th set bit takes bases[k]):
+//! // 1·(1·g) + 7·(2·g).
+//! let mask = DensityMask::from_bools([false, false, true, true]);
+//! let got = msm.msm_g1(&bases[..2], &scalars, Some(&mask))?;
+//! assert_eq!(got, g * Scalar::from(15));
+//! assert_eq!(got, reference::naive_msm::<G1Projective>(&bases[..2], &scalars, Some(&mask)));
+//! # Ok::<(), gpu_msm::MsmError>(())
+//! ```
+//!
 //! # Contract
 //! - [`MsmBackend`] computes `Σ scalars[i]·bases[i]` and returns a projective point.
 //!   Scalars are [`bls12_381::Scalar`] field elements; the result depends only on their

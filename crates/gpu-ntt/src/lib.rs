@@ -1,5 +1,28 @@
 //! NTTs over the BLS12-381 scalar field and the Groth16 H polynomial.
 //!
+//! # Example
+//! Evaluate `1 + 2x + 3x² + 4x³` on the four 4th roots of unity and interpolate it back,
+//! on the CPU backend ([`GpuNtt`] implements the same [`NttBackend`] on a CUDA device):
+//! ```
+//! use bls12_381::Scalar;
+//! use ff::Field;
+//! use gpu_ntt::{omega, CpuNtt, NttBackend, NttSpec};
+//!
+//! let coeffs: Vec<Scalar> = [1u64, 2, 3, 4].into_iter().map(Scalar::from).collect();
+//! let mut data = coeffs.clone();
+//! let ntt = CpuNtt::new();
+//! ntt.transform(&mut data, NttSpec::FORWARD)?;
+//! let w = omega(2);
+//! for (i, y) in data.iter().enumerate() {
+//!     let x = w.pow_vartime(&[i as u64, 0, 0, 0]);
+//!     let p = coeffs.iter().rev().fold(Scalar::ZERO, |acc, c| acc * x + c);
+//!     assert_eq!(*y, p);
+//! }
+//! ntt.transform(&mut data, NttSpec::INVERSE)?;
+//! assert_eq!(data, coeffs);
+//! # Ok::<(), gpu_ntt::NttError>(())
+//! ```
+//!
 //! # Contract
 //! - [`NttBackend::transform`] runs one in-place transform of 2^k elements
 //!   (`0 <= k <= MAX_LOG_N`, i.e. up to 2^28) described by an [`NttSpec`]:

@@ -2,6 +2,43 @@
 //! Groth16 `a`, `b`, `c` vectors of every later proof by witness-only synthesis plus three
 //! parallel sparse matrix-vector products.
 //!
+//! # Example
+//! Record a circuit proving knowledge of `x` with `x³ = y` once, then evaluate a, b and c
+//! for a witness (x = 3) by witness-only synthesis:
+//! ```
+//! use bellman::{Circuit, ConstraintSystem, SynthesisError};
+//! use bls12_381::Scalar;
+//! use pce_cache::Pce;
+//!
+//! struct Cube(Option<Scalar>);
+//!
+//! impl Circuit<Scalar> for Cube {
+//!     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+//!         let x = self.0;
+//!         let xv = cs.alloc(|| "x", || x.ok_or(SynthesisError::AssignmentMissing))?;
+//!         let x2 = x.map(|x| x * x);
+//!         let x2v = cs.alloc(|| "x2", || x2.ok_or(SynthesisError::AssignmentMissing))?;
+//!         let y = cs.alloc_input(|| "y", || x2.zip(x).map(|(a, b)| a * b).ok_or(SynthesisError::AssignmentMissing))?;
+//!         cs.enforce(|| "x*x", |lc| lc + xv, |lc| lc + xv, |lc| lc + x2v);
+//!         cs.enforce(|| "x2*x", |lc| lc + x2v, |lc| lc + xv, |lc| lc + y);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let pce = Pce::record(Cube(None))?;
+//! let n = pce.shape().n_rows as usize; // 2 constraints + 2 input rows (ONE and y)
+//! assert_eq!(n, 4);
+//! let w = pce.synthesize_witness(Cube(Some(Scalar::from(3))))?;
+//! assert_eq!(w.inputs, [Scalar::from(1), Scalar::from(27)]);
+//! let (mut a, mut b, mut c) = (vec![Scalar::from(0); n], vec![Scalar::from(0); n], vec![Scalar::from(0); n]);
+//! pce.evaluate_into(&w.inputs, &w.aux, &mut a, &mut b, &mut c)?;
+//! for i in 0..n {
+//!     assert_eq!(a[i] * b[i], c[i], "row {i} is satisfied");
+//! }
+//! assert_eq!((a[1], b[1], c[1]), (Scalar::from(9), Scalar::from(3), Scalar::from(27)));
+//! # Ok::<(), pce_cache::PceError>(())
+//! ```
+//!
 //! # Flow
 //! 1. **Record** ([`Recorder`], or [`PceCache::get_or_extract`]): a bellman
 //!    `ConstraintSystem<bls12_381::Scalar>` that stores A, B, C instead of evaluating them.

@@ -4,6 +4,49 @@
 //! bellperson / Filecoin layout: verifying key, then `h`, `l`, `a`, `b_g1`, `b_g2`, each a
 //! big-endian u32 count and uncompressed points) into the `bls-repr` layout.
 //!
+//! # Example
+//! Write a small circuit's parameters with `groth16`, then map the file, load it under a
+//! budget (charged while it lives) and see a truncated copy refused:
+//! ```
+//! use bellman::{Circuit, ConstraintSystem, SynthesisError};
+//! use bls12_381::{Bls12, Scalar};
+//! use memory_budget::Budget;
+//! use rand::{rngs::StdRng, SeedableRng};
+//! use srs_store::{LoadOptions, ParamsFile, SrsError};
+//!
+//! /// Knowledge of x with x·x = y, y public.
+//! struct Square;
+//! impl Circuit<Scalar> for Square {
+//!     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+//!         let x = cs.alloc(|| "x", || Ok(Scalar::from(3)))?;
+//!         let y = cs.alloc_input(|| "y", || Ok(Scalar::from(9)))?;
+//!         cs.enforce(|| "x*x", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let params = groth16::generate_random_parameters::<Bls12, _, _>(Square, &mut StdRng::seed_from_u64(1))?;
+//! let mut bytes = Vec::new();
+//! params.write(&mut bytes)?;
+//! let path = std::env::temp_dir().join(format!("srs-store-doc-{}.params", std::process::id()));
+//! std::fs::write(&path, &bytes)?;
+//!
+//! // Opening walks the section headers; nothing proportional to the file is allocated.
+//! let file = ParamsFile::open(&path)?;
+//! let budget = Budget::fixed(1 << 30);
+//! let loaded = file.load(&budget, &LoadOptions::default())?;
+//! assert_eq!(loaded.l_query().len(), params.l.len());
+//! assert_eq!(budget.used_bytes(), loaded.charged_bytes());
+//! drop(loaded);
+//! assert_eq!(budget.used_bytes(), 0);
+//!
+//! // One byte short: a typed error naming the section, never a panic.
+//! std::fs::write(&path, &bytes[..bytes.len() - 1])?;
+//! assert!(matches!(ParamsFile::open(&path), Err(SrsError::SectionTruncated { .. })));
+//! std::fs::remove_file(&path)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Guarantees
 //! - [`ParamsFile::open`] maps the file and walks all six section headers with checked
 //!   arithmetic before anything proportional to the file is allocated: the counts must
