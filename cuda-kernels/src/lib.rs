@@ -412,7 +412,7 @@ entries! {
     NttAb => (Ntt, "ntt_ab"),
     /// `ntt_bitrev_scale_sub(Fr* out, const Fr* in, const Fr* sub, const Fr* k, lo, hi,
     /// u32 lo_bits, u32 lo_mask, u32 hi_mask, u32 log_n, u32 n)`:
-    /// out[i] = in[rev(i)] * base^i - sub[rev(i)] * k[0].
+    /// `out[i] = in[rev(i)] * base^i - sub[rev(i)] * k[0]`.
     NttBitrevScaleSub => (Ntt, "ntt_bitrev_scale_sub"),
     /// `pce_eval(Fr* out, u32 m, u32 n_rows, const u64* block_ptr, const u8* row_len,
     /// const u64* long_row, const u64* long_len, u32 n_long, const u32* cols, const u8* codes,

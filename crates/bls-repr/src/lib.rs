@@ -3,6 +3,28 @@
 //! `.params` files, and a host Montgomery arithmetic that serves as the CPU reference
 //! for the GPU kernels.
 //!
+//! # Example
+//!
+//! ```
+//! use bls_repr::{g1_from_uncompressed_slice, FrRepr, G1AffineRepr};
+//!
+//! // Two points as they sit in a `.params` file: the generator and infinity.
+//! let mut file_bytes = G1AffineRepr::generator().to_uncompressed().to_vec();
+//! file_bytes.extend_from_slice(&G1AffineRepr::IDENTITY.to_uncompressed());
+//! let mut bases = vec![G1AffineRepr::default(); 2];
+//! g1_from_uncompressed_slice(&file_bytes, &mut bases).map_err(|(i, e)| format!("point {i}: {e}"))?;
+//! assert!(bases.iter().all(|p| p.is_on_curve()));
+//! assert!(bases[1].is_identity());
+//! // Ready for a device copy: 96 bytes per point, Montgomery limbs.
+//! let device_bytes: &[u8] = bytemuck::cast_slice(&bases);
+//! assert_eq!(device_bytes.len(), 192);
+//! // Scalars: from `bls12_381` and back, with host arithmetic in between.
+//! let s = bls12_381::Scalar::from(7u64);
+//! let f = FrRepr::from_scalar(&s).square();
+//! assert_eq!(f.to_scalar()?, s * s);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Layout contract
 //!
 //! Every type is `#[repr(C)]`, `Pod + Zeroable`, has alignment 8 and no padding, so a
@@ -43,28 +65,6 @@
 //! they do **not** check the curve equation or the subgroup (use
 //! [`G1AffineRepr::is_on_curve`] and `bls12_381`'s `is_torsion_free`, or
 //! [`G1AffineRepr::to_affine`], which does both).
-//!
-//! # Example
-//!
-//! ```
-//! use bls_repr::{g1_from_uncompressed_slice, FrRepr, G1AffineRepr};
-//!
-//! // Two points as they sit in a `.params` file: the generator and infinity.
-//! let mut file_bytes = G1AffineRepr::generator().to_uncompressed().to_vec();
-//! file_bytes.extend_from_slice(&G1AffineRepr::IDENTITY.to_uncompressed());
-//! let mut bases = vec![G1AffineRepr::default(); 2];
-//! g1_from_uncompressed_slice(&file_bytes, &mut bases).map_err(|(i, e)| format!("point {i}: {e}"))?;
-//! assert!(bases.iter().all(|p| p.is_on_curve()));
-//! assert!(bases[1].is_identity());
-//! // Ready for a device copy: 96 bytes per point, Montgomery limbs.
-//! let device_bytes: &[u8] = bytemuck::cast_slice(&bases);
-//! assert_eq!(device_bytes.len(), 192);
-//! // Scalars: from `bls12_381` and back, with host arithmetic in between.
-//! let s = bls12_381::Scalar::from(7u64);
-//! let f = FrRepr::from_scalar(&s).square();
-//! assert_eq!(f.to_scalar()?, s * s);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
 //!
 //! # Cost model
 //!

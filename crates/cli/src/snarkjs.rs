@@ -7,7 +7,7 @@
 //! Reading checks every point is on the curve and in the prime-order subgroup.
 //!
 //! The verification key's `vk_alphabeta_12` is the pairing e(α, β) as twelve Fp values in
-//! the tower order both libraries share (Fp12 = Fp6[w], Fp6 = Fp2[v], Fp2 = Fp[u]); the
+//! the tower order both libraries share (`Fp12 = Fp6[w]`, `Fp6 = Fp2[v]`, `Fp2 = Fp[u]`); the
 //! `bls12_381` crate has no accessor for them, so they are read from its `Debug` text,
 //! strictly (twelve 96-digit hex values or an error), and a test compares the result with
 //! snarkjs's own export.

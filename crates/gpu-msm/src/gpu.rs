@@ -350,8 +350,9 @@ pub trait GpuCurve: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {
     /// Streams a thread of `<g>_accumulate_chunks_affine` runs side by side (its template
     /// argument; its chunk length is a multiple of it).
     const AFFINE_STREAMS: u32;
-    /// Blocks of [`POINT_BLOCK`] threads an SM holds of `<g>_accumulate_chunks_affine` (its
-    /// registers' cap; `pinion_kernels` checks it against the kernel's source).
+    /// Blocks of 128 threads (the point kernels' block) an SM holds of
+    /// `<g>_accumulate_chunks_affine` (its registers' cap; `pinion_kernels` checks it
+    /// against the kernel's source).
     const AFFINE_BLOCKS_PER_SM: u32;
     /// From this many windowed terms on, [`AccumulateKernel::Auto`] picks the affine
     /// kernel on this curve; `None`: never.

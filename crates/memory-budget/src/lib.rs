@@ -4,6 +4,46 @@
 //! the charge is checked against what the kernel reports. This crate knows nothing about CUDA,
 //! parameter files or proofs.
 //!
+//! # Example: a cache whose entries hold reservations
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! use std::time::Duration;
+//! use memory_budget::{Budget, Category, EntryUse, Evictor, Reservation};
+//!
+//! struct Entry { use_: Arc<EntryUse>, _charge: Reservation }
+//! struct Cache { entries: Mutex<Vec<Entry>> }
+//!
+//! impl Evictor for Cache {
+//!     fn name(&self) -> &str { "example-cache" }
+//!     fn evict(&self, at_least_bytes: u64) -> u64 {
+//!         let mut entries = self.entries.lock().unwrap();
+//!         let mut freed = 0;
+//!         // Only entries nobody holds and idle long enough; dropping one releases its bytes.
+//!         entries.retain(|e| {
+//!             if freed >= at_least_bytes || !e.use_.is_evictable() { return true; }
+//!             freed += e._charge.bytes();
+//!             false
+//!         });
+//!         freed
+//!     }
+//! }
+//!
+//! let budget = Budget::fixed(1 << 20);
+//! let cache = Arc::new(Cache { entries: Mutex::new(Vec::new()) });
+//! let _registration = budget.register_evictor(cache.clone());
+//!
+//! // Charge before allocating, then hand the charge to the entry.
+//! let charge = budget.try_reserve(768 << 10, Category::Pce, "circuit-a")?;
+//! let use_ = EntryUse::with_budget(Duration::ZERO, budget.clone());
+//! cache.entries.lock().unwrap().push(Entry { use_, _charge: charge });
+//!
+//! // A request that does not fit makes the evictor give the entry up.
+//! let working_set = budget.reserve(512 << 10, Category::WorkingSet, "proof-1", Some(Duration::from_secs(1)))?;
+//! assert_eq!(working_set.bytes(), 512 << 10);
+//! assert!(cache.entries.lock().unwrap().is_empty());
+//! # Ok::<(), memory_budget::BudgetError>(())
+//! ```
+//!
 //! # Guarantees
 //! - **Limits** ([`detect_limits`], [`Budget::detect`]): cgroup v2 `memory.max`/`memory.high`
 //!   (walking up from the process's cgroup), cgroup v1 `memory.limit_in_bytes` and
@@ -53,46 +93,6 @@
 //! - **Eligibility**: [`EntryUse`] tracks holders and idle time per cache entry; when its last
 //!   hold goes it tells the budget when the entry becomes evictable
 //!   ([`Budget::notify_eligible_at`]), and blocking waiters wake then to re-run the evictors.
-//!
-//! # Example: a cache whose entries hold reservations
-//! ```
-//! use std::sync::{Arc, Mutex};
-//! use std::time::Duration;
-//! use memory_budget::{Budget, Category, EntryUse, Evictor, Reservation};
-//!
-//! struct Entry { use_: Arc<EntryUse>, _charge: Reservation }
-//! struct Cache { entries: Mutex<Vec<Entry>> }
-//!
-//! impl Evictor for Cache {
-//!     fn name(&self) -> &str { "example-cache" }
-//!     fn evict(&self, at_least_bytes: u64) -> u64 {
-//!         let mut entries = self.entries.lock().unwrap();
-//!         let mut freed = 0;
-//!         // Only entries nobody holds and idle long enough; dropping one releases its bytes.
-//!         entries.retain(|e| {
-//!             if freed >= at_least_bytes || !e.use_.is_evictable() { return true; }
-//!             freed += e._charge.bytes();
-//!             false
-//!         });
-//!         freed
-//!     }
-//! }
-//!
-//! let budget = Budget::fixed(1 << 20);
-//! let cache = Arc::new(Cache { entries: Mutex::new(Vec::new()) });
-//! let _registration = budget.register_evictor(cache.clone());
-//!
-//! // Charge before allocating, then hand the charge to the entry.
-//! let charge = budget.try_reserve(768 << 10, Category::Pce, "circuit-a")?;
-//! let use_ = EntryUse::with_budget(Duration::ZERO, budget.clone());
-//! cache.entries.lock().unwrap().push(Entry { use_, _charge: charge });
-//!
-//! // A request that does not fit makes the evictor give the entry up.
-//! let working_set = budget.reserve(512 << 10, Category::WorkingSet, "proof-1", Some(Duration::from_secs(1)))?;
-//! assert_eq!(working_set.bytes(), 512 << 10);
-//! assert!(cache.entries.lock().unwrap().is_empty());
-//! # Ok::<(), memory_budget::BudgetError>(())
-//! ```
 //!
 //! # Who runs what
 //! Evictors run on the thread of a waiting request (inside `poll` for async waiters), never
