@@ -161,7 +161,7 @@ fn post_job_for<Tree: 'static + MerkleTreeTrait>(
         })
         .collect();
     let invalid = |e| invalid_vanilla(kind, e);
-    let (params, inputs, partitions) = match (kind, req.partition) {
+    let (params, inputs, verifier, partitions) = match (kind, req.partition) {
         (ProofKind::WindowPost, Some(index)) => {
             if vanilla.len() > config.sector_count {
                 return Err(FilecoinError::CountMismatch {
@@ -181,7 +181,8 @@ fn post_job_for<Tree: 'static + MerkleTreeTrait>(
             let proof = single_partition_vanilla_proofs(&config, &params, &inputs, &vanilla)
                 .map_err(invalid)?;
             // filecoin-proofs builds this circuit as partition 0 of the given sectors.
-            (params, inputs, vec![(proof, 0)])
+            let verifier = verifier_inputs(kind, &params, &inputs);
+            (params, inputs, verifier, vec![(proof, 0)])
         }
         _ => {
             let n = match kind {
@@ -208,25 +209,20 @@ fn post_job_for<Tree: 'static + MerkleTreeTrait>(
             // it would look at the first challenge only, and a vanilla proof made for other
             // randomness that happens to share that first leaf (1 time in 64 on a 2 KiB
             // sector) would be proved, and fail only at the verifier.
-            let proofs = partition_vanilla_proofs(
-                &config,
-                &params,
-                &verifier_inputs(kind, &params, &inputs),
-                n,
-                &vanilla,
-            )
-            .map_err(invalid)?;
+            let verifier = verifier_inputs(kind, &params, &inputs);
+            let proofs = partition_vanilla_proofs(&config, &params, &verifier, n, &vanilla)
+                .map_err(invalid)?;
             let partitions = proofs
                 .into_iter()
                 .enumerate()
                 .map(|(k, p)| (p, k))
                 .collect();
-            (params, inputs, partitions)
+            (params, inputs, verifier, partitions)
         }
     };
     let n_partitions = partitions.len();
     let s = Arc::new(Post::<Tree> {
-        verifier_inputs: verifier_inputs(kind, &params, &inputs),
+        verifier_inputs: verifier,
         params,
         inputs,
         partitions,
