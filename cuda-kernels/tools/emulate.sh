@@ -9,25 +9,30 @@ out=${TARGET_DIR:-target}/emulate
 mkdir -p "$out"
 seed=${1:-$(date +%s)}
 echo "emulate: seed $seed"
-g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
-  cuda-kernels/tools/field_emu.cpp -o "$out/field_emu"
-"$out/field_emu" 2000 "$seed" | python3 cuda-kernels/tools/check_field_emu.py | tee "$out/field.txt"
-grep -q ' 0 mismatches' "$out/field.txt"
+# build NAME SOURCE [flags...]: cuda-kernels/tools/SOURCE as $out/NAME.
+build() {
+  local name=$1 src=$2
+  shift 2
+  g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION "$@" -I cuda-kernels/include \
+    "cuda-kernels/tools/$src" -o "$out/$name"
+}
+# field NAME [flags...]: the field checks against Python, their report in $out/NAME.txt.
+field() {
+  local name=$1
+  shift
+  build "${name}_emu" field_emu.cpp "$@"
+  "$out/${name}_emu" 2000 "$seed" | python3 cuda-kernels/tools/check_field_emu.py | tee "$out/$name.txt"
+  grep -q ' 0 mismatches' "$out/$name.txt"
+}
 # The Fp inversion's variant with 32-bit transition coefficients (fp_inv.cuh,
-# PINION_GCD_I32: not the default until timed), in the field checks and in one MSM run.
-g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -DPINION_GCD_I32 -I cuda-kernels/include \
-  cuda-kernels/tools/field_emu.cpp -o "$out/field_emu_gcd_i32"
-"$out/field_emu_gcd_i32" 2000 "$seed" | python3 cuda-kernels/tools/check_field_emu.py | tee "$out/field_gcd_i32.txt"
-grep -q ' 0 mismatches' "$out/field_gcd_i32.txt"
-g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -I cuda-kernels/include \
-  cuda-kernels/tools/msm_emu.cpp -o "$out/msm_emu"
+# PINION_GCD_I32: not the default until timed) also runs the field checks and one MSM run.
+field field
+field field_gcd_i32 -DPINION_GCD_I32
+build msm_emu msm_emu.cpp
 for s in $seed $((seed + 1)) $((seed + 2)); do "$out/msm_emu" "$s"; done
-g++ -O2 -std=c++17 -DPINION_HOST_EMULATION -DPINION_GCD_I32 -I cuda-kernels/include \
-  cuda-kernels/tools/msm_emu.cpp -o "$out/msm_emu_gcd_i32"
+build msm_emu_gcd_i32 msm_emu.cpp -DPINION_GCD_I32
 "$out/msm_emu_gcd_i32" "$seed"
-g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
-  cuda-kernels/tools/ntt_emu.cpp -o "$out/ntt_emu"
+build ntt_emu ntt_emu.cpp
 "$out/ntt_emu" "$seed" 64 | python3 cuda-kernels/tools/check_ntt_emu.py
-g++ -O2 -std=c++17 -pthread -DPINION_HOST_EMULATION -I cuda-kernels/include \
-  cuda-kernels/tools/msm_sort_emu.cpp -o "$out/msm_sort_emu"
+build msm_sort_emu msm_sort_emu.cpp
 "$out/msm_sort_emu" "$seed" 30 | python3 cuda-kernels/tools/check_msm_sort_emu.py
