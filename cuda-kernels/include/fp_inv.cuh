@@ -68,8 +68,8 @@ __device__ __forceinline__ uint32_t bits_at(const uint32_t (&x)[12], int s) {
 // signed words hold them. With PINION_GCD_I32 they are int32_t: the inner steps update
 // 32-bit registers, and the linear combinations multiply a word by a sign-extended 32-bit
 // value, which ptxas does with fewer instructions than a 64 x 64 product (sm_90 SASS, one
-// inversion a thread: 26 + 990 instructions a round outside the inner steps' loop, against
-// 36 a step and 1,089; about 1,610 a round with lincomb_mod's single fix-ups, against 2,169).
+// inversion a thread: 26 instructions an inner step and 990 a round outside them, against
+// 36 and 1,089; with lincomb_mod's single fix-ups 1,591 a round in all, against 2,169).
 // Not yet timed on a device (cuda-kernels/NOTES.md, "Open measurements"); int64_t otherwise.
 #if defined(PINION_GCD_I32)
 typedef int32_t coef_t;
