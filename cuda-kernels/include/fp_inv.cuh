@@ -65,17 +65,13 @@ __device__ __forceinline__ uint32_t bits_at(const uint32_t (&x)[12], int s) {
 
 // The transition matrix's entries: each row has |f| + |g| <= 2^j after j steps (a step
 // subtracts one row from the other and doubles the second), 2^30 after a round, so 32-bit
-// signed words hold them. With PINION_GCD_I32 they are int32_t: the inner steps update
-// 32-bit registers, and the linear combinations multiply a word by a sign-extended 32-bit
-// value, which ptxas does with fewer instructions than a 64 x 64 product (sm_90 SASS, one
-// inversion a thread: 26 instructions an inner step and 990 a round outside them, against
-// 36 and 1,089; with lincomb_mod's single fix-ups 1,591 a round in all, against 2,169).
-// Not yet timed on a device (cuda-kernels/NOTES.md, "Open measurements"); int64_t otherwise.
-#if defined(PINION_GCD_I32)
+// signed words hold them: the inner steps update 32-bit registers, and the linear
+// combinations multiply a word by a sign-extended 32-bit value, which ptxas does with fewer
+// instructions than a 64 x 64 product (sm_90 SASS, one inversion a thread: 26 instructions an
+// inner step and 990 a round outside them, against 36 and 1,089 with int64_t entries; with
+// lincomb_mod's single fix-ups 1,591 a round in all, against 2,169). Timed on an H100 in
+// session 38: G1 accumulation -3.8%, G2 -3.5% (cuda-kernels/NOTES.md).
 typedef int32_t coef_t;
-#else
-typedef int64_t coef_t;
-#endif
 
 // t = x f + y g as 13 words, two's complement, for x, y < 2^384 and |f| + |g| <= 2^30
 // (each column's sum stays below 2^63 in magnitude).
@@ -130,42 +126,26 @@ __device__ __forceinline__ void lincomb_mod(const uint32_t (&x)[12], const uint3
 #pragma unroll
   for (int i = 0; i < 12; ++i) r[i] = (t[i] >> 30) | (t[i + 1] << 2);
   // value = hi * 2^384 + r. |x f + y g| < 2^30 m and 0 <= q m < 2^30 m, so the value is in
-  // (-m, 2m): one conditional addition of m and one subtraction bring it below m. Without
-  // PINION_GCD_I32 two of each (the bound (-2m, 3m) this code first assumed).
-  int32_t hi = ((int32_t)t[12]) >> 30;
-#if defined(PINION_GCD_I32)
-  constexpr int FIXES = 1;
-#else
-  constexpr int FIXES = 2;
-#endif
-  // add m while negative
+  // (-m, 2m): one conditional addition of m and one subtraction bring it below m.
+  const uint32_t mask = (((int32_t)t[12]) >> 30) < 0 ? 0xffffffffu : 0u;
+  uint64_t cc = 0;
 #pragma unroll
-  for (int k = 0; k < FIXES; ++k) {
-    const uint32_t mask = hi < 0 ? 0xffffffffu : 0u;
-    uint64_t cc = 0;
-#pragma unroll
-    for (int i = 0; i < 12; ++i) {
-      const uint64_t s = (uint64_t)r[i] + (m[i] & mask) + cc;
-      r[i] = (uint32_t)s;
-      cc = s >> 32;
-    }
-    hi += (int32_t)(cc & mask);
+  for (int i = 0; i < 12; ++i) {
+    const uint64_t s = (uint64_t)r[i] + (m[i] & mask) + cc;
+    r[i] = (uint32_t)s;
+    cc = s >> 32;
   }
-  // subtract m while >= m
+  uint32_t d[12];
+  int64_t br = 0;
 #pragma unroll
-  for (int k = 0; k < FIXES; ++k) {
-    uint32_t d[12];
-    int64_t br = 0;
-#pragma unroll
-    for (int i = 0; i < 12; ++i) {
-      const int64_t s = (int64_t)r[i] - m[i] + br;
-      d[i] = (uint32_t)s;
-      br = s >> 32;  // 0 or -1
-    }
-    const bool ge = br == 0;
-#pragma unroll
-    for (int i = 0; i < 12; ++i) r[i] = ge ? d[i] : r[i];
+  for (int i = 0; i < 12; ++i) {
+    const int64_t s = (int64_t)r[i] - m[i] + br;
+    d[i] = (uint32_t)s;
+    br = s >> 32;  // 0 or -1
   }
+  const bool ge = br == 0;
+#pragma unroll
+  for (int i = 0; i < 12; ++i) r[i] = ge ? d[i] : r[i];
 }
 
 // out = r2 / x mod m for x < m (0 for x = 0); m odd, minv30 = -m^-1 mod 2^30.

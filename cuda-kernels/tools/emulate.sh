@@ -24,14 +24,9 @@ field() {
   "$out/${name}_emu" 2000 "$seed" | python3 cuda-kernels/tools/check_field_emu.py | tee "$out/$name.txt"
   grep -q ' 0 mismatches' "$out/$name.txt"
 }
-# The Fp inversion's variant with 32-bit transition coefficients (fp_inv.cuh,
-# PINION_GCD_I32: not the default until timed) also runs the field checks and one MSM run.
 field field
-field field_gcd_i32 -DPINION_GCD_I32
 build msm_emu msm_emu.cpp
 for s in $seed $((seed + 1)) $((seed + 2)); do "$out/msm_emu" "$s"; done
-build msm_emu_gcd_i32 msm_emu.cpp -DPINION_GCD_I32
-"$out/msm_emu_gcd_i32" "$seed"
 build ntt_emu ntt_emu.cpp
 "$out/ntt_emu" "$seed" 64 | python3 cuda-kernels/tools/check_ntt_emu.py
 build msm_sort_emu msm_sort_emu.cpp
