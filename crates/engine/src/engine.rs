@@ -672,8 +672,20 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// Starts the engine's threads: admission, one worker per device, assembly.
+    /// Starts the engine's threads: admission, one worker per device, assembly. A thread
+    /// the OS refuses is [`EngineError::Thread`], the others stopped again.
     pub fn start(config: EngineConfig) -> Result<Engine, EngineError> {
+        Engine::start_with(config, |builder, body| builder.spawn(body))
+    }
+
+    /// [`Engine::start`] with the OS's thread creation as `spawner`.
+    fn start_with(
+        config: EngineConfig,
+        spawner: impl FnMut(
+            std::thread::Builder,
+            pipeline::ThreadBody,
+        ) -> std::io::Result<JoinHandle<()>>,
+    ) -> Result<Engine, EngineError> {
         if config.devices.is_empty() {
             return Err(EngineError::NoDevices);
         }
@@ -774,12 +786,33 @@ impl Engine {
             cancelled: AtomicU64::new(0),
             finished_seq: AtomicU64::new(0),
         });
-        let threads = pipeline::spawn(&shared, receivers);
-        Ok(Engine {
+        Engine::with_threads(shared, contexts, |shared| {
+            pipeline::spawn_with(shared, receivers, spawner)
+        })
+    }
+
+    /// The engine over `shared` once `spawn` has started its threads; if one could not
+    /// start, the ones that did are shut down and [`EngineError::Thread`] says which.
+    fn with_threads(
+        shared: Arc<Shared>,
+        contexts: Vec<memory_budget::Reservation>,
+        spawn: impl FnOnce(&Arc<Shared>) -> Result<Vec<JoinHandle<()>>, pipeline::SpawnFailed>,
+    ) -> Result<Engine, EngineError> {
+        let (threads, failed) = match spawn(&shared) {
+            Ok(threads) => (threads, None),
+            Err(f) => (f.started, Some((f.thread, f.source))),
+        };
+        let engine = Engine {
             shared,
             threads: Mutex::new(threads),
             _context_charges: contexts,
-        })
+        };
+        match failed {
+            None => Ok(engine),
+            // Dropping it shuts it down: no job was accepted yet, so that is only the
+            // threads seeing `stopping` and their channels closed, and joining them.
+            Some((thread, source)) => Err(EngineError::Thread { thread, source }),
+        }
     }
 
     /// Registers a circuit: reads its verifying key and section headers now (checked);
@@ -1164,5 +1197,73 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.shutdown(Shutdown::Abort);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// Each of the engine's threads refused in turn at start: a typed error naming it,
+    /// and every thread started before it stopped again (joined, none left running).
+    #[test]
+    fn a_refused_thread_is_a_typed_error_and_the_started_ones_stop() {
+        let names = [
+            "pinion-device-0",
+            "pinion-device-1",
+            "pinion-assembly",
+            "pinion-admission",
+        ];
+        for (refuse, want) in names.iter().enumerate() {
+            let budget = Budget::fixed(1 << 30);
+            let devices = (0..2)
+                .map(|i| DeviceConfig::Backend {
+                    name: format!("cpu{i}"),
+                    backend: Arc::new(CpuBackend::new(budget.clone())),
+                })
+                .collect();
+            let started = Arc::new(AtomicUsize::new(0));
+            let ended = Arc::new(AtomicUsize::new(0));
+            let mut calls = 0;
+            let (s, e) = (Arc::clone(&started), Arc::clone(&ended));
+            let (done_tx, done_rx) = mpsc::channel();
+            // Start it on a thread of its own so that a shutdown that never returns fails
+            // the test instead of hanging it.
+            std::thread::spawn(move || {
+                let r = Engine::start_with(EngineConfig::new(budget, devices), |builder, body| {
+                    calls += 1;
+                    if calls == refuse + 1 {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::WouldBlock,
+                            "refused by the test",
+                        ));
+                    }
+                    s.fetch_add(1, Ordering::SeqCst);
+                    let e = Arc::clone(&e);
+                    builder.spawn(move || {
+                        body();
+                        e.fetch_add(1, Ordering::SeqCst);
+                    })
+                });
+                let _ = done_tx.send(r.map(|_| ()));
+            });
+            let r = done_rx
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("refusing {want}: start did not return"));
+            match r {
+                Err(EngineError::Thread { thread, source }) => {
+                    assert_eq!(thread, *want);
+                    assert_eq!(source.kind(), std::io::ErrorKind::WouldBlock);
+                }
+                other => panic!("refusing {want}: {other:?}"),
+            }
+            assert_eq!(started.load(Ordering::SeqCst), refuse, "refusing {want}");
+            assert_eq!(
+                ended.load(Ordering::SeqCst),
+                refuse,
+                "refusing {want}: threads left running"
+            );
+        }
     }
 }

@@ -90,6 +90,16 @@ pub enum EngineError {
         /// How long it waited.
         timeout: Duration,
     },
+    /// The OS refused one of the engine's threads at start (the ones already started
+    /// were stopped again).
+    #[error("starting the engine's thread {thread:?}: {source}")]
+    Thread {
+        /// The thread's name.
+        thread: String,
+        /// The OS's refusal.
+        #[source]
+        source: std::io::Error,
+    },
     /// The engine no longer accepts jobs.
     #[error("the engine is shutting down")]
     ShuttingDown,

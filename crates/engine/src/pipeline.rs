@@ -75,40 +75,79 @@ impl Work {
     }
 }
 
-/// Starts admission, the device workers and assembly.
-pub(crate) fn spawn(shared: &Arc<Shared>, receivers: Vec<Receiver<Work>>) -> Vec<JoinHandle<()>> {
-    let mut threads = Vec::new();
+/// A thread [`spawn_with`] could not start, with the ones it had started (stopped by the
+/// engine's shutdown, which they all follow).
+pub(crate) struct SpawnFailed {
+    pub(crate) started: Vec<JoinHandle<()>>,
+    pub(crate) thread: String,
+    pub(crate) source: std::io::Error,
+}
+
+/// A thread's body, as [`spawn_with`]'s spawner takes it.
+pub(crate) type ThreadBody = Box<dyn FnOnce() + Send + 'static>;
+
+/// Starts admission, the device workers and assembly, each thread through `spawner`
+/// (the OS's thread creation; a test's can refuse).
+pub(crate) fn spawn_with(
+    shared: &Arc<Shared>,
+    receivers: Vec<Receiver<Work>>,
+    mut spawner: impl FnMut(std::thread::Builder, ThreadBody) -> std::io::Result<JoinHandle<()>>,
+) -> Result<Vec<JoinHandle<()>>, SpawnFailed> {
+    let mut started = Vec::new();
+    let mut start =
+        |name: String, body: ThreadBody, started: &mut Vec<JoinHandle<()>>| match spawner(
+            std::thread::Builder::new().name(name.clone()),
+            body,
+        ) {
+            Ok(handle) => {
+                started.push(handle);
+                Ok(())
+            }
+            Err(source) => Err((name, source)),
+        };
     let (asm_tx, asm_rx) = crossbeam::channel::unbounded::<(Work, Computed)>();
+    let mut result = Ok(());
     for (i, rx) in receivers.into_iter().enumerate() {
         let s = Arc::clone(shared);
         let tx = asm_tx.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("pinion-device-{i}"))
-                .spawn(move || device_worker(&s, i, &rx, &tx))
-                .expect("spawning a device worker thread"),
+        result = start(
+            format!("pinion-device-{i}"),
+            Box::new(move || device_worker(&s, i, &rx, &tx)),
+            &mut started,
         );
+        if result.is_err() {
+            break;
+        }
     }
     drop(asm_tx);
-    let s = Arc::clone(shared);
-    threads.push(
-        std::thread::Builder::new()
-            .name("pinion-assembly".into())
-            .spawn(move || {
+    if result.is_ok() {
+        let s = Arc::clone(shared);
+        result = start(
+            "pinion-assembly".into(),
+            Box::new(move || {
                 for (work, computed) in asm_rx {
                     assemble(&s, work, computed);
                 }
-            })
-            .expect("spawning the assembly thread"),
-    );
-    let s = Arc::clone(shared);
-    threads.push(
-        std::thread::Builder::new()
-            .name("pinion-admission".into())
-            .spawn(move || admission(&s))
-            .expect("spawning the admission thread"),
-    );
-    threads
+            }),
+            &mut started,
+        );
+    }
+    if result.is_ok() {
+        let s = Arc::clone(shared);
+        result = start(
+            "pinion-admission".into(),
+            Box::new(move || admission(&s)),
+            &mut started,
+        );
+    }
+    match result {
+        Ok(()) => Ok(started),
+        Err((thread, source)) => Err(SpawnFailed {
+            started,
+            thread,
+            source,
+        }),
+    }
 }
 
 /// Takes partitions in priority order and admits each: synthesis slot, key, working set.
