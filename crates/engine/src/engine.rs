@@ -786,19 +786,7 @@ impl Engine {
             cancelled: AtomicU64::new(0),
             finished_seq: AtomicU64::new(0),
         });
-        Engine::with_threads(shared, contexts, |shared| {
-            pipeline::spawn_with(shared, receivers, spawner)
-        })
-    }
-
-    /// The engine over `shared` once `spawn` has started its threads; if one could not
-    /// start, the ones that did are shut down and [`EngineError::Thread`] says which.
-    fn with_threads(
-        shared: Arc<Shared>,
-        contexts: Vec<memory_budget::Reservation>,
-        spawn: impl FnOnce(&Arc<Shared>) -> Result<Vec<JoinHandle<()>>, pipeline::SpawnFailed>,
-    ) -> Result<Engine, EngineError> {
-        let (threads, failed) = match spawn(&shared) {
+        let (threads, failed) = match pipeline::spawn_with(&shared, receivers, spawner) {
             Ok(threads) => (threads, None),
             Err(f) => (f.started, Some((f.thread, f.source))),
         };

@@ -94,53 +94,35 @@ pub(crate) fn spawn_with(
     mut spawner: impl FnMut(std::thread::Builder, ThreadBody) -> std::io::Result<JoinHandle<()>>,
 ) -> Result<Vec<JoinHandle<()>>, SpawnFailed> {
     let mut started = Vec::new();
-    let mut start =
-        |name: String, body: ThreadBody, started: &mut Vec<JoinHandle<()>>| match spawner(
-            std::thread::Builder::new().name(name.clone()),
-            body,
-        ) {
-            Ok(handle) => {
-                started.push(handle);
-                Ok(())
-            }
-            Err(source) => Err((name, source)),
-        };
-    let (asm_tx, asm_rx) = crossbeam::channel::unbounded::<(Work, Computed)>();
-    let mut result = Ok(());
-    for (i, rx) in receivers.into_iter().enumerate() {
-        let s = Arc::clone(shared);
-        let tx = asm_tx.clone();
-        result = start(
-            format!("pinion-device-{i}"),
-            Box::new(move || device_worker(&s, i, &rx, &tx)),
-            &mut started,
-        );
-        if result.is_err() {
-            break;
+    let mut start = |name: String, body: ThreadBody| {
+        let handle = spawner(std::thread::Builder::new().name(name.clone()), body)
+            .map_err(|source| (name, source))?;
+        started.push(handle);
+        Ok::<(), (String, std::io::Error)>(())
+    };
+    let start_all = || {
+        let (asm_tx, asm_rx) = crossbeam::channel::unbounded::<(Work, Computed)>();
+        for (i, rx) in receivers.into_iter().enumerate() {
+            let (s, tx) = (Arc::clone(shared), asm_tx.clone());
+            start(
+                format!("pinion-device-{i}"),
+                Box::new(move || device_worker(&s, i, &rx, &tx)),
+            )?;
         }
-    }
-    drop(asm_tx);
-    if result.is_ok() {
+        drop(asm_tx);
         let s = Arc::clone(shared);
-        result = start(
+        start(
             "pinion-assembly".into(),
             Box::new(move || {
                 for (work, computed) in asm_rx {
                     assemble(&s, work, computed);
                 }
             }),
-            &mut started,
-        );
-    }
-    if result.is_ok() {
+        )?;
         let s = Arc::clone(shared);
-        result = start(
-            "pinion-admission".into(),
-            Box::new(move || admission(&s)),
-            &mut started,
-        );
-    }
-    match result {
+        start("pinion-admission".into(), Box::new(move || admission(&s)))
+    };
+    match start_all() {
         Ok(()) => Ok(started),
         Err((thread, source)) => Err(SpawnFailed {
             started,
