@@ -125,6 +125,84 @@ impl DensityMask {
     pub fn words(&self) -> &[u64] {
         &self.words
     }
+
+    /// The runs of consecutive set bits, in order, as `start..end` bit ranges: the
+    /// k-th base of a query sits at bit `start + (k - ones before the run)` of its run.
+    pub fn runs(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        let mut at = 0usize;
+        std::iter::from_fn(move || {
+            let start = self.next_from(at, true)?;
+            let end = self.next_from(start, false).unwrap_or(self.len);
+            at = end;
+            Some(start..end)
+        })
+    }
+
+    /// The first bit at or after `from` equal to `set`, or `None` before `len`.
+    fn next_from(&self, from: usize, set: bool) -> Option<usize> {
+        if from >= self.len {
+            return None;
+        }
+        let mut k = from / 64;
+        let word = |k: usize| match set {
+            true => self.words[k],
+            false => !self.words[k],
+        };
+        let mut w = word(k) & (u64::MAX << (from % 64));
+        loop {
+            if w != 0 {
+                let i = k * 64 + w.trailing_zeros() as usize;
+                return (i < self.len).then_some(i);
+            }
+            k += 1;
+            if k >= self.words.len() {
+                return None;
+            }
+            w = word(k);
+        }
+    }
+}
+
+#[cfg(test)]
+mod run_tests {
+    use super::*;
+
+    /// The runs of set bits cover exactly the set bits, in order, each maximal; random
+    /// masks of lengths around word boundaries, empty and full ones.
+    #[test]
+    fn runs_cover_the_set_bits() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for len in [0usize, 1, 63, 64, 65, 127, 128, 129, 1000] {
+            for density in [0u64, 1, 5, 8, 10] {
+                let bits: Vec<bool> = (0..len).map(|_| next() % 10 < density).collect();
+                let mask = DensityMask::from_bools(bits.iter().copied());
+                let mut seen = vec![false; len];
+                let mut last_end = None;
+                for r in mask.runs() {
+                    assert!(r.start < r.end && r.end <= len, "{len}: {r:?}");
+                    if let Some(e) = last_end {
+                        assert!(r.start > e, "{len}: runs must be maximal and ordered");
+                    }
+                    last_end = Some(r.end);
+                    for i in r {
+                        seen[i] = true;
+                    }
+                }
+                assert_eq!(seen, bits, "len {len}, density {density}");
+            }
+        }
+        assert_eq!(
+            DensityMask::full(130).runs().collect::<Vec<_>>(),
+            vec![0..130]
+        );
+        assert_eq!(DensityMask::new(130).runs().count(), 0);
+    }
 }
 
 #[cfg(test)]

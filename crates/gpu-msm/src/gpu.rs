@@ -285,6 +285,19 @@ pub enum GpuMsmError {
         /// u32 words per affine point of the curve.
         words_per_point: usize,
     },
+    /// Tables of precomputed windows summed over one sort
+    /// ([`GpuMsm::msm_precomputed_many`]) differ in window bits or bases a row.
+    #[error(
+        "tables summed over one sort must share window bits and bases a row: {} bits and \
+         {} bases against {} bits and {} bases",
+        window_bits[0], n_bases[0], window_bits[1], n_bases[1]
+    )]
+    TablesDiffer {
+        /// Window bits of the first table and of the one that differs.
+        window_bits: [u32; 2],
+        /// Bases a row of the first table and of the one that differs.
+        n_bases: [usize; 2],
+    },
     /// A streamed MSM was asked for chunks of no bases.
     #[error("streamed msm chunks must hold at least one base, got {chunk_len}")]
     BadChunk {
@@ -307,6 +320,9 @@ pub enum GpuMsmError {
         what: &'static str,
     },
 }
+
+/// The window sums of each set of bases one sort served (`window_sums`), in order.
+type SetSums<C> = Vec<Vec<<C as GpuCurve>::Projective>>;
 
 /// Device time of each pipeline phase, in order: (phase, milliseconds).
 pub type PhaseTimes = Vec<(&'static str, f32)>;
@@ -561,6 +577,17 @@ impl<'a, C: GpuCurve> DeviceBasesView<'a, C> {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.n == 0
+    }
+
+    /// The bases from index `first` on (a query's aux part after its inputs), or `None`
+    /// when the view holds fewer than `first`.
+    pub fn skip(&self, first: usize) -> Option<DeviceBasesView<'a, C>> {
+        let n = self.n.checked_sub(first)?;
+        Some(DeviceBasesView {
+            words: self.words.slice(first * C::AFFINE_WORDS..),
+            n,
+            curve: std::marker::PhantomData,
+        })
     }
 }
 
@@ -1887,6 +1914,56 @@ impl GpuMsm {
         })
     }
 
+    /// The bases of a sparse query laid out one per scalar: `len >= mask.len()` points on
+    /// the device, the k-th of `compact` at the k-th set bit of `mask` and the point at
+    /// infinity (all zero) at every clear bit and past the mask, so that an MSM over them
+    /// and the scalars is the query's sum over the scalars the mask selects. Made by
+    /// device-to-device copies, one a run of set bits ([`DensityMask::runs`]), queued on
+    /// this engine's stream; charged to the VRAM budget. `compact` must hold
+    /// `mask.count_ones()` bases and `len` be at least the mask's
+    /// ([`GpuMsmError::LengthMismatch`]).
+    pub fn expand_bases<C: GpuCurve>(
+        &self,
+        compact: &DeviceBasesView<'_, C>,
+        mask: &DensityMask,
+        len: usize,
+    ) -> Result<DeviceBases<C>, GpuMsmError> {
+        for (n_bases, n_scalars) in [(compact.n, mask.count_ones()), (len, mask.len())] {
+            if n_bases < n_scalars {
+                return Err(GpuMsmError::LengthMismatch { n_bases, n_scalars });
+            }
+        }
+        let n = len;
+        let words = n
+            .checked_mul(C::AFFINE_WORDS)
+            .ok_or(GpuMsmError::TooManyTerms {
+                n_terms: n,
+                max_terms: GPU_MAX_TERMS,
+            })?;
+        let mut out = self
+            .gpu
+            .alloc_zeros::<u32>(words.max(1), "gpu-msm expanded bases")?;
+        let stream = self.gpu.stream();
+        let mut k = 0usize;
+        for run in mask.runs() {
+            let len = run.len() * C::AFFINE_WORDS;
+            let src = compact
+                .words
+                .slice(k * C::AFFINE_WORDS..k * C::AFFINE_WORDS + len);
+            let at = run.start * C::AFFINE_WORDS;
+            let mut dst = out.slice_mut().slice_mut(at..at + len);
+            stream
+                .memcpy_dtod(&src, &mut dst)
+                .map_err(driver("cuMemcpyDtoDAsync"))?;
+            k += run.len();
+        }
+        Ok(DeviceBases {
+            words: out,
+            n,
+            curve: std::marker::PhantomData,
+        })
+    }
+
     /// `Σ scalars[i]·P_i` over precomputed windows ([`GpuMsm::precompute_windows_g1`]): the
     /// same result as [`GpuMsm::msm_resident`] over the bases, by one shared set of
     /// 2^(c-1) buckets. `scalars` may be fewer than the bases (a prefix). The table's window
@@ -1908,7 +1985,24 @@ impl GpuMsm {
         table: &PrecomputedBases<C>,
         scalars: &DeviceScalars,
     ) -> Result<C::Projective, GpuMsmError> {
-        Ok(self.msm_precomputed_inner(table, scalars, false)?.0)
+        let (sums, _) = self.msm_precomputed_inner(&[table], scalars, false)?;
+        Ok(sums[0])
+    }
+
+    /// `Σ scalars[i]·P_i` over each of several tables of precomputed windows, the scalars
+    /// sorted into buckets once for all of them: the sums a Groth16 proof needs of two
+    /// queries that read the same scalars (l and the aux part of a where A's density keeps
+    /// every aux variable). The tables must have the same window bits and the same bases
+    /// a row ([`GpuMsmError::TablesDiffer`]), since the sorted entries name table rows;
+    /// each sum is what [`GpuMsm::msm_precomputed`] gives for its table. The sort's
+    /// scratch is the one of a single MSM; each table adds its accumulation and
+    /// reduction only.
+    pub fn msm_precomputed_many<C: GpuCurve>(
+        &self,
+        tables: &[&PrecomputedBases<C>],
+        scalars: &DeviceScalars,
+    ) -> Result<Vec<C::Projective>, GpuMsmError> {
+        Ok(self.msm_precomputed_inner(tables, scalars, false)?.0)
     }
 
     /// As [`GpuMsm::msm_g1_precomputed`], with the device time of each phase (benchmarks).
@@ -1917,43 +2011,70 @@ impl GpuMsm {
         table: &PrecomputedBasesG1,
         scalars: &DeviceScalars,
     ) -> Result<(G1Projective, PhaseTimes), GpuMsmError> {
-        self.msm_precomputed_inner(table, scalars, true)
+        let (sums, phases) = self.msm_precomputed_inner(&[table], scalars, true)?;
+        Ok((sums[0], phases))
+    }
+
+    /// As [`GpuMsm::msm_precomputed_many`], with the device time of each phase
+    /// (benchmarks; the accumulation and reduction phases once a table).
+    pub fn msm_precomputed_many_profiled<C: GpuCurve>(
+        &self,
+        tables: &[&PrecomputedBases<C>],
+        scalars: &DeviceScalars,
+    ) -> Result<(Vec<C::Projective>, PhaseTimes), GpuMsmError> {
+        self.msm_precomputed_inner(tables, scalars, true)
     }
 
     fn msm_precomputed_inner<C: GpuCurve>(
         &self,
-        table: &PrecomputedBases<C>,
+        tables: &[&PrecomputedBases<C>],
         scalars: &DeviceScalars,
         profile: bool,
-    ) -> Result<(C::Projective, PhaseTimes), GpuMsmError> {
+    ) -> Result<(Vec<C::Projective>, PhaseTimes), GpuMsmError> {
+        let Some(first) = tables.first() else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        if let Some(other) = tables
+            .iter()
+            .find(|t| (t.window_bits, t.n) != (first.window_bits, first.n))
+        {
+            return Err(GpuMsmError::TablesDiffer {
+                window_bits: [first.window_bits, other.window_bits],
+                n_bases: [first.n, other.n],
+            });
+        }
         let n = scalars.n;
-        if n > table.n {
+        if n > first.n {
             return Err(GpuMsmError::LengthMismatch {
-                n_bases: table.n,
+                n_bases: first.n,
                 n_scalars: n,
             });
         }
         check_terms(n)?;
         if n == 0 {
-            return Ok((<C::Projective as group::Group>::identity(), Vec::new()));
+            let zero = <C::Projective as group::Group>::identity();
+            return Ok((vec![zero; tables.len()], Vec::new()));
         }
         let shared = SharedWindows {
-            window_bits: table.window_bits,
+            window_bits: first.window_bits,
             // Below 2^31 / W (checked when the table was made).
-            stride: table.n as u32,
+            stride: first.n as u32,
         };
+        let views: Vec<CudaView<'_, u32>> =
+            tables.iter().map(|t| t.table.slice().slice(..)).collect();
         let mut marks = Vec::new();
         let (sums, plan) = self.window_sums::<C>(
-            &table.table.slice().slice(..),
+            &views,
             &scalars.words.slice().slice(..),
             n,
             Some(shared),
             profile.then_some(&mut marks),
         )?;
-        Ok((
-            combine_windows::<C>(&sums, plan.window_bits)?,
-            phase_times(&marks)?,
-        ))
+        let sums = sums
+            .iter()
+            .map(|s| combine_windows::<C>(s, plan.window_bits))
+            .collect::<Result<_, _>>()?;
+        Ok((sums, phase_times(&marks)?))
     }
 
     /// [`GpuMsm::msm`] on G1.
@@ -2085,7 +2206,29 @@ impl GpuMsm {
                 n_scalars: scalars.n,
             });
         }
-        Ok(self.msm_words::<C>(&bases.words, scalars, false)?.0)
+        let (sums, _) = self.msm_words::<C>(&[&bases.words], scalars, false)?;
+        Ok(sums[0])
+    }
+
+    /// `Σ scalars[i]·bases_k[i]` over the first `scalars.len()` bases of each of several
+    /// device views, the scalars sorted into buckets once for all of them (two queries
+    /// of a proof that read the same scalars: l and the aux part of a, a view of
+    /// [`DeviceBasesView::skip`]). Each sum is what [`GpuMsm::msm_resident_prefix`] gives
+    /// for its view; a view with fewer bases than scalars is
+    /// [`GpuMsmError::LengthMismatch`].
+    pub fn msm_resident_prefix_many<C: GpuCurve>(
+        &self,
+        bases: &[&DeviceBasesView<'_, C>],
+        scalars: &DeviceScalars,
+    ) -> Result<Vec<C::Projective>, GpuMsmError> {
+        if let Some(short) = bases.iter().find(|b| b.n < scalars.n) {
+            return Err(GpuMsmError::LengthMismatch {
+                n_bases: short.n,
+                n_scalars: scalars.n,
+            });
+        }
+        let words: Vec<&CudaView<'_, u32>> = bases.iter().map(|b| &b.words).collect();
+        Ok(self.msm_words::<C>(&words, scalars, false)?.0)
     }
 
     /// The streamed pipeline over `host`, the first `scalars.n` bases' words.
@@ -2154,7 +2297,7 @@ impl GpuMsm {
             let r = range(k);
             let len = r.len();
             let (sums, plan) = self.window_sums::<C>(
-                &buffers[k % 2].slice().slice(..len * C::AFFINE_WORDS),
+                &[buffers[k % 2].slice().slice(..len * C::AFFINE_WORDS)],
                 &scalars
                     .words
                     .slice()
@@ -2163,7 +2306,7 @@ impl GpuMsm {
                 None,
                 None,
             )?;
-            total += combine_windows::<C>(&sums, plan.window_bits)?;
+            total += combine_windows::<C>(&sums[0], plan.window_bits)?;
             if let Some(e) = next {
                 ready = e;
             }
@@ -2184,51 +2327,62 @@ impl GpuMsm {
                 n_scalars: scalars.n,
             });
         }
-        self.msm_words::<C>(&bases.words.slice().slice(..), scalars, profile)
+        let (sums, phases) =
+            self.msm_words::<C>(&[&bases.words.slice().slice(..)], scalars, profile)?;
+        Ok((sums[0], phases))
     }
 
     /// The resident pipeline over the first `scalars.n` bases of `bases` (words; the
     /// callers checked there are that many).
     fn msm_words<C: GpuCurve>(
         &self,
-        bases: &CudaView<'_, u32>,
+        bases: &[&CudaView<'_, u32>],
         scalars: &DeviceScalars,
         profile: bool,
-    ) -> Result<(C::Projective, PhaseTimes), GpuMsmError> {
+    ) -> Result<(Vec<C::Projective>, PhaseTimes), GpuMsmError> {
         let n = scalars.n;
         check_terms(n)?;
         if n == 0 {
-            return Ok((<C::Projective as group::Group>::identity(), Vec::new()));
+            let zero = <C::Projective as group::Group>::identity();
+            return Ok((vec![zero; bases.len()], Vec::new()));
         }
+        let views: Vec<CudaView<'_, u32>> = bases
+            .iter()
+            .map(|b| b.slice(..n * C::AFFINE_WORDS))
+            .collect();
         let mut marks = Vec::new();
         let (sums, plan) = self.window_sums::<C>(
-            &bases.slice(..n * C::AFFINE_WORDS),
+            &views,
             &scalars.words.slice().slice(..),
             n,
             None,
             profile.then_some(&mut marks),
         )?;
-        Ok((
-            combine_windows::<C>(&sums, plan.window_bits)?,
-            phase_times(&marks)?,
-        ))
+        let sums = sums
+            .iter()
+            .map(|s| combine_windows::<C>(s, plan.window_bits))
+            .collect::<Result<_, _>>()?;
+        Ok((sums, phase_times(&marks)?))
     }
 
-    /// Runs the pipeline over `n` bases (`C::AFFINE_WORDS` words each) and `n` canonical
-    /// scalars (8 words each) and returns the W + 1 window sums (affine, the ones window
-    /// last). `0 < n <= GPU_MAX_TERMS` (checked by the callers).
+    /// Runs the pipeline over `n` canonical scalars (8 words each) and each set of `n`
+    /// bases in `bases` (`C::AFFINE_WORDS` words each) and returns each set's W + 1 window
+    /// sums (affine, the ones window last): the scalars are classified and sorted into
+    /// buckets once, then every set is accumulated and reduced over the same entries.
+    /// `0 < n <= GPU_MAX_TERMS` (checked by the callers).
     ///
-    /// With `shared`, `bases` is a table of precomputed windows ([`PrecomputedBases`]) and
-    /// every window's digits go to one shared set of buckets: two sums come back (the
-    /// shared set's, then the ones'), which [`combine_windows`] adds.
+    /// With `shared`, each set is a table of precomputed windows ([`PrecomputedBases`],
+    /// all of the same stride) and every window's digits go to one shared set of buckets:
+    /// two sums come back a table (the shared set's, then the ones'), which
+    /// [`combine_windows`] adds.
     fn window_sums<C: GpuCurve>(
         &self,
-        bases: &CudaView<'_, u32>,
+        bases: &[CudaView<'_, u32>],
         scalars: &CudaView<'_, u32>,
         n: usize,
         shared: Option<SharedWindows>,
         mut marks: Option<&mut Vec<(&'static str, cudarc::driver::CudaEvent)>>,
-    ) -> Result<(Vec<C::Projective>, GpuMsmPlan), GpuMsmError> {
+    ) -> Result<(SetSums<C>, GpuMsmPlan), GpuMsmError> {
         let gpu = &self.gpu;
         let stream = gpu.stream();
         // Records an event after the work queued so far, named after the phase it ends.
@@ -2240,7 +2394,10 @@ impl GpuMsm {
             }
             Ok(())
         };
-        debug_assert!(bases.len() >= n * C::AFFINE_WORDS && scalars.len() >= n * SCALAR_WORDS);
+        debug_assert!(
+            bases.iter().all(|b| b.len() >= n * C::AFFINE_WORDS)
+                && scalars.len() >= n * SCALAR_WORDS
+        );
         let n = n as u32;
         mark("start")?;
         // The plan follows the scalars that take windows (neither 0 nor 1): a Groth16
@@ -2394,82 +2551,95 @@ impl GpuMsm {
             // One thread a bucket would add a shared bucket's W·n / 2^(c-1) entries in a row.
             accumulate = AccumulateKernel::ChunkedCapped.resolve::<C>();
         }
-        // Held until the final download has synchronized the stream.
-        let mut _partials = None;
-        if accumulate.is_chunked() {
-            _partials = Some(self.accumulate_chunks::<C>(
-                accumulate,
-                bases,
-                &entries,
-                &offsets,
-                &counts,
-                &mut buckets,
-                plan,
-                n_entries.div_ceil(n_windows as usize),
-                n_entries,
-            )?);
-        } else {
-            let f = gpu.function(match accumulate {
-                AccumulateKernel::Capped128 => C::ACCUMULATE_CAPPED,
-                _ => C::ACCUMULATE,
-            })?;
-            let mut l = stream.launch_builder(&f);
-            l.arg(bases)
-                .arg(entries.slice())
-                .arg(offsets.slice())
-                .arg(counts.slice())
-                .arg(buckets.slice_mut())
-                .arg(&n_keys);
-            unsafe { l.launch(grid(n_keys, POINT_BLOCK)) }.map_err(launch_err)?;
-        }
-        mark("accumulate")?;
         let seg_len = plan.n_buckets / n_segments;
-        let f = gpu.function(match reduce {
+        let reduce_fn = gpu.function(match reduce {
             ReduceKernel::Capped => C::REDUCE_SEGMENTS_CAPPED.unwrap_or(C::REDUCE_SEGMENTS),
             _ => C::REDUCE_SEGMENTS,
         })?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(buckets.slice())
-            .arg(&plan.n_buckets)
-            .arg(&seg_len)
-            .arg(&n_segments)
-            .arg(&ones_window)
-            .arg(segs.slice_mut())
-            .arg(&seg_threads);
-        unsafe { l.launch(grid(seg_threads, POINT_BLOCK)) }.map_err(launch_err)?;
+        // One sort, then each set of bases summed over it: the entries index terms (or a
+        // table's rows), the same for every set of the same length (or stride).
+        let mut all_sums = Vec::with_capacity(bases.len());
+        for (k, bases) in bases.iter().enumerate() {
+            if k > 0 {
+                // The accumulations write only the buckets that hold entries; the next
+                // set starts from empty ones as the first did.
+                stream
+                    .memset_zeros(buckets.slice_mut())
+                    .map_err(driver("cuMemsetD8Async"))?;
+            }
+            // Held until this set's download has synchronized the stream.
+            let mut _partials = None;
+            if accumulate.is_chunked() {
+                _partials = Some(self.accumulate_chunks::<C>(
+                    accumulate,
+                    bases,
+                    &entries,
+                    &offsets,
+                    &counts,
+                    &mut buckets,
+                    plan,
+                    n_entries.div_ceil(n_windows as usize),
+                    n_entries,
+                )?);
+            } else {
+                let f = gpu.function(match accumulate {
+                    AccumulateKernel::Capped128 => C::ACCUMULATE_CAPPED,
+                    _ => C::ACCUMULATE,
+                })?;
+                let mut l = stream.launch_builder(&f);
+                l.arg(bases)
+                    .arg(entries.slice())
+                    .arg(offsets.slice())
+                    .arg(counts.slice())
+                    .arg(buckets.slice_mut())
+                    .arg(&n_keys);
+                unsafe { l.launch(grid(n_keys, POINT_BLOCK)) }.map_err(launch_err)?;
+            }
+            mark("accumulate")?;
+            let mut l = stream.launch_builder(&reduce_fn);
+            l.arg(buckets.slice())
+                .arg(&plan.n_buckets)
+                .arg(&seg_len)
+                .arg(&n_segments)
+                .arg(&ones_window)
+                .arg(segs.slice_mut())
+                .arg(&seg_threads);
+            unsafe { l.launch(grid(seg_threads, POINT_BLOCK)) }.map_err(launch_err)?;
 
-        mark("reduce segments")?;
-        let f = gpu.function(C::SUM_GROUPS)?;
-        let mut n_in = seg_threads;
-        for (i, &fan_in) in levels.iter().enumerate() {
-            let n_out = n_in / fan_in;
-            let [a, b] = &mut tree;
-            let (src, dst) = match i {
-                0 => (&segs, a),
-                _ if i % 2 == 1 => (&*a, b),
-                _ => (&*b, a),
+            mark("reduce segments")?;
+            let f = gpu.function(C::SUM_GROUPS)?;
+            let mut n_in = seg_threads;
+            for (i, &fan_in) in levels.iter().enumerate() {
+                let n_out = n_in / fan_in;
+                let [a, b] = &mut tree;
+                let (src, dst) = match i {
+                    0 => (&segs, a),
+                    _ if i % 2 == 1 => (&*a, b),
+                    _ => (&*b, a),
+                };
+                let mut l = stream.launch_builder(&f);
+                l.arg(src.slice())
+                    .arg(&fan_in)
+                    .arg(dst.slice_mut())
+                    .arg(&n_out);
+                unsafe { l.launch(grid(n_out, POINT_BLOCK)) }.map_err(launch_err)?;
+                n_in = n_out;
+            }
+            debug_assert_eq!(n_in, n_groups);
+            // The last level wrote tree[0] after an odd number of levels, tree[1] after an
+            // even one; with one segment per window the segment sums are the window sums.
+            let sums = match levels.len() {
+                0 => &segs,
+                k if k % 2 == 1 => &tree[0],
+                _ => &tree[1],
             };
-            let mut l = stream.launch_builder(&f);
-            l.arg(src.slice())
-                .arg(&fan_in)
-                .arg(dst.slice_mut())
-                .arg(&n_out);
-            unsafe { l.launch(grid(n_out, POINT_BLOCK)) }.map_err(launch_err)?;
-            n_in = n_out;
-        }
-        debug_assert_eq!(n_in, n_groups);
-        // The last level wrote tree[0] after an odd number of levels, tree[1] after an
-        // even one; with one segment per window the segment sums are the window sums.
-        let sums = match levels.len() {
-            0 => &segs,
-            k if k % 2 == 1 => &tree[0],
-            _ => &tree[1],
-        };
 
-        mark("sum groups")?;
-        let mut words = gpu.download(sums)?;
-        words.truncate(n_groups as usize * C::XYZZ_WORDS);
-        Ok((C::sums_from_xyzz(&words)?, *plan))
+            mark("sum groups")?;
+            let mut words = gpu.download(sums)?;
+            words.truncate(n_groups as usize * C::XYZZ_WORDS);
+            all_sums.push(C::sums_from_xyzz(&words)?);
+        }
+        Ok((all_sums, *plan))
     }
 
     /// `offsets` and `cursors` = the exclusive prefix sum of `counts[..n_keys]` (three

@@ -72,7 +72,8 @@
 //!   [`DeviceBasesG2`]) or streamed in chunks from pinned host memory ([`PinnedBases`]);
 //!   fixed G1 bases can also have their windows precomputed on the device
 //!   ([`PrecomputedBasesG1`]: one shared set of buckets for every window, W times the
-//!   bases' memory). One pipeline, generic over the curve ([`GpuCurve`]: [`G1Curve`],
+//!   bases' memory), and one sort of the scalars can serve several sets of bases
+//!   ([`GpuMsm::msm_resident_prefix_many`], [`GpuMsm::msm_precomputed_many`]). One pipeline, generic over the curve ([`GpuCurve`]: [`G1Curve`],
 //!   [`G2Curve`]); `*_g1`/`*_g2` methods are thin aliases. Its own methods return
 //!   [`GpuMsmError`] (which wraps [`MsmError`] and device errors). It also implements
 //!   [`MsmBackend`], both curves on the GPU (bases uploaded per call); device failures

@@ -879,6 +879,204 @@ fn gpu_g2_prefix_of_borrowed_bases_matches_cpu() {
     prefixes_match_cpu::<G2Curve>(&gpu, &mut rng());
 }
 
+/// One sort of the scalars summed over several sets of bases
+/// (`msm_resident_prefix_many`: two queries of a proof that read the same scalars) gives
+/// each set's own sum: sets of their own and a set that is another's tail
+/// (`DeviceBasesView::skip`, a query's aux part after its inputs), longer than the
+/// scalars or not, every accumulation kernel, witness-shaped and uniform scalars; a set
+/// shorter than the scalars is a typed error, no set gives no sums.
+fn one_sort_many_bases<C: TestCurve>(gpu: &gpu_device::Gpu, rng: &mut StdRng) {
+    let n = 3000;
+    let first = points::<C>(rng, n);
+    let mut second = points::<C>(rng, n + 5);
+    second[9] = identity::<C>();
+    let limbs = |b: &[C::Affine]| {
+        let reprs: Vec<C::Repr> = b.iter().map(C::to_repr).collect();
+        gpu.upload(bytemuck::cast_slice::<C::Repr, u64>(&reprs), "test bases")
+            .expect("upload")
+    };
+    let (d_first, d_second) = (limbs(&first), limbs(&second));
+    let v_first = gpu_msm::DeviceBasesView::<C>::from_limbs(&d_first, n).expect("view");
+    let v_second = gpu_msm::DeviceBasesView::<C>::from_limbs(&d_second, n + 5).expect("view");
+    // The second set's tail after 5 "inputs", as a prover's a_query after its inputs.
+    let tail = v_second.skip(5).expect("skip");
+    assert_eq!(tail.len(), n);
+    assert_eq!(v_second.skip(n + 5).map(|v| v.len()), Some(0));
+    assert!(v_second.skip(n + 6).is_none());
+    for kernel in [
+        AccumulateKernel::Auto,
+        AccumulateKernel::ChunkedAffine,
+        AccumulateKernel::ChunkedCapped,
+        AccumulateKernel::Capped128,
+    ] {
+        let engine = GpuMsm::with_config(
+            gpu.clone(),
+            GpuMsmConfig {
+                accumulate: kernel,
+                ..GpuMsmConfig::default()
+            },
+        )
+        .expect("config");
+        for k in [0usize, 1, 777, n] {
+            for uniform in [false, true] {
+                let scalars = match uniform {
+                    true => random_scalars(rng, k),
+                    false => witness_scalars(rng, k),
+                };
+                let d_scalars = engine.upload_scalars(&scalars).expect("scalars");
+                let got = engine
+                    .msm_resident_prefix_many(&[&v_first, &tail, &v_second], &d_scalars)
+                    .expect("one sort, three sets");
+                let want = [
+                    C::cpu(&first[..k], &scalars, None).expect("cpu"),
+                    C::cpu(&second[5..5 + k], &scalars, None).expect("cpu"),
+                    C::cpu(&second[..k], &scalars, None).expect("cpu"),
+                ];
+                assert_eq!(
+                    got,
+                    want,
+                    "{} {kernel:?}: {k} terms, uniform {uniform}",
+                    C::NAME
+                );
+            }
+        }
+        let d_scalars = engine
+            .upload_scalars(&random_scalars(rng, n + 1))
+            .expect("scalars");
+        assert!(matches!(
+            engine.msm_resident_prefix_many(&[&v_second, &v_first], &d_scalars),
+            Err(GpuMsmError::LengthMismatch {
+                n_bases: 3000,
+                n_scalars: 3001
+            })
+        ));
+        assert!(engine
+            .msm_resident_prefix_many::<C>(&[], &d_scalars)
+            .expect("no sets")
+            .is_empty());
+    }
+}
+
+#[test]
+fn gpu_one_sort_many_bases_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    one_sort_many_bases::<G1Curve>(&gpu, &mut rng());
+}
+
+#[test]
+fn gpu_g2_one_sort_many_bases_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    one_sort_many_bases::<G2Curve>(&gpu, &mut rng());
+}
+
+/// One sort over several tables of precomputed windows (`msm_precomputed_many`) gives
+/// each table's own sum, the same as one MSM a table: tables of their own bases and of
+/// another query's tail, window sizes 5 to 20 bits, both accumulations, witness-shaped
+/// and uniform scalars, and at 2^16 terms (the shared buckets full) against the resident
+/// pipeline; tables of other window sizes or row lengths are a typed error.
+#[test]
+fn gpu_one_sort_many_tables_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    let mut rng = rng();
+    let n = 3000;
+    let first = points::<G1Curve>(&mut rng, n);
+    let mut second = points::<G1Curve>(&mut rng, n + 3);
+    second[1] = identity::<G1Curve>();
+    for kernel in [
+        AccumulateKernel::ChunkedAffine,
+        AccumulateKernel::ChunkedCapped,
+    ] {
+        let engine = GpuMsm::with_config(
+            gpu.clone(),
+            GpuMsmConfig {
+                accumulate: kernel,
+                ..GpuMsmConfig::default()
+            },
+        )
+        .expect("config");
+        let d_first = engine.upload_bases_g1(&first).expect("bases");
+        let d_second = engine.upload_bases_g1(&second).expect("bases");
+        let tail = d_second.view().skip(3).expect("skip");
+        for c in [5u32, 13, 20] {
+            let t_first = engine
+                .precompute_windows_g1(&d_first.view(), c)
+                .expect("precompute");
+            let t_tail = engine.precompute_windows_g1(&tail, c).expect("precompute");
+            for k in [0usize, 1, 777, n] {
+                for uniform in [false, true] {
+                    let scalars = match uniform {
+                        true => random_scalars(&mut rng, k),
+                        false => witness_scalars(&mut rng, k),
+                    };
+                    let d_scalars = engine.upload_scalars(&scalars).expect("scalars");
+                    let got = engine
+                        .msm_precomputed_many(&[&t_first, &t_tail], &d_scalars)
+                        .expect("one sort, two tables");
+                    let want = vec![
+                        G1Curve::cpu(&first[..k], &scalars, None).expect("cpu"),
+                        G1Curve::cpu(&second[3..3 + k], &scalars, None).expect("cpu"),
+                    ];
+                    assert_eq!(
+                        got, want,
+                        "{kernel:?} c = {c}: {k} terms, uniform {uniform}"
+                    );
+                }
+            }
+            let other = engine
+                .precompute_windows_g1(&d_first.view(), c + 1)
+                .expect("precompute");
+            let d_scalars = engine
+                .upload_scalars(&random_scalars(&mut rng, 10))
+                .expect("scalars");
+            assert!(matches!(
+                engine.msm_precomputed_many(&[&t_first, &other], &d_scalars),
+                Err(GpuMsmError::TablesDiffer { window_bits, .. }) if window_bits == [c, c + 1]
+            ));
+            let longer = engine
+                .precompute_windows_g1(&d_second.view(), c)
+                .expect("precompute");
+            assert!(matches!(
+                engine.msm_precomputed_many(&[&t_first, &longer], &d_scalars),
+                Err(GpuMsmError::TablesDiffer { n_bases, .. }) if n_bases == [n, n + 3]
+            ));
+        }
+    }
+    // 2^16 uniform terms on 16-bit tables (the shared buckets full), against the resident
+    // pipeline, with the phases of both tables.
+    let n = 1 << 16;
+    let engine = GpuMsm::new(gpu);
+    let a = engine
+        .upload_bases_g1(&points::<G1Curve>(&mut rng, n))
+        .expect("bases");
+    let b = engine
+        .upload_bases_g1(&points::<G1Curve>(&mut rng, n))
+        .expect("bases");
+    let d_scalars = engine
+        .upload_scalars(&random_scalars(&mut rng, n))
+        .expect("scalars");
+    let (ta, tb) = (
+        engine.precompute_windows_g1(&a.view(), 16).expect("table"),
+        engine.precompute_windows_g1(&b.view(), 16).expect("table"),
+    );
+    let (got, phases) = engine
+        .msm_precomputed_many_profiled(&[&ta, &tb], &d_scalars)
+        .expect("one sort, two tables");
+    let want = vec![
+        engine.msm_resident(&a, &d_scalars).expect("resident"),
+        engine.msm_resident(&b, &d_scalars).expect("resident"),
+    ];
+    assert_eq!(got, want);
+    let accumulations = phases.iter().filter(|(p, _)| *p == "accumulate").count();
+    let scatters = phases.iter().filter(|(p, _)| *p == "scatter").count();
+    assert_eq!((accumulations, scatters), (2, 1), "{phases:?}");
+}
+
 /// MSMs over precomputed windows (one shared set of buckets) give the CPU's sums: window
 /// sizes from 2 to 22 bits, the full set of bases and a prefix, bases at infinity, scalars
 /// 0, 1, −1 and random, the XYZZ and affine accumulations (and a one-thread-a-bucket
