@@ -388,6 +388,15 @@ fn bench<C: Circuit<Scalar> + Clone>(
         first.timings.h.as_secs_f64(),
         first.timings.msm_wall.as_secs_f64()
     );
+    let placed: Vec<String> = first
+        .bases
+        .iter()
+        .map(|p| match p.sorted_with {
+            Some(q) => format!("{} {:?} (sorted with {q})", p.query, p.kind),
+            None => format!("{} {:?}", p.query, p.kind),
+        })
+        .collect();
+    println!("gpu placement: {}", placed.join(", "));
     let mut runs: Vec<ProofOutput> = Vec::new();
     for (rep, rs) in pairs.iter().take(opts.gpu_reps).enumerate() {
         let got = gpu_prover

@@ -122,6 +122,9 @@ pub struct QueryPlacement {
     pub kind: BasesKind,
     /// Bases used.
     pub n: usize,
+    /// The query whose bucket sort of the scalars this one's sum (or its aux part) was
+    /// read over, when the two shared one (a's aux part over l's: `"l_query"`).
+    pub sorted_with: Option<&'static str>,
 }
 
 /// The five sums of a proof (before r and s are mixed in).
@@ -851,6 +854,7 @@ impl CpuBackend {
                 query,
                 kind: BasesKind::Cpu,
                 n,
+                sorted_with: None,
             })
             .collect();
 

@@ -7,13 +7,13 @@ mod common;
 
 use std::sync::Arc;
 
-use bellman::Circuit;
+use bellman::{Circuit, ConstraintSystem, SynthesisError};
 use bls12_381::{Bls12, Scalar};
 use ff::Field;
 use gpu_device::testing::gpu_or_skip;
 use gpu_device::Gpu;
 use groth16::Parameters;
-use groth16_prover::testing::{MimcChain, RandomR1cs, Sha256Circuit};
+use groth16_prover::testing::{KeyedChain, MimcChain, RandomR1cs, Sha256Circuit};
 use groth16_prover::{
     BasesKind, GpuBackend, GpuPlacement, Prover, ProverConfig, ProverError, ProvingKey, Randomness,
     SelfCheck, Synthesis,
@@ -901,6 +901,155 @@ impl Circuit<Scalar> for WideSum {
 /// left in use plus half the witness's device bytes: room for the H step and H's MSM (a
 /// domain of 4), none for the witness on the device, so l, a and b on G1 and B on G2 go to
 /// the CPU every time, and the proofs keep the reference's bytes.
+/// A chain in which every aux variable occurs in some A (A's aux density full), with
+/// `inputs` public inputs folded in: `x_{i+1} = (x_i + c_i + p_{i mod k})·x_i`, and a last
+/// row `x_n·1 = x_n` that puts the final value in A too.
+#[derive(Clone)]
+struct DenseChain {
+    steps: usize,
+    inputs: Vec<Scalar>,
+    start: Scalar,
+}
+
+impl DenseChain {
+    fn output_inputs(&self) -> Vec<Scalar> {
+        self.inputs.clone()
+    }
+}
+
+impl Circuit<Scalar> for DenseChain {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let ins: Vec<_> = self
+            .inputs
+            .iter()
+            .map(|v| cs.alloc_input(|| "p", || Ok(*v)))
+            .collect::<Result<_, _>>()?;
+        let mut x_val = self.start;
+        let mut x = cs.alloc(|| "x0", || Ok(x_val))?;
+        for i in 0..self.steps {
+            let c = Scalar::from(i as u64 + 7);
+            let p = ins[i % ins.len()];
+            let y_val = (x_val + c + self.inputs[i % ins.len()]) * x_val;
+            let y = cs.alloc(|| "x", || Ok(y_val))?;
+            cs.enforce(
+                || "step",
+                |lc| lc + x + (c, CS::one()) + p,
+                |lc| lc + x,
+                |lc| lc + y,
+            );
+            x = y;
+            x_val = y_val;
+        }
+        cs.enforce(|| "last", |lc| lc + x, |lc| lc + CS::one(), |lc| lc + x);
+        Ok(())
+    }
+}
+
+/// l and a's aux part over one sort of the aux scalars keep the proofs byte for byte:
+/// A dense over the aux (its bases after the inputs read in place, or through a table),
+/// A missing some aux (only through a table, its rows one per aux variable with infinity
+/// for the missing), one input or several (a's inputs summed apart), against the two
+/// sorts (`with_one_sort_l_a(false)`); the placement names the shared sort exactly where
+/// it ran.
+#[test]
+fn gpu_one_sort_for_l_and_a_keeps_the_proofs() {
+    let Some(gpu) = gpu_or_skip("groth16-prover") else {
+        return;
+    };
+    let mut rng = rng(seed());
+    let budget = big_budget();
+    let store = SrsStore::new(budget.clone(), StoreConfig::default());
+    let config = ProverConfig {
+        self_check: SelfCheck::Always,
+        ..ProverConfig::default()
+    };
+    let dense = DenseChain {
+        steps: 3000,
+        inputs: (0..5).map(|_| Scalar::random(&mut rng)).collect(),
+        start: Scalar::random(&mut rng),
+    };
+    // KeyedChain: its 4 keys (in B only) and its last value (in C only) are not in A.
+    let keyed = KeyedChain {
+        n_constraints: 3000,
+        n_keys: 4,
+        seed: rng.random(),
+    };
+    let rs = pairs(&mut rng, 1);
+    for (name, a_dense) in [("dense", true), ("keyed", false)] {
+        let (params, inputs, pce) = match a_dense {
+            true => {
+                let params = generate(dense.clone(), &mut rng);
+                let (_c, pce) = record(&budget, "one-sort-dense", dense.clone());
+                (params, dense.output_inputs(), pce)
+            }
+            false => {
+                let params = generate(keyed.clone(), &mut rng);
+                let (_c, pce) = record(&budget, "one-sort-keyed", keyed.clone());
+                (params, Vec::new(), pce)
+            }
+        };
+        let prove = |prover: &Prover, what: &str| -> Vec<groth16_prover::QueryPlacement> {
+            let mut last = Vec::new();
+            for r in &rs {
+                let (want, got) = match a_dense {
+                    true => (
+                        groth16::create_proof(dense.clone(), &params, r.r, r.s),
+                        prover.prove(Synthesis::Pce(&pce), dense.clone(), *r),
+                    ),
+                    false => (
+                        groth16::create_proof(keyed.clone(), &params, r.r, r.s),
+                        prover.prove(Synthesis::Pce(&pce), keyed.clone(), *r),
+                    ),
+                };
+                let got = got.unwrap_or_else(|e| panic!("{name}, {what}: {e}"));
+                assert_eq!(
+                    bytes(&got.proof),
+                    bytes(&want.expect("reference")),
+                    "{name}, {what}"
+                );
+                assert!(
+                    verifies(prover.key(), &got.proof, &inputs),
+                    "{name}, {what}"
+                );
+                last = got.bases;
+            }
+            last
+        };
+        let sorted_with = |placed: &[groth16_prover::QueryPlacement]| -> Vec<Option<&str>> {
+            placed.iter().map(|p| p.sorted_with).collect()
+        };
+        for (bits, one_sort) in [
+            (None, true),
+            (None, false),
+            (Some(8u32), true),
+            (Some(8), false),
+        ] {
+            let what = format!("tables {bits:?}, one sort {one_sort}");
+            let (_d, key) = key_via_store(&params, &store, &format!("one-sort-{name}-{what}"));
+            let backend = GpuBackend::with_gpu(gpu.clone(), budget.clone())
+                .with_precomputed_windows(bits)
+                .with_one_sort_l_a(one_sort);
+            let prover =
+                Prover::with_backend(Arc::new(key), budget.clone(), config, Box::new(backend));
+            let placed = prove(&prover, &what);
+            // In place only where A is dense; through tables whenever both have one.
+            let shared = one_sort && (a_dense || bits.is_some());
+            for p in &placed {
+                let want = (p.query == "a_query" && shared).then_some("l_query");
+                assert_eq!(
+                    p.sorted_with,
+                    want,
+                    "{name}, {what}: {:?}",
+                    sorted_with(&placed)
+                );
+                if bits.is_some() && p.query != "b_g2_query" && p.n >= 128 {
+                    assert_eq!(p.kind, BasesKind::Precomputed, "{name}, {what}: {placed:?}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn gpu_device_tier_bases_of_refused_msms_are_summed_on_the_cpu() {
     // A handle of its own, whose VRAM budget is cut below.

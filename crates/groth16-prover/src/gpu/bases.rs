@@ -54,6 +54,36 @@ pub(super) enum Placed<'a, C: GpuCurve> {
 }
 
 impl<C: GpuCurve> GpuBases<'_, C> {
+    /// The sums of `self` and `other` over the first `scalars.len()` bases of each, on
+    /// `msm`'s stream: over one sort of the scalars where both are read alike (device
+    /// views, or tables of the same window and row length), else one MSM each.
+    pub(super) fn msm_with(
+        &self,
+        other: &GpuBases<'_, C>,
+        msm: &GpuMsm,
+        scalars: &DeviceScalars,
+        chunk_len: usize,
+    ) -> Result<[C::Projective; 2], GpuMsmError> {
+        let sums = match (self, other) {
+            (GpuBases::Resident(a), GpuBases::Resident(b)) => {
+                msm.msm_resident_prefix_many(&[a, b], scalars)?
+            }
+            (GpuBases::Precomputed(a), GpuBases::Precomputed(b))
+                if (a.window_bits(), a.len()) == (b.window_bits(), b.len()) =>
+            {
+                msm.msm_precomputed_many(&[a, b], scalars)?
+            }
+            _ => {
+                return Ok([
+                    self.msm(msm, scalars, chunk_len)?,
+                    other.msm(msm, scalars, chunk_len)?,
+                ])
+            }
+        };
+        // One sum a set of bases, in order.
+        Ok([sums[0], sums[1]])
+    }
+
     /// `Σ scalars[i]·bases[i]` over the first `scalars.len()` bases, on `msm`'s stream.
     pub(super) fn msm(
         &self,
@@ -200,6 +230,45 @@ impl GpuBackend {
     }
 }
 
+/// What a table of precomputed windows is made from.
+pub(super) enum TableSource<'v, 'a> {
+    /// A query's bases as they are.
+    Whole(&'v DeviceBasesView<'a, G1Curve>),
+    /// A sparse query's bases (`compact`, after its inputs) laid out one per scalar of
+    /// `mask` and infinity elsewhere, `len` points in all
+    /// ([`gpu_msm::GpuMsm::expand_bases`]): a's aux part over l's rows.
+    Expanded {
+        compact: &'v DeviceBasesView<'a, G1Curve>,
+        mask: &'v gpu_msm::DensityMask,
+        len: usize,
+    },
+}
+
+impl TableSource<'_, '_> {
+    /// `None` for a whole query; for an expanded one its length and mask's fingerprint
+    /// (a key proved for another circuit, with another density, gets its table anew).
+    fn tag(&self) -> Option<u64> {
+        match self {
+            TableSource::Whole(_) => None,
+            TableSource::Expanded { mask, len, .. } => {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (mask.len(), mask.count_ones(), *len).hash(&mut h);
+                mask.words().hash(&mut h);
+                Some(h.finish())
+            }
+        }
+    }
+
+    /// Rows the table needs.
+    fn len(&self) -> usize {
+        match self {
+            TableSource::Whole(v) => v.len(),
+            TableSource::Expanded { len, .. } => *len,
+        }
+    }
+}
+
 /// The tables of precomputed windows a backend keeps ([`GpuBackend::with_precomputed_windows`]):
 /// those of one key (the last one proved), one per G1 query, built from its device-tier
 /// bases on first use and charged to the VRAM budget while they live. Once the budget
@@ -208,27 +277,34 @@ impl GpuBackend {
 #[derive(Default)]
 pub(super) struct PrecomputedTables {
     key_id: Option<u64>,
-    tables: [Option<Arc<PrecomputedBasesG1>>; 4],
+    /// Each query's table and what it was made from ([`TableSource::tag`]).
+    tables: [Option<(Arc<PrecomputedBasesG1>, Option<u64>)>; 4],
     refused: bool,
 }
 
 impl PrecomputedTables {
     /// Device bytes the tables hold.
     pub(super) fn bytes(&self) -> u64 {
-        self.tables.iter().flatten().map(|t| t.device_bytes()).sum()
+        self.tables
+            .iter()
+            .flatten()
+            .map(|(t, _)| t.device_bytes())
+            .sum()
     }
 }
 
 impl GpuBackend {
-    /// The table of precomputed windows of query `q` of key `key_id` (made from `view`,
-    /// the query's device-tier bases, on first use), or `None` when this backend makes
-    /// none or the VRAM budget (or the device) cannot hold it.
+    /// The table of precomputed windows of query `q` of key `key_id` (made from
+    /// `source`, the query's device-tier bases, on first use), or `None` when this backend
+    /// makes none or the VRAM budget (or the device) cannot hold it. A table made from
+    /// another source is made again.
     pub(super) fn precomputed_table(
         &self,
         key_id: u64,
         q: G1Query,
-        view: &DeviceBasesView<'_, G1Curve>,
+        source: TableSource<'_, '_>,
     ) -> Result<Option<Arc<PrecomputedBasesG1>>, ProverError> {
+        let (tag, len) = (source.tag(), source.len());
         let Some(bits) = self.precomputed_bits else {
             return Ok(None);
         };
@@ -241,8 +317,8 @@ impl GpuBackend {
                 ..PrecomputedTables::default()
             };
         }
-        if let Some(t) = &cache.tables[q as usize] {
-            if t.len() >= view.len() {
+        if let Some((t, from)) = &cache.tables[q as usize] {
+            if *from == tag && t.len() >= len {
                 return Ok(Some(t.clone()));
             }
         }
@@ -250,10 +326,19 @@ impl GpuBackend {
         if cache.refused {
             return Ok(None);
         }
-        match self.msm.precompute_windows_g1(view, bits) {
+        let made = match source {
+            TableSource::Whole(view) => self.msm.precompute_windows_g1(view, bits),
+            // The a query's bases one per aux variable (infinity where A has none) for
+            // as long as the table takes to make.
+            TableSource::Expanded { compact, mask, len } => self
+                .msm
+                .expand_bases(compact, mask, len)
+                .and_then(|e| self.msm.precompute_windows_g1(&e.view(), bits)),
+        };
+        match made {
             Ok(t) => {
                 let t = Arc::new(t);
-                cache.tables[q as usize] = Some(t.clone());
+                cache.tables[q as usize] = Some((t.clone(), tag));
                 Ok(Some(t))
             }
             Err(GpuMsmError::Gpu(e)) if e.is_vram_refusal() => {

@@ -59,7 +59,7 @@ use gpu_msm::{
 use gpu_ntt::{AbcEvaluations, GpuNtt, GpuNttError, NttError};
 use memory_budget::{Budget, Category, Reservation};
 
-use bases::{GpuBases, Placed, STREAM_CHUNK_G1, STREAM_CHUNK_G2};
+use bases::{GpuBases, Placed, TableSource, STREAM_CHUNK_G1, STREAM_CHUNK_G2};
 use h_step::DeviceH;
 use staging::{staging_err, take_held_abc, PinnedAbc, StagedB, WitnessNeeds, SCALAR_LIMBS};
 
@@ -118,6 +118,8 @@ pub struct GpuBackend {
     /// Whether l, a and b on G1 run beside H's MSM: `None` by the proof's size
     /// ([`SIDE_MSMS_UP_TO`]).
     side_msms: Option<bool>,
+    /// Whether l and a's aux part share one sort where they can (`with_one_sort_l_a`).
+    one_sort_l_a: bool,
     budget: Budget,
     placement: GpuPlacement,
     /// Whether a, b and c are evaluated on the device from the circuit's PCE in VRAM
@@ -247,6 +249,7 @@ impl GpuBackend {
                 Ok("1") => Some(true),
                 _ => None,
             },
+            one_sort_l_a: std::env::var("PINION_ONE_SORT_L_A").as_deref() != Ok("0"),
             gpu,
             budget,
             placement: GpuPlacement::Auto,
@@ -321,6 +324,18 @@ impl GpuBackend {
     /// VRAM at 2^27, session 21).
     pub fn with_side_msms(mut self, on: Option<bool>) -> GpuBackend {
         self.side_msms = on;
+        self
+    }
+
+    /// Whether l and the aux part of a are summed over one sort of the aux scalars
+    /// (default true, or `PINION_ONE_SORT_L_A=0` for a benchmark's comparison). It
+    /// applies where A keeps every aux variable (a's scalars are then the inputs followed
+    /// by l's) and both queries are read in place on this device, or both through tables
+    /// of precomputed windows of the same length: the bucket sort of l's scalars serves
+    /// both sums, a's inputs are summed apart, and a's scalars are never staged. Same
+    /// proofs, one sort fewer.
+    pub fn with_one_sort_l_a(mut self, on: bool) -> GpuBackend {
+        self.one_sort_l_a = on;
         self
     }
 
@@ -421,6 +436,29 @@ impl GpuBackend {
         self.lazy_engine(&self.msm_g2, "b_g2_query")
     }
 
+    /// a's bases after its inputs (one a set bit of A's aux density), read in place, when
+    /// this proof may sum a's aux part over l's scalars ([`Self::with_one_sort_l_a`]): l
+    /// and a both read in place on this device. With the density's every bit set they
+    /// serve as they are; otherwise only laid out one per aux variable in a table of
+    /// precomputed windows (`msms_from`).
+    fn one_sort_l_a<'a>(
+        &self,
+        placed: &[Option<Placed<'a, G1Curve>>; 4],
+        x: &MsmInputs<'_>,
+    ) -> Option<gpu_msm::DeviceBasesView<'a, G1Curve>> {
+        let (n_in, n_aux) = (x.inputs.len(), x.aux.len());
+        if !self.one_sort_l_a || n_aux == 0 {
+            return None;
+        }
+        match (&placed[G1Query::L as usize], &placed[G1Query::A as usize]) {
+            (
+                Some(Placed::Gpu(GpuBases::Resident(_))),
+                Some(Placed::Gpu(GpuBases::Resident(a))),
+            ) => a.skip(n_in).filter(|aux| aux.len() >= x.a_aux.count_ones()),
+            _ => None,
+        }
+    }
+
     /// The engine of l, a and b on G1 beside H's MSM when this proof (H of `n_h` terms)
     /// runs them there ([`Self::with_side_msms`]), else `None`.
     fn side_engine(&self, n_h: usize) -> Result<Option<Arc<GpuMsm>>, ProverError> {
@@ -456,8 +494,18 @@ impl GpuBackend {
                     .wait(copied)
                     .map_err(|c| driver_err("cuStreamWaitEvent", c))?;
             }
-            let (sum, kind, back) = match job.bases.msm(engine, &job.scalars, STREAM_CHUNK_G1) {
-                Ok(p) => (Some(p), job.bases.kind(), None),
+            let result = match &job.also {
+                None => job
+                    .bases
+                    .msm(engine, &job.scalars, STREAM_CHUNK_G1)
+                    .map(|p| [Some(p), None]),
+                Some((_, also)) => job
+                    .bases
+                    .msm_with(also, engine, &job.scalars, STREAM_CHUNK_G1)
+                    .map(|[p, q]| [Some(p), Some(q)]),
+            };
+            let (sums_of, kind, back) = match result {
+                Ok(p) => (p, job.bases.kind(), None),
                 // Scalars the device holds the only copy of (h, adopted in place) come back
                 // to the host for the CPU's sum.
                 Err(e) if out_of_vram(&e) => {
@@ -466,18 +514,33 @@ impl GpuBackend {
                     } else {
                         None
                     };
-                    (None, BasesKind::Cpu, back)
+                    ([None, None], BasesKind::Cpu, back)
                 }
                 Err(e) => return Err(gpu_msm_err(job.q.name())(e)),
             };
             drop(job.scalars);
+            let time = t.elapsed();
             sums.push(DeviceSum {
                 q: job.q,
-                sum,
+                sum: sums_of[0],
                 kind,
-                time: t.elapsed(),
+                time,
                 back,
+                sorted_with: None,
             });
+            if let Some((q, also)) = &job.also {
+                sums.push(DeviceSum {
+                    q: *q,
+                    sum: sums_of[1],
+                    kind: match sums_of[1] {
+                        Some(_) => also.kind(),
+                        None => BasesKind::Cpu,
+                    },
+                    time,
+                    back: None,
+                    sorted_with: Some(job.q),
+                });
+            }
         }
         Ok((sums, waited))
     }
@@ -591,6 +654,8 @@ struct DeviceSum {
     time: Duration,
     /// A refused MSM's scalars read back, when the device held their only copy.
     back: Option<ScalarsBack>,
+    /// The query whose sort of the scalars this sum was read over (a's aux part, l's).
+    sorted_with: Option<G1Query>,
 }
 
 type DeviceSums = Vec<DeviceSum>;
@@ -614,6 +679,9 @@ pub const SIDE_MSMS_UP_TO: usize = 1 << 24;
 struct DeviceJob<'a> {
     q: G1Query,
     bases: GpuBases<'a, G1Curve>,
+    /// A second query summed over the same scalars, over one sort of them (a's aux part
+    /// beside l, [`GpuBackend::one_sort_l_a`]).
+    also: Option<(G1Query, GpuBases<'a, G1Curve>)>,
     scalars: Arc<DeviceScalars>,
     copied: Option<CudaEvent>,
     /// Whether `scalars` are the only copy (h adopted in place): read back if refused.
@@ -876,6 +944,15 @@ impl GpuBackend {
                     Some(self.place::<G1Curve>(q.name(), &all_bases[q as usize], n)?);
             }
         }
+        // a's aux part over l's scalars (one sort for both), where l and a are read in
+        // place: its bases after the inputs as they are when A keeps every aux variable
+        // (else only through a table, below).
+        let aux_bases = self.one_sort_l_a(&placed, x);
+        let dense = x.a_aux.count_ones() == x.aux.len();
+        let mut a_aux = match &aux_bases {
+            Some(v) if dense => v.skip(0).map(GpuBases::Resident),
+            _ => None,
+        };
         // Bases on this device read through tables of precomputed windows instead, when
         // this backend makes them (`with_precomputed_windows`) and the query has terms
         // enough for them (`uses_precomputed`).
@@ -884,14 +961,56 @@ impl GpuBackend {
                 if !uses_precomputed(bits, used_terms(q, n_h, x)) {
                     continue;
                 }
+                // With one sort for l and a, a's aux part gets a table (below); its
+                // inputs stay on the bases.
+                if q == G1Query::A && aux_bases.is_some() {
+                    continue;
+                }
                 let table = match &placed[q as usize] {
                     Some(Placed::Gpu(GpuBases::Resident(v))) => {
-                        self.precomputed_table(view.key_id(), q, v)?
+                        self.precomputed_table(view.key_id(), q, TableSource::Whole(v))?
                     }
                     _ => None,
                 };
                 if let Some(t) = table {
                     placed[q as usize] = Some(Placed::Gpu(GpuBases::Precomputed(t)));
+                }
+            }
+            // a's aux part on a table of l's length, its rows one per aux variable
+            // (infinity where A has none), when l sums over a table: the sorted entries
+            // name rows of both. Otherwise (l on its bases, or no room for a's table) the
+            // aux part in place where A is dense, else the two sorts, a on the table of
+            // its whole query if it gets one.
+            if let Some(compact) = &aux_bases {
+                let table = match &placed[G1Query::L as usize] {
+                    Some(Placed::Gpu(GpuBases::Precomputed(t))) => {
+                        let source = TableSource::Expanded {
+                            compact,
+                            mask: x.a_aux,
+                            len: t.len(),
+                        };
+                        self.precomputed_table(view.key_id(), G1Query::A, source)?
+                    }
+                    _ => None,
+                };
+                let l_on_table = matches!(
+                    placed[G1Query::L as usize],
+                    Some(Placed::Gpu(GpuBases::Precomputed(_)))
+                );
+                match table {
+                    Some(t) => a_aux = Some(GpuBases::Precomputed(t)),
+                    None if l_on_table => a_aux = None,
+                    None => {}
+                }
+                let q = G1Query::A;
+                if a_aux.is_none() && uses_precomputed(bits, used_terms(q, n_h, x)) {
+                    if let Some(Placed::Gpu(GpuBases::Resident(v))) = &placed[q as usize] {
+                        if let Some(t) =
+                            self.precomputed_table(view.key_id(), q, TableSource::Whole(v))?
+                        {
+                            placed[q as usize] = Some(Placed::Gpu(GpuBases::Precomputed(t)));
+                        }
+                    }
                 }
             }
         }
@@ -938,6 +1057,7 @@ impl GpuBackend {
         let needs = WitnessNeeds {
             l: on_gpu(G1Query::L, &placed),
             a: on_gpu(G1Query::A, &placed),
+            a_inputs_only: a_aux.is_some(),
             b: k_in + k_aux > 0,
         };
         let copy_stream = self.copy_stream()?;
@@ -1012,6 +1132,7 @@ impl GpuBackend {
                         let job = DeviceJob {
                             q: G1Query::H,
                             bases,
+                            also: None,
                             scalars: Arc::new(scalars),
                             copied,
                             only_copy,
@@ -1057,15 +1178,23 @@ impl GpuBackend {
                         ([None, None, None], None)
                     }
                 };
+                // a's aux part goes with l's job (one sort), once l's scalars are there.
+                let mut a_aux_sent = false;
                 for (q, scalars) in [G1Query::L, G1Query::A, G1Query::BG1]
                     .into_iter()
                     .zip(scalars)
                 {
                     match (placed[q as usize].take(), scalars) {
                         (Some(Placed::Gpu(bases)), Some(scalars)) => {
+                            let also = match q {
+                                G1Query::L => a_aux.take().map(|b| (G1Query::A, b)),
+                                _ => None,
+                            };
+                            a_aux_sent |= also.is_some();
                             let job = DeviceJob {
                                 q,
                                 bases,
+                                also,
                                 scalars,
                                 copied: first.take(),
                                 only_copy: false,
@@ -1074,6 +1203,8 @@ impl GpuBackend {
                                 return Ok(());
                             }
                         }
+                        // No inputs: a is its aux part alone, summed with l.
+                        (Some(_), None) if q == G1Query::A && a_aux_sent && n_in == 0 => {}
                         (Some(_), _) => cpu_queries.push(q),
                         (None, _) => {}
                     }
@@ -1112,27 +1243,41 @@ impl GpuBackend {
         if let Some(check) = check {
             check.verify(&self.gpu)?;
         }
-        // h read back from the device when its MSM was refused there.
+        // h read back from the device when its MSM was refused there. A query may come
+        // in two parts (a's inputs, its aux part summed with l): their sums add, the
+        // first part's bases name its kind, and if either part was refused the CPU sums
+        // the whole query.
         let mut h_back = None;
+        let mut parts = [0usize; 4];
+        let mut sorted_with: [Option<G1Query>; 4] = [None; 4];
         for DeviceSum {
             q,
             sum,
             kind,
             time,
             back,
+            sorted_with: with,
         } in sums
         {
+            let i = q as usize;
+            parts[i] += 1;
             match sum {
-                Some(p) => {
-                    out[q as usize] = p;
-                    kinds[q as usize] = kind;
-                    *query_time(&mut timings, q) = time;
+                Some(p) if !cpu_queries.contains(&q) => {
+                    out[i] += p;
+                    if parts[i] == 1 {
+                        kinds[i] = kind;
+                    }
+                    sorted_with[i] = sorted_with[i].or(with);
+                    *query_time(&mut timings, q) += time;
                 }
+                Some(_) => {}
                 None => {
                     if q == G1Query::H {
                         h_back = back;
                     }
-                    cpu_queries.push(q);
+                    if !cpu_queries.contains(&q) {
+                        cpu_queries.push(q);
+                    }
                 }
             }
         }
@@ -1185,6 +1330,10 @@ impl GpuBackend {
                 query: q.name(),
                 kind: kinds[q as usize],
                 n: used[q as usize],
+                // (A query the CPU summed read no device sort.)
+                sorted_with: sorted_with[q as usize]
+                    .filter(|_| kinds[q as usize] != BasesKind::Cpu)
+                    .map(G1Query::name),
             })
             .collect();
         if k_in + k_aux > 0 {
@@ -1192,6 +1341,7 @@ impl GpuBackend {
                 query: "b_g2_query",
                 kind: b_g2_kind,
                 n: k_in + k_aux,
+                sorted_with: None,
             });
         }
         Ok(MsmOutputs {

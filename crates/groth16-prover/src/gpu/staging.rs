@@ -61,7 +61,8 @@ pub(super) struct DeviceWitness {
     /// The witness, aux first then the inputs, canonical, truncated to the aux: l's
     /// scalars (none when l is not summed on the device).
     pub(super) l: Option<DeviceScalars>,
-    /// `inputs ++ aux[a_aux]` (none when A is not summed on the device).
+    /// `inputs ++ aux[a_aux]`, or the inputs alone when a's aux part is summed over l's
+    /// scalars (none when A is not summed on the device, or has no inputs then).
     pub(super) a: Option<DeviceScalars>,
     /// `inputs[b_input] ++ aux[b_aux]`, shared by B on G1 and on G2 (none when empty).
     pub(super) b: Option<Arc<DeviceScalars>>,
@@ -85,6 +86,9 @@ pub(super) type StagedB = (Arc<DeviceScalars>, CudaEvent);
 pub(super) struct WitnessNeeds {
     pub(super) l: bool,
     pub(super) a: bool,
+    /// a's scalars are the inputs only: its aux part is summed over l's scalars (one
+    /// sort for l and a, where A keeps every aux variable).
+    pub(super) a_inputs_only: bool,
     pub(super) b: bool,
 }
 
@@ -312,7 +316,10 @@ impl GpuBackend {
         let t = Instant::now();
         let (n_in, n_aux) = (x.inputs.len(), x.aux.len());
         let n_w = n_in + n_aux;
-        let n_a = n_in + x.a_aux.count_ones();
+        let n_a = match needs.a_inputs_only {
+            true => n_in,
+            false => n_in + x.a_aux.count_ones(),
+        };
         let n_b = x.b_input.count_ones() + x.b_aux.count_ones();
         let copy = GpuMsm::new(self.gpu.with_stream(copy_stream.clone()));
         // Device buffers first: no room is a CPU fallback, decided before any copy.
@@ -339,7 +346,7 @@ impl GpuBackend {
             },
         };
         let mut a = None;
-        if needs.a {
+        if needs.a && n_a > 0 {
             let Some(d) = alloc(n_a)? else {
                 return Ok(None);
             };
@@ -357,7 +364,10 @@ impl GpuBackend {
         // asynchronously on the copy stream: no pageable copy from this thread (it runs
         // beside the device's work), no host scratch besides the staging.
         let masks: [(Option<&DensityMask>, usize); 3] = [
-            (a.as_ref().map(|_| x.a_aux), n_aux),
+            (
+                a.as_ref().filter(|_| !needs.a_inputs_only).map(|_| x.a_aux),
+                n_aux,
+            ),
             (b.as_ref().map(|_| x.b_input), n_in),
             (b.as_ref().map(|_| x.b_aux), n_aux),
         ];
@@ -404,15 +414,17 @@ impl GpuBackend {
             copy.montgomery_to_canonical(&mut w)
                 .map_err(gpu_msm_err(Q))?;
         }
-        // a: the inputs, then the aux its mask selects.
-        if let (Some(a), Some(mask)) = (a.as_mut(), &a_mask) {
+        // a: the inputs, then the aux its mask selects (none: the inputs alone).
+        if let Some(a) = a.as_mut() {
             let q = "a_query";
             let mut k = copy
                 .select_scalars((&w, n_aux, n_in), None, a, 0)
                 .map_err(gpu_msm_err(q))?;
-            k += copy
-                .select_scalars((&w, 0, mask.len()), Some(mask), a, k)
-                .map_err(gpu_msm_err(q))?;
+            if let Some(mask) = &a_mask {
+                k += copy
+                    .select_scalars((&w, 0, mask.len()), Some(mask), a, k)
+                    .map_err(gpu_msm_err(q))?;
+            }
             check_selected(q, n_a, k)?;
         }
         // b: the inputs and the aux their masks select.
