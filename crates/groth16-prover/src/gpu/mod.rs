@@ -278,8 +278,9 @@ impl GpuBackend {
     /// planning (`device_headroom_bytes`) does not count these tables, which only the
     /// budget's refusals bound. Same proofs;
     /// on an H200 a synthetic 2^24 proof's H + MSMs took 0.357 s with 20 bits against 0.384
-    /// (session 26; on an H100 in session 36, 0.335 against 0.393 s), tables of 19.5 GiB a
-    /// query, built in about 2 s each on the key's first proof.
+    /// (session 26; on an H100 in session 39, 0.314 against 0.383 s, l and a over one sort:
+    /// [`Self::with_one_sort_l_a`]), tables of 19.5 GiB a query, built in about 2 s each on
+    /// the key's first proof.
     /// `bits` outside [`gpu_msm::GPU_MIN_WINDOW_BITS`]`..=`[`gpu_msm::GPU_MAX_WINDOW_BITS`]
     /// is `None`.
     pub fn with_precomputed_windows(mut self, bits: Option<u32>) -> GpuBackend {
