@@ -321,9 +321,6 @@ pub enum GpuMsmError {
     },
 }
 
-/// The window sums of each set of bases one sort served (`window_sums`), in order.
-type SetSums<C> = Vec<Vec<<C as GpuCurve>::Projective>>;
-
 /// Device time of each pipeline phase, in order: (phase, milliseconds).
 pub type PhaseTimes = Vec<(&'static str, f32)>;
 
@@ -2064,17 +2061,13 @@ impl GpuMsm {
         let views: Vec<CudaView<'_, u32>> =
             tables.iter().map(|t| t.table.slice().slice(..)).collect();
         let mut marks = Vec::new();
-        let (sums, plan) = self.window_sums::<C>(
+        let sums = self.window_sums::<C>(
             &views,
             &scalars.words.slice().slice(..),
             n,
             Some(shared),
             profile.then_some(&mut marks),
         )?;
-        let sums = sums
-            .iter()
-            .map(|s| combine_windows::<C>(s, plan.window_bits))
-            .collect::<Result<_, _>>()?;
         Ok((sums, phase_times(&marks)?))
     }
 
@@ -2297,7 +2290,7 @@ impl GpuMsm {
                 .map_err(driver("cuStreamWaitEvent"))?;
             let r = range(k);
             let len = r.len();
-            let (sums, plan) = self.window_sums::<C>(
+            let sums = self.window_sums::<C>(
                 &[buffers[k % 2].slice().slice(..len * C::AFFINE_WORDS)],
                 &scalars
                     .words
@@ -2307,7 +2300,7 @@ impl GpuMsm {
                 None,
                 None,
             )?;
-            total += combine_windows::<C>(&sums[0], plan.window_bits)?;
+            total += sums[0];
             if let Some(e) = next {
                 ready = e;
             }
@@ -2352,30 +2345,27 @@ impl GpuMsm {
             .map(|b| b.slice(..n * C::AFFINE_WORDS))
             .collect();
         let mut marks = Vec::new();
-        let (sums, plan) = self.window_sums::<C>(
+        let sums = self.window_sums::<C>(
             &views,
             &scalars.words.slice().slice(..),
             n,
             None,
             profile.then_some(&mut marks),
         )?;
-        let sums = sums
-            .iter()
-            .map(|s| combine_windows::<C>(s, plan.window_bits))
-            .collect::<Result<_, _>>()?;
         Ok((sums, phase_times(&marks)?))
     }
 
     /// Runs the pipeline over `n` canonical scalars (8 words each) and each set of `n`
-    /// bases in `bases` (`C::AFFINE_WORDS` words each) and returns each set's W + 1 window
-    /// sums (affine, the ones window last): the scalars are classified and sorted into
-    /// buckets once, then every set is accumulated and reduced over the same entries.
-    /// `0 < n <= GPU_MAX_TERMS` (checked by the callers).
+    /// bases in `bases` (`C::AFFINE_WORDS` words each) and returns each set's MSM: the
+    /// scalars are classified and sorted into buckets once, then every set is accumulated
+    /// and reduced over the same entries, and its W + 1 window sums (the ones window
+    /// last) are combined ([`combine_windows`]). `0 < n <= GPU_MAX_TERMS` (checked by the
+    /// callers).
     ///
     /// With `shared`, each set is a table of precomputed windows ([`PrecomputedBases`],
     /// all of the same stride) and every window's digits go to one shared set of buckets:
-    /// two sums come back a table (the shared set's, then the ones'), which
-    /// [`combine_windows`] adds.
+    /// two sums a table (the shared set's, then the ones'), which [`combine_windows`]
+    /// adds as it adds W + 1.
     fn window_sums<C: GpuCurve>(
         &self,
         bases: &[CudaView<'_, u32>],
@@ -2383,7 +2373,7 @@ impl GpuMsm {
         n: usize,
         shared: Option<SharedWindows>,
         mut marks: Option<&mut Vec<(&'static str, cudarc::driver::CudaEvent)>>,
-    ) -> Result<(SetSums<C>, GpuMsmPlan), GpuMsmError> {
+    ) -> Result<Vec<C::Projective>, GpuMsmError> {
         let gpu = &self.gpu;
         let stream = gpu.stream();
         // Records an event after the work queued so far, named after the phase it ends.
@@ -2557,11 +2547,12 @@ impl GpuMsm {
             ReduceKernel::Capped => C::REDUCE_SEGMENTS_CAPPED.unwrap_or(C::REDUCE_SEGMENTS),
             _ => C::REDUCE_SEGMENTS,
         })?;
+        let sum_groups_fn = gpu.function(C::SUM_GROUPS)?;
         // One sort, then each set of bases summed over it: the entries index terms (or a
         // table's rows), the same for every set of the same length (or stride).
         let mut all_sums = Vec::with_capacity(bases.len());
-        for (k, bases) in bases.iter().enumerate() {
-            if k > 0 {
+        for (set, bases) in bases.iter().enumerate() {
+            if set > 0 {
                 // The accumulations write only the buckets that hold entries; the next
                 // set starts from empty ones as the first did.
                 stream
@@ -2608,7 +2599,6 @@ impl GpuMsm {
             unsafe { l.launch(grid(seg_threads, POINT_BLOCK)) }.map_err(launch_err)?;
 
             mark("reduce segments")?;
-            let f = gpu.function(C::SUM_GROUPS)?;
             let mut n_in = seg_threads;
             for (i, &fan_in) in levels.iter().enumerate() {
                 let n_out = n_in / fan_in;
@@ -2618,7 +2608,7 @@ impl GpuMsm {
                     _ if i % 2 == 1 => (&*a, b),
                     _ => (&*b, a),
                 };
-                let mut l = stream.launch_builder(&f);
+                let mut l = stream.launch_builder(&sum_groups_fn);
                 l.arg(src.slice())
                     .arg(&fan_in)
                     .arg(dst.slice_mut())
@@ -2638,9 +2628,12 @@ impl GpuMsm {
             mark("sum groups")?;
             let mut words = gpu.download(sums)?;
             words.truncate(n_groups as usize * C::XYZZ_WORDS);
-            all_sums.push(C::sums_from_xyzz(&words)?);
+            all_sums.push(combine_windows::<C>(
+                &C::sums_from_xyzz(&words)?,
+                plan.window_bits,
+            )?);
         }
-        Ok((all_sums, *plan))
+        Ok(all_sums)
     }
 
     /// `offsets` and `cursors` = the exclusive prefix sum of `counts[..n_keys]` (three

@@ -304,10 +304,10 @@ impl GpuBackend {
         q: G1Query,
         source: TableSource<'_, '_>,
     ) -> Result<Option<Arc<PrecomputedBasesG1>>, ProverError> {
-        let (tag, len) = (source.tag(), source.len());
         let Some(bits) = self.precomputed_bits else {
             return Ok(None);
         };
+        let (tag, len) = (source.tag(), source.len());
         let mut cache = super::lock(&self.precomputed);
         if cache.key_id != Some(key_id) {
             // Another key: its tables go (proofs still summing over them hold their own

@@ -87,7 +87,7 @@ pub(super) struct WitnessNeeds {
     pub(super) l: bool,
     pub(super) a: bool,
     /// a's scalars are the inputs only: its aux part is summed over l's scalars (one
-    /// sort for l and a, where A keeps every aux variable).
+    /// sort for l and a: `GpuBackend::with_one_sort_l_a`).
     pub(super) a_inputs_only: bool,
     pub(super) b: bool,
 }
