@@ -20,6 +20,8 @@
 //                entries, offsets, counts)
 //   msm_select(const u32* src, u32 n, const u64* mask, const u32* word_offsets, u32* dst)
 //                                                                    compaction by a mask
+//   g1_expand_bases(const u32* compact, u32 n_mask, u32 len, const u64* mask,
+//                   const u32* word_offsets, u32* out)  its inverse for G1 points
 //   msm_count_shared(scalars, n, c, W, stride, counts)              shared buckets (two
 //   msm_scatter_shared(scalars, n, c, W, stride, key_lo, key_hi,    groups: |d|, the ones);
 //                      cursors, entries)                             keys [key_lo, key_hi)
@@ -177,6 +179,15 @@ extern "C" __global__ void g1_precompute_windows(const G1Affine* bases, uint32_t
 extern "C" __global__ void msm_select(const uint32_t* src, uint32_t n, const uint64_t* mask,
                                       const uint32_t* word_offsets, uint32_t* dst) {
   GRID_STRIDE(i, n) select_body(src, mask, word_offsets, dst, i);
+}
+
+// A sparse query's G1 bases one per scalar (expand_body, msm_scalars.cuh): out[i] is the
+// k-th compact point where bit i is the k-th set bit of the mask, the point at infinity
+// elsewhere and from n_mask to len; one thread an output point.
+extern "C" __global__ void g1_expand_bases(const uint32_t* compact, uint32_t n_mask, uint32_t len,
+                                           const uint64_t* mask, const uint32_t* word_offsets,
+                                           uint32_t* out) {
+  GRID_STRIDE(i, len) expand_body<6>(compact, n_mask, mask, word_offsets, out, i);
 }
 
 POINT_KERNELS(g1, Fp)

@@ -389,6 +389,31 @@ __device__ __forceinline__ void select_body(const uint32_t* src, const uint64_t*
   }
 }
 
+// The inverse of select_body for items of UINT4S 16-byte words (a G1 affine point: 6):
+// output item i is the k-th compact item when bit i is the k-th set bit of the mask, and all
+// zero (a point: the point at infinity) at a clear bit and for i >= n_mask. One thread per
+// output item: every item of the output is written. compact and out are 16-byte aligned.
+template <uint32_t UINT4S>
+__device__ __forceinline__ void expand_body(const uint32_t* compact, uint32_t n_mask,
+                                            const uint64_t* mask, const uint32_t* word_offsets,
+                                            uint32_t* out, uint32_t i) {
+  uint4* d = reinterpret_cast<uint4*>(out) + UINT4S * static_cast<size_t>(i);
+  if (i < n_mask) {
+    const uint32_t k = i >> 6;
+    const uint32_t bit = i & 63;
+    const uint64_t w = mask[k];
+    if ((w >> bit) & 1) {
+      const uint32_t pos = word_offsets[k] + __popcll(w & ((1ull << bit) - 1));
+      const uint4* s = reinterpret_cast<const uint4*>(compact) + UINT4S * static_cast<size_t>(pos);
+#pragma unroll
+      for (uint32_t j = 0; j < UINT4S; ++j) d[j] = s[j];
+      return;
+    }
+  }
+#pragma unroll
+  for (uint32_t j = 0; j < UINT4S; ++j) d[j] = make_uint4(0, 0, 0, 0);
+}
+
 // Montgomery form a*R to canonical a: one Montgomery product with the integer 1.
 __device__ __forceinline__ void from_montgomery_body(uint32_t* scalars, uint32_t i) {
   Fr a = fe_load(reinterpret_cast<const Fr*>(scalars) + i);

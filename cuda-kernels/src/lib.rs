@@ -345,6 +345,10 @@ entries! {
     /// `msm_select(src, n, mask, word_offsets, dst)`: the scalars a density mask selects,
     /// packed in order (`word_offsets[k]`: set bits in mask words `0..k`).
     MsmSelect => (Msm, "msm_select"),
+    /// `g1_expand_bases(compact, n_mask, len, mask, word_offsets, out)`: `len` G1 points,
+    /// the k-th compact one at the mask's k-th set bit, infinity elsewhere (the inverse of
+    /// `msm_select` for points).
+    G1ExpandBases => (Msm, "g1_expand_bases"),
     /// `g1_accumulate(bases, entries, offsets, counts, buckets, n_keys)`: bucket sums.
     G1Accumulate => (Msm, "g1_accumulate"),
     /// `g1_accumulate_capped(..)`: as `g1_accumulate`, registers capped at 128.

@@ -1,5 +1,6 @@
 // Runs the MSM's scalar-side kernel bodies (include/msm_scalars.cuh: classes, signed-window
-// digits, the counting sort's count / scan / scatter, the compaction by a density mask, the
+// digits, the counting sort's count / scan / scatter, the compaction by a density mask and
+// its inverse for points (expand_body, checked here), the
 // Montgomery-to-canonical conversion) on the CPU and prints what they produced for tools/check_msm_sort_emu.py,
 // which rebuilds every scalar from its bucket entries with Python integers: the signed
 // digits d * 2^(c w) of a scalar's entries must sum to the scalar (scalars 1 go to the ones
@@ -247,6 +248,37 @@ static void run_select(uint32_t n) {
   std::vector<uint32_t> src(8 * (size_t)n), dst(8 * ((size_t)total + 2), 0xdeadbeefu);
   for (uint32_t i = 0; i < n; ++i) random_scalar(&src[8 * (size_t)i], 8);
   for (uint32_t i = 0; i < n; ++i) select_body(src.data(), mask.data(), offsets.data(), dst.data(), i);
+  // Its inverse (expand_body) for items of 2 and 6 16-byte words, over len >= n outputs
+  // (poisoned first): the selected items back at their bits, zero elsewhere; checked here.
+  for (uint32_t u4 : {2u, 6u}) {
+    const uint32_t words = 4 * u4, len = n + (uint32_t)(rng() % 70);
+    std::vector<uint32_t> items(words * (size_t)n), compact(words * ((size_t)total + 1));
+    for (auto& w : items) w = (uint32_t)rng();
+    for (uint32_t i = 0, k = 0; i < n; ++i) {
+      if (mask[i / 64] >> (i % 64) & 1) {
+        std::copy_n(&items[words * (size_t)i], words, &compact[words * (size_t)k++]);
+      }
+    }
+    std::vector<uint32_t> out(words * (size_t)len, 0xdeadbeefu);
+    for (uint32_t i = 0; i < len; ++i) {
+      if (u4 == 2) {
+        expand_body<2>(compact.data(), n, mask.data(), offsets.data(), out.data(), i);
+      } else {
+        expand_body<6>(compact.data(), n, mask.data(), offsets.data(), out.data(), i);
+      }
+    }
+    for (uint32_t i = 0; i < len; ++i) {
+      const bool on = i < n && (mask[i / 64] >> (i % 64) & 1);
+      for (uint32_t j = 0; j < words; ++j) {
+        const uint32_t want = on ? items[words * (size_t)i + j] : 0u;
+        if (out[words * (size_t)i + j] != want) {
+          fprintf(stderr, "expand_body<%u>: item %u of %u (n %u) word %u: %08x, want %08x\n", u4,
+                  i, len, n, j, out[words * (size_t)i + j], want);
+          exit(1);
+        }
+      }
+    }
+  }
   printf("select %u %u\nmask", n, total);
   for (uint32_t k = 0; k < n_words; ++k) printf(" %016llx", (unsigned long long)mask[k]);
   printf("\nsrc");

@@ -1911,52 +1911,64 @@ impl GpuMsm {
         })
     }
 
-    /// The bases of a sparse query laid out one per scalar: `len >= mask.len()` points on
-    /// the device, the k-th of `compact` at the k-th set bit of `mask` and the point at
+    /// The G1 bases of a sparse query laid out one per scalar: `len >= mask.len()` points
+    /// on the device, the k-th of `compact` at the k-th set bit of `mask` and the point at
     /// infinity (all zero) at every clear bit and past the mask, so that an MSM over them
-    /// and the scalars is the query's sum over the scalars the mask selects. Made by
-    /// device-to-device copies, one a run of set bits ([`DensityMask::runs`]), queued on
-    /// this engine's stream; charged to the VRAM budget. `compact` must hold
-    /// `mask.count_ones()` bases and `len` be at least the mask's
-    /// ([`GpuMsmError::LengthMismatch`]).
-    pub fn expand_bases<C: GpuCurve>(
+    /// and the scalars is the query's sum over the scalars the mask selects (the inverse
+    /// of [`GpuMsm::select_scalars`] for points). The mask is copied to the device for the
+    /// call; [`GpuMsm::expand_bases_g1_with`] takes one already there.
+    pub fn expand_bases_g1(
         &self,
-        compact: &DeviceBasesView<'_, C>,
+        compact: &DeviceBasesView<'_, G1Curve>,
         mask: &DensityMask,
         len: usize,
-    ) -> Result<DeviceBases<C>, GpuMsmError> {
-        for (n_bases, n_scalars) in [(compact.n, mask.count_ones()), (len, mask.len())] {
+    ) -> Result<DeviceBasesG1, GpuMsmError> {
+        let mask = self.upload_mask(mask, mask.len())?;
+        self.expand_bases_g1_with(compact, &mask, len)
+    }
+
+    /// [`GpuMsm::expand_bases_g1`] with the mask on the device: one kernel launch queued on
+    /// this engine's stream, the output charged to the VRAM budget. `compact` must hold
+    /// the mask's set bits and `len` be at least its length
+    /// ([`GpuMsmError::LengthMismatch`]).
+    pub fn expand_bases_g1_with(
+        &self,
+        compact: &DeviceBasesView<'_, G1Curve>,
+        mask: &DeviceMask,
+        len: usize,
+    ) -> Result<DeviceBasesG1, GpuMsmError> {
+        for (n_bases, n_scalars) in [(compact.n, mask.ones), (len, mask.len)] {
             if n_bases < n_scalars {
                 return Err(GpuMsmError::LengthMismatch { n_bases, n_scalars });
             }
         }
-        let n = len;
-        let words = n
-            .checked_mul(C::AFFINE_WORDS)
-            .ok_or(GpuMsmError::TooManyTerms {
-                n_terms: n,
-                max_terms: GPU_MAX_TERMS,
-            })?;
+        check_terms(len)?;
+        let words = len * G1Curve::AFFINE_WORDS;
         let mut out = self
             .gpu
-            .alloc_zeros::<u32>(words.max(1), "gpu-msm expanded bases")?;
-        let stream = self.gpu.stream();
-        let mut k = 0usize;
-        for run in mask.runs() {
-            let len = run.len() * C::AFFINE_WORDS;
-            let src = compact
-                .words
-                .slice(k * C::AFFINE_WORDS..k * C::AFFINE_WORDS + len);
-            let at = run.start * C::AFFINE_WORDS;
-            let mut dst = out.slice_mut().slice_mut(at..at + len);
-            stream
-                .memcpy_dtod(&src, &mut dst)
-                .map_err(driver("cuMemcpyDtoDAsync"))?;
-            k += run.len();
+            .alloc_for_overwrite::<u32>(words.max(1), "gpu-msm expanded bases")?;
+        if len > 0 {
+            let (n_mask, len32) = (mask.len as u32, len as u32);
+            let f = self.gpu.function(Entry::G1ExpandBases)?;
+            let mut l = self.gpu.stream().launch_builder(&f);
+            l.arg(&compact.words)
+                .arg(&n_mask)
+                .arg(&len32)
+                .arg(mask.words.slice())
+                .arg(mask.offsets.slice())
+                .arg(out.slice_mut());
+            // SAFETY: g1_expand_bases(const u32* compact, u32 n_mask, u32 len, const u64*
+            // mask, const u32* word_offsets, u32* out): compact holds at least the mask's
+            // set bits' points (checked above), the mask ⌈n_mask/64⌉ words (its bits past
+            // n_mask clear) and as many offsets, out len points (allocated above); a thread
+            // an output point writes all of it; the buffers outlive the stream work (out
+            // is returned, the mask and bases are borrowed by the caller, whose later
+            // stream work orders after this launch).
+            unsafe { l.launch(grid(len32, SCALAR_BLOCK)) }.map_err(launch_err)?;
         }
         Ok(DeviceBases {
             words: out,
-            n,
+            n: len,
             curve: std::marker::PhantomData,
         })
     }

@@ -973,6 +973,69 @@ fn gpu_g2_one_sort_many_bases_matches_cpu() {
     one_sort_many_bases::<G2Curve>(&gpu, &mut rng());
 }
 
+/// A sparse query's bases laid out one per scalar (`expand_bases_g1`, kernel
+/// `g1_expand_bases`): an MSM over them and every scalar is the masked MSM over the compact
+/// bases, for empty, full, sparse and random masks of lengths around words, outputs longer
+/// than the mask (infinity past it), compact bases longer than the mask's set bits; one
+/// sort over the expanded set and another gives both sums; short compact bases or a short
+/// output are typed errors.
+#[test]
+fn gpu_expanded_bases_sum_as_the_mask_selects() {
+    let Some(gpu) = gpu_or_skip("gpu-msm") else {
+        return;
+    };
+    let mut rng = rng();
+    let engine = GpuMsm::new(gpu);
+    for n in [1usize, 63, 64, 65, 1000, 3001] {
+        for density in [0u32, 100, 3, 97, 50] {
+            let bits: Vec<bool> = (0..n).map(|_| rng.random_range(0..100) < density).collect();
+            let mask = DensityMask::from_bools(bits.iter().copied());
+            let ones = mask.count_ones();
+            let compact = points::<G1Curve>(&mut rng, ones + 2);
+            let d_compact = engine.upload_bases_g1(&compact).expect("bases");
+            let other = points::<G1Curve>(&mut rng, n + 9);
+            let d_other = engine.upload_bases_g1(&other).expect("bases");
+            for extra in [0usize, 9] {
+                let len = n + extra;
+                let expanded = engine
+                    .expand_bases_g1(&d_compact.view(), &mask, len)
+                    .expect("expand");
+                assert_eq!(expanded.len(), len);
+                let scalars = witness_scalars(&mut rng, len);
+                let d_scalars = engine.upload_scalars(&scalars).expect("scalars");
+                let want = CpuMsm::new()
+                    .msm_g1(&compact[..ones], &scalars[..n], Some(&mask))
+                    .expect("cpu");
+                let got = engine
+                    .msm_resident(&expanded, &d_scalars)
+                    .expect("msm over the expanded bases");
+                assert_eq!(
+                    got, want,
+                    "n {n}, density {density}%, {extra} past the mask"
+                );
+                let both = engine
+                    .msm_resident_prefix_many(&[&d_other.view(), &expanded.view()], &d_scalars)
+                    .expect("one sort, two sets");
+                let other_sum = CpuMsm::new()
+                    .msm_g1(&other[..len], &scalars, None)
+                    .expect("cpu");
+                assert_eq!(both, vec![other_sum, want], "n {n}, density {density}%");
+            }
+            if ones > 1 {
+                let short = engine.upload_bases_g1(&compact[..ones - 1]).expect("bases");
+                assert!(matches!(
+                    engine.expand_bases_g1(&short.view(), &mask, n),
+                    Err(GpuMsmError::LengthMismatch { .. })
+                ));
+            }
+            assert!(matches!(
+                engine.expand_bases_g1(&d_compact.view(), &mask, n - 1),
+                Err(GpuMsmError::LengthMismatch { .. })
+            ));
+        }
+    }
+}
+
 /// One sort over several tables of precomputed windows (`msm_precomputed_many`) gives
 /// each table's own sum, the same as one MSM a table: tables of their own bases and of
 /// another query's tail, window sizes 5 to 20 bits, both accumulations, witness-shaped

@@ -947,10 +947,10 @@ impl Circuit<Scalar> for DenseChain {
 
 /// l and a's aux part over one sort of the aux scalars keep the proofs byte for byte:
 /// A dense over the aux (its bases after the inputs read in place, or through a table),
-/// A missing some aux (only through a table, its rows one per aux variable with infinity
-/// for the missing), one input or several (a's inputs summed apart), against the two
-/// sorts (`with_one_sort_l_a(false)`); the placement names the shared sort exactly where
-/// it ran.
+/// A missing some aux (its bases laid out one per aux variable with infinity for the
+/// missing, for the proof or in a table), one input or several (a's inputs summed
+/// apart), against the two sorts (`with_one_sort_l_a(false)`); the placement names the
+/// shared sort exactly where it ran.
 #[test]
 fn gpu_one_sort_for_l_and_a_keeps_the_proofs() {
     let Some(gpu) = gpu_or_skip("groth16-prover") else {
@@ -1032,8 +1032,9 @@ fn gpu_one_sort_for_l_and_a_keeps_the_proofs() {
             let prover =
                 Prover::with_backend(Arc::new(key), budget.clone(), config, Box::new(backend));
             let placed = prove(&prover, &what);
-            // In place only where A is dense; through tables whenever both have one.
-            let shared = one_sort && (a_dense || bits.is_some());
+            // In place where A is dense, over a's bases expanded for the proof where it is
+            // not (the VRAM budget has room), through tables whenever both have one.
+            let shared = one_sort;
             for p in &placed {
                 let want = (p.query == "a_query" && shared).then_some("l_query");
                 assert_eq!(

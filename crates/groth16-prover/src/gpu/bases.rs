@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use gpu_device::Gpu;
 use gpu_msm::{
-    DeviceBasesView, DeviceScalars, G1Curve, GpuCurve, GpuMsm, GpuMsmError, MsmBase,
+    DeviceBases, DeviceBasesView, DeviceScalars, G1Curve, GpuCurve, GpuMsm, GpuMsmError, MsmBase,
     PrecomputedBases, PrecomputedBasesG1,
 };
 use memory_budget::Reservation;
@@ -34,6 +34,9 @@ pub(super) enum GpuBases<'a, C: GpuCurve> {
     /// A table of precomputed windows made from the device tier's bases (the backend keeps
     /// it across proofs of the same key).
     Precomputed(Arc<PrecomputedBases<C>>),
+    /// A sparse query's device-tier bases laid out one per scalar for this proof
+    /// (infinity where the query has none: `GpuMsm::expand_bases_g1_with`).
+    Expanded(DeviceBases<C>),
     /// In host memory, streamed per chunk (the store's pinned or host tier).
     Streamed(&'a [C::Repr]),
     /// Converted from `bls12_381` points for this proof, charged while it lives.
@@ -68,6 +71,9 @@ impl<C: GpuCurve> GpuBases<'_, C> {
             (GpuBases::Resident(a), GpuBases::Resident(b)) => {
                 msm.msm_resident_prefix_many(&[a, b], scalars)?
             }
+            (GpuBases::Resident(a), GpuBases::Expanded(b)) => {
+                msm.msm_resident_prefix_many(&[a, &b.view()], scalars)?
+            }
             (GpuBases::Precomputed(a), GpuBases::Precomputed(b))
                 if (a.window_bits(), a.len()) == (b.window_bits(), b.len()) =>
             {
@@ -94,6 +100,7 @@ impl<C: GpuCurve> GpuBases<'_, C> {
         match self {
             GpuBases::Resident(b) => msm.msm_resident_prefix(b, scalars),
             GpuBases::Precomputed(t) => msm.msm_precomputed(t, scalars),
+            GpuBases::Expanded(b) => msm.msm_resident_prefix(&b.view(), scalars),
             GpuBases::Streamed(b) => msm.msm_streamed_host::<C>(b, scalars, chunk_len),
             GpuBases::Converted { bases, .. } => {
                 msm.msm_streamed_host::<C>(bases, scalars, chunk_len)
@@ -104,7 +111,7 @@ impl<C: GpuCurve> GpuBases<'_, C> {
     /// Short name for the proof's report.
     pub(super) fn kind(&self) -> BasesKind {
         match self {
-            GpuBases::Resident(_) => BasesKind::Resident,
+            GpuBases::Resident(_) | GpuBases::Expanded(_) => BasesKind::Resident,
             GpuBases::Precomputed(_) => BasesKind::Precomputed,
             GpuBases::Streamed(_) | GpuBases::Converted { .. } => BasesKind::Streamed,
         }
@@ -332,7 +339,7 @@ impl GpuBackend {
             // as long as the table takes to make.
             TableSource::Expanded { compact, mask, len } => self
                 .msm
-                .expand_bases(compact, mask, len)
+                .expand_bases_g1(compact, mask, len)
                 .and_then(|e| self.msm.precompute_windows_g1(&e.view(), bits)),
         };
         match made {

@@ -329,12 +329,15 @@ impl GpuBackend {
     }
 
     /// Whether l and the aux part of a are summed over one sort of the aux scalars
-    /// (default true, or `PINION_ONE_SORT_L_A=0` for a benchmark's comparison). It
-    /// applies where A keeps every aux variable (a's scalars are then the inputs followed
-    /// by l's) and both queries are read in place on this device, or both through tables
-    /// of precomputed windows of the same length: the bucket sort of l's scalars serves
-    /// both sums, a's inputs are summed apart, and a's scalars are never staged. Same
-    /// proofs, one sort fewer.
+    /// (default true, or `PINION_ONE_SORT_L_A=0` for a benchmark's comparison), where
+    /// both queries are on this device: the bucket sort of l's scalars serves both sums,
+    /// a's inputs are summed apart, and a's aux scalars are never staged. a's aux part
+    /// reads its bases after the inputs in place where A keeps every aux variable;
+    /// otherwise those bases laid out one per aux variable, infinity where A has none
+    /// (gpu-msm's `expand_bases_g1_with`): for the proof, where the VRAM budget has room
+    /// for them twice over (n_aux·96 bytes, not in the device headroom a key plans:
+    /// without the room the sorts stay two), or once in a table of precomputed windows
+    /// when l has one ([`Self::with_precomputed_windows`]). Same proofs, one sort fewer.
     pub fn with_one_sort_l_a(mut self, on: bool) -> GpuBackend {
         self.one_sort_l_a = on;
         self
@@ -1054,6 +1057,33 @@ impl GpuBackend {
         let on_gpu = |q: G1Query, placed: &[Option<Placed<'_, G1Curve>>; 4]| {
             matches!(placed[q as usize], Some(Placed::Gpu(_)))
         };
+        let copy_stream = self.copy_stream()?;
+        // Where A is not dense and l is read in place (no tables), a's aux part joins l's
+        // sort over its bases expanded one per aux variable for this proof, on the copy
+        // stream ahead of the witness (l's MSM waits for that stream), where the VRAM
+        // budget has room for them twice over; otherwise the two sorts.
+        if a_aux.is_none()
+            && matches!(
+                placed[G1Query::L as usize],
+                Some(Placed::Gpu(GpuBases::Resident(_)))
+            )
+        {
+            if let Some(compact) = &aux_bases {
+                let n_aux = x.aux.len();
+                let bytes = (n_aux * <G1Curve as gpu_msm::GpuCurve>::AFFINE_WORDS * 4) as u64;
+                if 2 * bytes <= self.gpu.vram_budget().available_bytes() {
+                    let copy = GpuMsm::new(self.gpu.with_stream(copy_stream.clone()));
+                    let expanded = copy
+                        .upload_mask(x.a_aux, n_aux)
+                        .and_then(|mask| copy.expand_bases_g1_with(compact, &mask, n_aux));
+                    match expanded {
+                        Ok(e) => a_aux = Some(GpuBases::Expanded(e)),
+                        Err(e) if out_of_vram(&e) => {}
+                        Err(e) => return Err(gpu_msm_err(G1Query::A.name())(e)),
+                    }
+                }
+            }
+        }
         // l, a and b (on G1 and G2) read one copy of the witness on the device.
         let needs = WitnessNeeds {
             l: on_gpu(G1Query::L, &placed),
@@ -1061,7 +1091,6 @@ impl GpuBackend {
             a_inputs_only: a_aux.is_some(),
             b: k_in + k_aux > 0,
         };
-        let copy_stream = self.copy_stream()?;
         // l, a and b beside H's MSM in a small proof (`with_side_msms`).
         let side_engine = self.side_engine(n_h)?;
         // H's host scalars (rare: h left on the host) get a device buffer now, on the
