@@ -7,6 +7,9 @@
 // back in place. C > 1 for passes with lo > 0 so that global accesses come in runs of
 // C * 32 bytes. DIF passes (Gentleman-Sande, natural in -> bit-reversed out) go from the
 // top bits down; DIT passes (Cooley-Tukey, bit-reversed in -> natural out) from bit 0 up.
+// Each pass reads and writes reduced elements; in between, its butterflies keep
+// representatives in [0, 2r) (ntt.cuh: the products skip their final subtraction) and the
+// store reduces each element once.
 //
 //   ntt_pass_dif / ntt_pass_dit(Fr* data, const Fr* tw, u32 tw_log, u32 lo, u32 s,
 //                               u32 clog, u32 inverse, ScaleArgs pre, ScaleArgs post)
@@ -98,25 +101,25 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
       const Fr y = sh_load<BIT0>(sh, E, e1);
       Fr u, v;
       if (DIF) {
-        u = fe_add<FrParams>(x, y);
+        u = fr_add_lazy(x, y);
         if (j == 0) {
-          v = fe_sub<FrParams>(x, y);
+          v = fr_sub_lazy(x, y);
         } else if (inverse) {
           // w^-j = -w^(h-j): (x - y) w^-j = (y - x) w^(h-j)
-          v = fr_mul(fe_sub<FrParams>(y, x), fe_load<FrParams>(tw + ((h - j) << shift)));
+          v = fr_mul_lazy(fe_load<FrParams>(tw + ((h - j) << shift)), fr_sub_lazy(y, x));
         } else {
-          v = fr_mul(fe_sub<FrParams>(x, y), fe_load<FrParams>(tw + (j << shift)));
+          v = fr_mul_lazy(fe_load<FrParams>(tw + (j << shift)), fr_sub_lazy(x, y));
         }
       } else {
         if (j == 0) {
-          u = fe_add<FrParams>(x, y);
-          v = fe_sub<FrParams>(x, y);
+          u = fr_add_lazy(x, y);
+          v = fr_sub_lazy(x, y);
         } else {
           const uint32_t idx = inverse ? (h - j) : j;
-          const Fr t = fr_mul(y, fe_load<FrParams>(tw + (idx << shift)));
+          const Fr t = fr_mul_lazy(fe_load<FrParams>(tw + (idx << shift)), y);
           // inverse: y w^-j = -t, so (x - t, x + t)
-          u = inverse ? fe_sub<FrParams>(x, t) : fe_add<FrParams>(x, t);
-          v = inverse ? fe_add<FrParams>(x, t) : fe_sub<FrParams>(x, t);
+          u = inverse ? fr_sub_lazy(x, t) : fr_add_lazy(x, t);
+          v = inverse ? fr_add_lazy(x, t) : fr_sub_lazy(x, t);
         }
       }
       sh_store<BIT0>(sh, E, e0, u);
@@ -127,7 +130,7 @@ __device__ __forceinline__ void ntt_pass(Fr* __restrict__ data, const Fr* __rest
 
   for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
     const uint32_t p = base + ((e >> clog) << lo) + (e & cmask);
-    fe_store<FrParams>(data + p, apply_scale(post, p, sh_load<BIT0>(sh, E, e)));
+    fe_store<FrParams>(data + p, apply_scale_lazy(post, p, sh_load<BIT0>(sh, E, e)));
   }
 }
 

@@ -12,9 +12,9 @@
 // final conditional subtraction; fe_mul and fe_mul_ab differ in how the accumulator
 // moves down a word per step (see each).
 //
-// Bounds used (both moduli have 4m < R): with a, b < m the CIOS accumulator stays below
-// 2m < 2^(32N) at the start of each iteration, and below 2^(32(N+1)) inside it, so the
-// top word t[N] never carries out. Everything stays in registers: every loop over limbs
+// Bounds used (Fp has 8m < R, Fr only 2m < R < 4m): with a, b < m the CIOS accumulator
+// stays below 2m < 2^(32N) at the start of each iteration, and below 2^(32(N+1)) inside
+// it, so the top word t[N] never carries out. Everything stays in registers: every loop over limbs
 // is fully unrolled and every array index is a compile-time constant.
 #pragma once
 #include <stdint.h>
@@ -287,8 +287,14 @@ __device__ __forceinline__ Fe<P> fe_mul(const Fe<P>& a, const Fe<P>& b) {
 // instructions (Fp 518 vs 776) and registers, yet slower in the single-field
 // throughput kernels (Fp -8%, Fr -14%) and faster inside Fp2 (+17%), so both are kept
 // and each caller uses the one measured faster for it.
+namespace detail {
+// fe_mul_ab's accumulation without its final conditional subtraction: lo = (a*b + q*m) / R
+// for the CIOS quotient q < R, so lo = a*b*R^-1 (mod m) and lo < a*b/R + m. The bounds the
+// accumulation relies on (below a + m < 2m < 2^(32N) at the start of each step) need a < m
+// only: b may be any N-word value.
 template <class P>
-__device__ __forceinline__ Fe<P> fe_mul_ab(const Fe<P>& a, const Fe<P>& b) {
+__device__ __forceinline__ void mul_ab_unreduced(uint32_t (&lo)[P::N], const Fe<P>& a,
+                                                 const Fe<P>& b) {
   constexpr int N = P::N;
   uint32_t m[N];
   P::modulus(m);
@@ -331,9 +337,15 @@ __device__ __forceinline__ Fe<P> fe_mul_ab(const Fe<P>& a, const Fe<P>& b) {
     A[N - 1] = cc::addc(B[N - 1], A[N]);
     A[N] = 0;
   }
-  uint32_t lo[N];
 #pragma unroll
   for (int j = 0; j < N; ++j) lo[j] = A[j];
+}
+}  // namespace detail
+
+template <class P>
+__device__ __forceinline__ Fe<P> fe_mul_ab(const Fe<P>& a, const Fe<P>& b) {
+  uint32_t lo[P::N];
+  detail::mul_ab_unreduced<P>(lo, a, b);
   Fe<P> r;
   detail::reduce_once<P>(r.l, lo);
   return r;
