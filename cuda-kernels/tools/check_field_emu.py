@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks field_emu's output (stdin) with Python integers; prints a summary, exit 1 on a mismatch."""
+"""Checks field_emu's output (stdin) with Python integers; prints a summary, exit 1 on a mismatch
+or on no input."""
 import sys
 
 P = 0x1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab
@@ -32,6 +33,17 @@ def main():
                     ni = pow(n, -1, m) * one * one % m
                     want = (mm(a0, ni), (-mm(a1, ni)) % m)
             ok = (c0, c1) == want
+        elif op in ("ladd", "lsub", "lmul", "lred"):
+            # ntt.cuh's lazy butterfly arithmetic (Fr): congruent, and below 2r (reduced
+            # for lred)
+            if op == "lred":
+                a, c = xs
+                ok = c == a % m
+                want = a % m
+            else:
+                a, b, c = xs
+                want = {"ladd": a + b, "lsub": a - b, "lmul": a * b * rinv}[op] % m
+                ok = c % m == want and c < 2 * m
         else:
             if op in ("add", "sub", "mul"):
                 a, b, c = xs
@@ -44,8 +56,8 @@ def main():
         if not ok:
             bad += 1
             if bad < 5:
-                print("MISMATCH", line.strip(), "want", want)
+                print("MISMATCH", line.strip(), "want", want, "(mod the field)")
     print("checked", sum(counts.values()), "results over", len(counts), "ops;", bad, "mismatches")
-    sys.exit(1 if bad else 0)
+    sys.exit(1 if bad or not counts else 0)
 
 main()

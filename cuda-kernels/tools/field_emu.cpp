@@ -16,6 +16,12 @@
 #include "fp2.cuh"
 #include "fp_inv.cuh"
 #include "field_f64.cuh"
+inline uint32_t __brev(uint32_t x) {  // for ntt.cuh (bit_reverse, not used here)
+  uint32_t r = 0;
+  for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
+  return r;
+}
+#include "ntt.cuh"
 
 using namespace pinion;
 
@@ -95,6 +101,43 @@ static void run(const char* name, int n) {
   }
 }
 
+// An NTT butterfly operand below 2r (ntt.cuh's lazy representatives): edge values (0,
+// r - 1, r, 2r - 1, 2r - 2^32), then random ones, half of them in [r, 2r).
+static Fr lazy_operand(int kind) {
+  uint32_t m[8], t[8];
+  FrParams::modulus(m);
+  ntt::fr_twice_modulus(t);
+  Fr r;
+  switch (kind) {
+    case 0: return fe_zero<FrParams>();
+    case 1: for (int j = 0; j < 8; ++j) r.l[j] = m[j]; r.l[0] -= 1; return r;  // low word 1
+    case 2: for (int j = 0; j < 8; ++j) r.l[j] = m[j]; return r;
+    case 3: for (int j = 0; j < 8; ++j) r.l[j] = t[j]; r.l[0] -= 1; return r;  // low word 2
+    case 4: for (int j = 0; j < 8; ++j) r.l[j] = t[j]; r.l[1] -= 1; return r;  // 2r - 2^32
+    default: break;
+  }
+  // Random words with the top word below 2r's (below 2r), or between r's and 2r's.
+  for (int j = 0; j < 8; ++j) r.l[j] = next32();
+  r.l[7] = kind % 2 ? r.l[7] % t[7] : m[7] + 1 + r.l[7] % (t[7] - m[7] - 1);
+  return r;
+}
+
+// ntt.cuh's butterfly arithmetic on representatives below 2r: sums, differences and
+// products (twiddle below r) congruent to the exact ones and below 2r, and the reduction.
+static void run_fr_lazy(int n) {
+  for (int i = 0; i < n; ++i) {
+    const bool edge = i < 25;
+    const Fr x = lazy_operand(edge ? i / 5 : 5 + i % 2);
+    const Fr y = lazy_operand(edge ? i % 5 : 6 + i % 2);
+    const Fr w = random_fe<FrParams>(i < 3 ? i : i % 5 == 0 ? 4 : 3);
+    printf("fr ladd"); print(x); print(y); print(ntt::fr_add_lazy(x, y)); printf("\n");
+    printf("fr lsub"); print(x); print(y); print(ntt::fr_sub_lazy(x, y)); printf("\n");
+    printf("fr lsub"); print(y); print(x); print(ntt::fr_sub_lazy(y, x)); printf("\n");
+    printf("fr lmul"); print(w); print(x); print(ntt::fr_mul_lazy(w, x)); printf("\n");
+    printf("fr lred"); print(x); print(ntt::fr_reduce_lazy(x)); printf("\n");
+  }
+}
+
 static void run_fp2(int n) {
   for (int i = 0; i < n; ++i) {
     Fp2 a{random_fe<FpParams>(i < 4 ? i : 3), random_fe<FpParams>(3)};
@@ -115,6 +158,7 @@ int main(int argc, char** argv) {
   rng_state = argc > 2 ? strtoull(argv[2], nullptr, 10) : 1;
   run<FpParams>("fp", n);
   run<FrParams>("fr", n);
+  run_fr_lazy(n);
   run_fp2(n / 4);
   return 0;
 }
