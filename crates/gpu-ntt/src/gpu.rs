@@ -27,13 +27,15 @@
 //! transforms. Input copies run on a second stream so the copy of b overlaps the
 //! transforms of a.
 //!
-//! # Cost model (H200, measured 2026-11-30 and 2026-12-04, `examples/gpu_ntt_bench.rs`)
-//! Forward 2^27 ≈ 41 ms, 2^24 ≈ 4.7 ms; inverse coset 2^27 ≈ 47 ms; H step 2^27 ≈ 268 ms
-//! from device-resident a, b, c (six transforms; 315 ms with seven) and ≈ 417 ms from
-//! pinned host memory with seven (12 GiB of copies overlapped with compute). The passes
-//! are bound by Fr multiplications: a transform does about (n/2)·(log2 n − 2) of them,
-//! ≈ 1.7e9 at 2^27, i.e. ≈ 33 ms at the 5.0e10 mul/s the field kernels reach; memory
-//! traffic (three passes of 8 GiB) mostly overlaps with it.
+//! # Cost model (`examples/gpu_ntt_bench.rs`; H200 2026-11-30 to 12-05, H100 2026-12-06)
+//! Forward 2^27 ≈ 40 ms, 2^24 ≈ 4.4–4.7 ms; inverse coset 2^27 ≈ 45–47 ms; H step 2^27
+//! ≈ 264 ms from device-resident a, b, c (six transforms; 315 ms with seven, H200) and
+//! ≈ 344 ms from pinned host memory (the copies overlapped with compute). A transform does
+//! about (n/2)·(log2 n − 2) Fr products, ≈ 1.7e9 at 2^27, i.e. ≈ 33 ms at the 5.0e10
+//! mul/s the field kernels reach, so the passes run at about 85% of that rate; memory
+//! traffic (four passes of 8 GiB at 2^27) mostly overlaps with it. Nsight Compute finds no
+//! resource saturated in a pass (issue slots, the integer pipes and DRAM all well below
+//! their peaks: cuda-kernels/NOTES.md).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
