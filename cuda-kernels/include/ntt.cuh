@@ -172,7 +172,7 @@ __device__ __forceinline__ Fr apply_scale(const ScaleArgs& a, uint32_t p, const 
   return fe_mul<FrParams>(x, power_from_tables(a.lo, a.hi, j, a.lo_bits, a.lo_mask, a.hi_mask));
 }
 
-// apply_scale for x < 2r (a pass's last store), result reduced: the factor (< r) is the
+// apply_scale for x < 2r (each pass's store), result reduced: the factor (< r) is the
 // product's multiplicand, x the scanned operand (detail::mul_ab_unreduced's bounds hold
 // for fe_mul's accumulation alike), and the result below 2r loses r once if it must.
 __device__ __forceinline__ Fr apply_scale_lazy(const ScaleArgs& a, uint32_t p, const Fr& x) {
