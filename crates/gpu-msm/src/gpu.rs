@@ -2001,12 +2001,11 @@ impl GpuMsm {
     /// `Σ scalars[i]·P_i` over each of several tables of precomputed windows, the scalars
     /// sorted into buckets once for all of them: the sums a Groth16 proof needs of two
     /// queries that read the same scalars (l and the aux part of a, its table made from
-    /// [`GpuMsm::expand_bases`] where A lacks some aux variables). The tables must have
-    /// the same window bits and the same bases
-    /// a row ([`GpuMsmError::TablesDiffer`]), since the sorted entries name table rows;
-    /// each sum is what [`GpuMsm::msm_precomputed`] gives for its table. The sort's
-    /// scratch is the one of a single MSM; each table adds its accumulation and
-    /// reduction only.
+    /// [`GpuMsm::expand_bases_g1`] where A lacks some aux variables). The tables must have
+    /// the same window bits and the same bases a row ([`GpuMsmError::TablesDiffer`]),
+    /// since the sorted entries name table rows; each sum is what
+    /// [`GpuMsm::msm_precomputed`] gives for its table. The sort's scratch is the one of a
+    /// single MSM; each table adds its accumulation and reduction only.
     pub fn msm_precomputed_many<C: GpuCurve>(
         &self,
         tables: &[&PrecomputedBases<C>],
