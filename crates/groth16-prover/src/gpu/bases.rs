@@ -243,7 +243,7 @@ pub(super) enum TableSource<'v, 'a> {
     Whole(&'v DeviceBasesView<'a, G1Curve>),
     /// A sparse query's bases (`compact`, after its inputs) laid out one per scalar of
     /// `mask` and infinity elsewhere, `len` points in all
-    /// ([`gpu_msm::GpuMsm::expand_bases`]): a's aux part over l's rows.
+    /// ([`gpu_msm::GpuMsm::expand_bases_g1`]): a's aux part over l's rows.
     Expanded {
         compact: &'v DeviceBasesView<'a, G1Curve>,
         mask: &'v gpu_msm::DensityMask,
