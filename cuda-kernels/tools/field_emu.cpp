@@ -16,11 +16,6 @@
 #include "fp2.cuh"
 #include "fp_inv.cuh"
 #include "field_f64.cuh"
-inline uint32_t __brev(uint32_t x) {  // for ntt.cuh (bit_reverse, not used here)
-  uint32_t r = 0;
-  for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
-  return r;
-}
 #include "ntt.cuh"
 
 using namespace pinion;

@@ -1,7 +1,7 @@
 // Runs the MSM's scalar-side kernel bodies (include/msm_scalars.cuh: classes, signed-window
 // digits, the counting sort's count / scan / scatter, the compaction by a density mask and
-// its inverse for points (expand_body, checked here), the
-// Montgomery-to-canonical conversion) on the CPU and prints what they produced for tools/check_msm_sort_emu.py,
+// its inverse for points (expand_body, checked here), the Montgomery-to-canonical
+// conversion) on the CPU and prints what they produced for tools/check_msm_sort_emu.py,
 // which rebuilds every scalar from its bucket entries with Python integers: the signed
 // digits d * 2^(c w) of a scalar's entries must sum to the scalar (scalars 1 go to the ones
 // window, spread by index), offsets must be the exclusive prefix sum of the counts, and each

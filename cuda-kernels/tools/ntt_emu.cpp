@@ -36,11 +36,6 @@ inline void __syncthreads() {
 inline void __syncwarp(uint32_t = 0xffffffffu) {
   if (blockDim.x > 1) pthread_barrier_wait(&warp_barriers[threadIdx.x / 32]);
 }
-inline uint32_t __brev(uint32_t x) {
-  uint32_t r = 0;
-  for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
-  return r;
-}
 // Dynamic shared memory of the running block (one block at a time): 2^12 elements at most.
 uint4 sh[2 << 12];
 
