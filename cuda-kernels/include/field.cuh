@@ -14,8 +14,8 @@
 //
 // Bounds used (Fp has 8m < R, Fr only 2m < R < 4m): with a, b < m the CIOS accumulator
 // stays below 2m < 2^(32N) at the start of each iteration, and below 2^(32(N+1)) inside
-// it, so the top word t[N] never carries out. Everything stays in registers: every loop over limbs
-// is fully unrolled and every array index is a compile-time constant.
+// it, so the top word t[N] never carries out. Everything stays in registers: every loop
+// over limbs is fully unrolled and every array index is a compile-time constant.
 #pragma once
 #include <stdint.h>
 

@@ -26,10 +26,10 @@ __device__ __forceinline__ void fr_twice_modulus(uint32_t (&m)[8]) {
 }
 
 #if defined(PINION_HOST_EMULATION)
-// a < bound (bound 2r, or r with `once`), else abort: the lazy bounds are the contract.
-inline void lazy_check(const Fr& a, bool once) {
+// a < 2r (a < r with `below_r`), else abort: the lazy bounds are the contract.
+inline void lazy_check(const Fr& a, bool below_r) {
   uint32_t m[8];
-  if (once) {
+  if (below_r) {
     FrParams::modulus(m);
   } else {
     fr_twice_modulus(m);
@@ -40,12 +40,12 @@ inline void lazy_check(const Fr& a, bool once) {
       break;
     }
   }
-  fprintf(stderr, "lazy NTT bound broken (%s)\n", once ? "< r" : "< 2r");
+  fprintf(stderr, "lazy NTT bound broken (%s)\n", below_r ? "< r" : "< 2r");
   abort();
 }
-#define LAZY_CHECK(a, once) lazy_check(a, once)
+#define LAZY_CHECK(a, below_r) lazy_check(a, below_r)
 #else
-#define LAZY_CHECK(a, once) ((void)0)
+#define LAZY_CHECK(a, below_r) ((void)0)
 #endif
 
 // a + b for a, b < 2r, result < 2r: a + b < 4r may carry out of 256 bits; 2r is taken off
