@@ -8,7 +8,12 @@
 //! scalars already on the device. Then Groth16-shaped scalars (30% zeros, 30% ones, 40%
 //! uniform) at each curve's largest size, every scalar equal there too (with a chunked
 //! accumulation only), and a per-phase breakdown. The issue's recorded reference figures
-//! (an H200's) are set beside a run on an H200 only.
+//! (an H200's) are set beside a run on an H200 only; `PINION_PEER_MSM_CSV=FILE` sets the
+//! reference's figures from this same run beside it instead, on any card (what peer-bench's
+//! `msm_bench` printed on this machine, e.g. just before this program, uniform and
+//! Groth16-shaped: [`pinion_bench::PeerRuns`]). Targets (issue 18): G1 at most 0.8x the
+//! reference (with the copy of the scalars, as the reference's figure has it); G2, uniform,
+//! 1.5x faster than the H200's 54.95 ms at 2^20 and 532 ms at 2^24 (on an H200 only).
 //! The library's default window and kernel are timed; with `PINION_MSM_SWEEP=1` a short
 //! sweep per size (scalars resident, median of 3) over windows 8, 13, 16
 //! (`PINION_MSM_SWEEP_WINDOWS=16,20` picks others), the accumulation kernels
@@ -45,7 +50,7 @@
 //! Bases: 2^16 distinct random points tiled to n (the MSM's cost does not depend on
 //! whether bases repeat). Scalars: uniform below r (random words, top word reduced).
 
-use pinion_bench::BenchLine;
+use pinion_bench::{BenchLine, PeerRuns};
 use std::time::Instant;
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -61,13 +66,28 @@ use memory_budget::{Budget, Category};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-/// Reference library on the same H200 kind, 2026-11-30 (issue 6), ms, with the copy;
-/// G1 only (the issue gives no G2 figures), and only where this run is on that kind
-/// (`recorded`: [`pinion_bench::recorded_reference_applies`]).
-fn reference_ms(curve: &str, log_n: u32, recorded: bool) -> Option<f64> {
-    if curve != "g1" || !recorded {
+/// The reference library's G1 figure (ms, with the copy of the scalars) for `shape`
+/// (`uniform` or `groth16`, peer-bench's names): this run's where `PINION_PEER_MSM_CSV` gave
+/// them, else the issue's (uniform only), recorded on an H200 and set beside a run on that
+/// kind only (`recorded`: [`pinion_bench::recorded_reference_applies`]). None for G2 (no
+/// reference figures).
+fn reference_ms(
+    curve: &str,
+    log_n: u32,
+    shape: &str,
+    peer: Option<&PeerRuns>,
+    recorded: bool,
+) -> Option<f64> {
+    if curve != "g1" {
         return None;
     }
+    if let Some(p) = peer {
+        return p.get(shape, log_n);
+    }
+    if shape != "uniform" || !recorded {
+        return None;
+    }
+    // Issue 6's figures (H200, 2026-11-30).
     match log_n {
         16 => Some(7.2),
         18 => Some(20.2),
@@ -227,18 +247,49 @@ fn env_flag(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v == "1")
 }
 
+/// Issue 18's G1 target: at most this fraction of the reference's time.
+const G1_TARGET_RATIO: f64 = 0.8;
+
+/// Issue 18's G2 target (uniform scalars, with the copy, on an H200): 1.5x faster than the
+/// H200's figures when the issue was filed, as (log2 size, ms then, target in words).
+const G2_TARGETS: [(u32, f64, &str); 2] = [
+    (20, 54.95, "<= 36.63 ms (1.5x faster than 54.95, H200)"),
+    (24, 532.0, "<= 354.67 ms (1.5x faster than 532, H200)"),
+];
+
 /// One machine-readable result for `cargo xtask bench` (`PINION_BENCH {json}`); peer is the
-/// issue's reference figure (which includes the scalar copy), the target is at or below it.
+/// reference's figure (which includes the scalar copy) and the target issue 18's ratio; for
+/// G2's uniform rows with the copy at 2^20 and 2^24 on the H200 (`g2_target`), issue 18's
+/// absolute target instead.
 fn emit_bench_line(curve: &str, what: &str, log_n: u32, ms: f32, peer: Option<f64>) {
+    emit_bench_line_with(curve, what, log_n, ms, peer, false)
+}
+
+fn emit_bench_line_with(
+    curve: &str,
+    what: &str,
+    log_n: u32,
+    ms: f32,
+    peer: Option<f64>,
+    g2_target: bool,
+) {
+    let ours = f64::from(ms);
+    let (target, pass) = match G2_TARGETS.iter().find(|t| t.0 == log_n) {
+        Some(&(_, then, words)) if g2_target => (Some(words), Some(ours * 1.5 <= then)),
+        _ => (
+            peer.map(|_| "<= 0.8x peer"),
+            peer.map(|p| ours <= G1_TARGET_RATIO * p),
+        ),
+    };
     BenchLine {
         what: &format!("gpu msm {curve} {what}"),
         size: format!("2^{log_n}"),
-        ours: f64::from(ms),
+        ours,
         peer,
         unit: "ms",
         lower_is_better: true,
-        target: peer.map(|_| "<= peer"),
-        pass: peer.map(|p| f64::from(ms) <= p),
+        target,
+        pass,
     }
     .emit();
 }
@@ -350,6 +401,8 @@ struct Run {
     two_level: TwoLevelParams,
     /// Whether the issue's recorded reference figures apply to this device's kind.
     recorded: bool,
+    /// The reference's figures from this run (`PINION_PEER_MSM_CSV`).
+    peer: Option<PeerRuns>,
     runs: usize,
     sweep_on: bool,
     sweep_windows: Vec<u32>,
@@ -411,7 +464,10 @@ fn main() -> BenchResult<()> {
         gpu.info().sm_count
     );
     let recorded = pinion_bench::recorded_reference_applies(&gpu.info().name);
-    if !recorded {
+    let peer = PeerRuns::from_env("PINION_PEER_MSM_CSV")?;
+    if peer.is_some() {
+        println!("reference: this run's (PINION_PEER_MSM_CSV)");
+    } else if !recorded {
         println!(
             "the reference figures were recorded on an {}: no ratios or targets on this device",
             pinion_bench::RECORDED_REFERENCE_KIND
@@ -443,6 +499,7 @@ fn main() -> BenchResult<()> {
         sort,
         two_level,
         recorded,
+        peer,
         runs,
         sweep_on: env_flag("PINION_MSM_SWEEP"),
         sweep_windows: sweep_windows()?,
@@ -647,7 +704,7 @@ where
             }
         }
         let timing = time_one(&engine, &bases, &words, run.runs)?;
-        let r = reference_ms(name, log_n, run.recorded);
+        let r = reference_ms(name, log_n, "uniform", run.peer.as_ref(), run.recorded);
         run.rows.push(format!(
             "| {name} | 2^{log_n} | {} {:?} {:?} | {:.2} | {:.2} | {} | {} |",
             engine.plan(n).window_bits,
@@ -663,7 +720,8 @@ where
         ));
         println!("{}", run.rows.last().map_or("", String::as_str));
         let uniform = "uniform, with scalar copy";
-        emit_bench_line(name, uniform, log_n, timing.with_copy_ms, r);
+        let g2_target = name == "g2" && run.recorded;
+        emit_bench_line_with(name, uniform, log_n, timing.with_copy_ms, r, g2_target);
         let resident = "uniform, scalars resident";
         emit_bench_line(name, resident, log_n, timing.resident_ms, None);
         let (_, phases) = engine.msm_resident_profiled(&bases, &d_scalars)?;
@@ -695,16 +753,20 @@ where
         let n = 1usize << log_n;
         let g16 = scalar_words(rng, n, true);
         let t = time_one(&engine, &bases, &g16, run.runs)?;
+        // Issue 6 recorded no Groth16-shaped figure: only this run's reference has one.
+        let r = reference_ms(name, log_n, "groth16", run.peer.as_ref(), false);
         run.rows.push(format!(
-            "| {name} | 2^{log_n} Groth16-shaped (30% 0, 30% 1) | {} {:?} | {:.2} | {:.2} | - | - |",
+            "| {name} | 2^{log_n} Groth16-shaped (30% 0, 30% 1) | {} {:?} | {:.2} | {:.2} | {} | {} |",
             engine.plan(windowed_terms(&g16)).window_bits,
             engine.accumulate_kernel::<C>(windowed_terms(&g16)),
             t.with_copy_ms,
-            t.resident_ms
+            t.resident_ms,
+            r.map_or("-".into(), |r| format!("{r:.1}")),
+            r.map_or("-".into(), |r| format!("{:.2}", t.with_copy_ms as f64 / r)),
         ));
         println!("{}", run.rows.last().map_or("", String::as_str));
         let what = "groth16-shaped, with scalar copy";
-        emit_bench_line(name, what, log_n, t.with_copy_ms, None);
+        emit_bench_line(name, what, log_n, t.with_copy_ms, r);
         let scalars = engine.upload_scalar_words(&g16)?;
         let (_, phases) = engine.msm_resident_profiled(&bases, &scalars)?;
         let label = format!("{name} 2^{log_n} groth16-shaped");
@@ -873,7 +935,8 @@ fn bench_precomputed(run: &mut Run, logs: &[u32]) -> BenchResult<()> {
                     let timing = time_msm(&engine, words, run.runs, |scalars| {
                         Ok(engine.msm_g1_precomputed(&table, scalars)?)
                     })?;
-                    let r = reference_ms("g1", log_n, run.recorded && !*groth16);
+                    let peer_shape = if *groth16 { "groth16" } else { "uniform" };
+                    let r = reference_ms("g1", log_n, peer_shape, run.peer.as_ref(), run.recorded);
                     run.rows.push(format!(
                         "| g1 | 2^{log_n} {shape}, precomputed windows ({} rows, {:.2} GiB, built in {build_ms:.0} ms) | {c_label} shared buckets | {:.2} | {:.2} | {} | {} |",
                         table.n_windows(),

@@ -351,6 +351,8 @@ fn bench<C: Circuit<Scalar> + Clone>(
     let Some(gpu) = gpu else {
         return;
     };
+    // Issue 18's GPU-time targets are an H200's (the issue's machine).
+    let on_target_kind = pinion_bench::recorded_reference_applies(&gpu.info().name);
     let mut backend = GpuBackend::with_gpu(gpu, budget.clone());
     if opts.streamed {
         backend = backend.with_placement(GpuPlacement::Pinned);
@@ -452,7 +454,18 @@ fn bench<C: Circuit<Scalar> + Clone>(
         }
         .emit();
     }
-    let synthetic_2_24 = !opts.cpu && !opts.streamed && shape.n_rows.next_power_of_two() >= 1 << 24;
+    // Issue 18: H + MSMs at most 0.30 s for the synthetic 2^24 circuit and 20 ms for
+    // SHA-256 at 2^20, bases resident, on an H200 (elsewhere the target is named, not judged).
+    let log_rows = shape.n_rows.next_power_of_two().trailing_zeros();
+    let target = if opts.streamed {
+        None
+    } else if label.starts_with("synthetic") && log_rows == 24 {
+        Some(("<= 300 ms at 2^24, synthetic (issue 18, H200)", 0.300))
+    } else if label.starts_with("sha256") && log_rows == 20 {
+        Some(("<= 20 ms at 2^20, SHA-256 (issue 18, H200)", 0.020))
+    } else {
+        None
+    };
     BenchLine {
         what: &format!(
             "gpu h + msms{} ({short})",
@@ -467,8 +480,10 @@ fn bench<C: Circuit<Scalar> + Clone>(
         peer: None,
         unit: "ms",
         lower_is_better: true,
-        target: synthetic_2_24.then_some("< 1000 ms at 2^24"),
-        pass: synthetic_2_24.then_some(gpu_med < Duration::from_secs(1)),
+        target: target.map(|t| t.0),
+        pass: target
+            .filter(|_| on_target_kind)
+            .map(|t| gpu_med.as_secs_f64() <= t.1),
     }
     .emit();
 }
