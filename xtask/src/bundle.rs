@@ -206,26 +206,33 @@ if [ "$mode" = bench ] || [ "$mode" = all ]; then
       nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | sed 's/^/GPU: /'
     } > "$logs/machine.txt"
   fi
+  # wanted NAME: whether PINION_BENCH_ONLY (unset: every program) names bench NAME.
+  wanted() { case " ${PINION_BENCH_ONLY:-$1} " in *" $1 "*) return 0 ;; esac; return 1; }
   # PINION_PEER_BIN=DIR: peer-bench's built drivers (the reference CUDA library's
-  # ntt_bench and msm_bench, ../shared/tools/peer-bench): timed first, in this run, and
-  # set beside ours through PINION_PEER_NTT_CSV / PINION_PEER_MSM_CSV (their CSVs are kept
-  # with the logs). A driver that fails counts as a failed bench and sets nothing.
+  # ntt_bench and msm_bench, ../shared/tools/peer-bench): each timed first, in this run,
+  # where the bench it stands beside will run, and set beside ours through
+  # PINION_PEER_NTT_CSV / PINION_PEER_MSM_CSV (their CSVs are kept with the logs). A driver
+  # that fails counts as a failed bench and sets nothing.
   if [ -n "${PINION_PEER_BIN:-}" ]; then
     pdir="${logs:-$(mktemp -d)}"
     if [ "${PINION_BENCH_QUICK:-}" = 1 ]; then nsz="20 22"; msz="16 18"; gsz=""; else nsz="20 27"; msz="16 26"; gsz="24 26"; fi
-    echo "=== peer ntt_bench $nsz"
-    if "$PINION_PEER_BIN/ntt_bench" $nsz > "$pdir/peer_ntt.csv"; then
-      cat "$pdir/peer_ntt.csv"; export PINION_PEER_NTT_CSV="$pdir/peer_ntt.csv"
-    else fail=$((fail + 1)); failed="$failed peer-ntt_bench"; fi
-    echo "=== peer msm_bench $msz${gsz:+, $gsz groth16}"
-    if { "$PINION_PEER_BIN/msm_bench" $msz && { [ -z "$gsz" ] || "$PINION_PEER_BIN/msm_bench" $gsz groth16; }; } > "$pdir/peer_msm.csv"; then
-      cat "$pdir/peer_msm.csv"; export PINION_PEER_MSM_CSV="$pdir/peer_msm.csv"
-    else fail=$((fail + 1)); failed="$failed peer-msm_bench"; fi
+    if wanted gpu_ntt_bench; then
+      echo "=== peer ntt_bench $nsz"
+      if "$PINION_PEER_BIN/ntt_bench" $nsz > "$pdir/peer_ntt.csv"; then
+        cat "$pdir/peer_ntt.csv"; export PINION_PEER_NTT_CSV="$pdir/peer_ntt.csv"
+      else fail=$((fail + 1)); failed="$failed peer-ntt_bench"; fi
+    fi
+    if wanted gpu_msm_bench; then
+      echo "=== peer msm_bench $msz${gsz:+, $gsz groth16}"
+      if { "$PINION_PEER_BIN/msm_bench" $msz && { [ -z "$gsz" ] || "$PINION_PEER_BIN/msm_bench" $gsz groth16; }; } > "$pdir/peer_msm.csv"; then
+        cat "$pdir/peer_msm.csv"; export PINION_PEER_MSM_CSV="$pdir/peer_msm.csv"
+      else fail=$((fail + 1)); failed="$failed peer-msm_bench"; fi
+    fi
   fi
   for b in "$here"/bench/*; do
     [ -x "$b" ] || continue
     name=$(basename "$b")
-    case " ${PINION_BENCH_ONLY:-$name} " in *" $name "*) ;; *) continue ;; esac
+    wanted "$name" || continue
     echo "=== bench $name"
     if [ -n "$logs" ]; then
       "$b" "$@" 2>&1 | tee "$logs/$name.log"; rc=${PIPESTATUS[0]}

@@ -230,13 +230,12 @@ impl PeerRuns {
                 continue;
             }
             let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-            let expected = match h {
-                None => "lg_n,shape,ms".to_string(),
-                Some(cols) => format!("lg_n,{}", cols.join(",")),
-            };
             let bad = || PeerCsvError::BadRow {
                 line: no,
-                expected: expected.clone(),
+                expected: match h {
+                    None => "lg_n,shape,ms".to_string(),
+                    Some(cols) => format!("lg_n,{}", cols.join(",")),
+                },
                 found: raw.to_string(),
             };
             let log_n: u32 = fields[0].parse().map_err(|_| bad())?;
